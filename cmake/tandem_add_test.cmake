@@ -1,0 +1,27 @@
+# tandem_add_test(NAME SOURCES a.cpp b.cpp [LIBS ...] [RANKS 1 2 3 4] [TIMEOUT s] [LABELS ...])
+# One GoogleTest executable; without RANKS it runs as one process, with RANKS once per rank count
+# under mpirun (each run is its own ctest test, NAME_npN). Every test carries a timeout: none hangs CI.
+find_package(GTest REQUIRED)
+set(TANDEM_MPIEXEC_FLAGS --oversubscribe --bind-to none CACHE STRING "extra mpirun flags for tests")
+
+function(tandem_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;RANKS;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE tandem GTest::gtest ${T_LIBS})
+  if(NOT T_RANKS)
+    target_link_libraries(${name} PRIVATE GTest::gtest_main)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+    return()
+  endif()
+  foreach(np ${T_RANKS})
+    add_test(NAME ${name}_np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${TANDEM_MPIEXEC_FLAGS}
+                     $<TARGET_FILE:${name}>)
+    set_tests_properties(${name}_np${np} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}"
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1")
+  endforeach()
+endfunction()

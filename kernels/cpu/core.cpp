@@ -1,0 +1,53 @@
+// CPU kernels behind Tensor: fill, copy, cast.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/core.h"
+
+namespace tandem::kernels {
+namespace {
+
+template <class T>
+T from_double(double v) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
+void cpu_fill(Tensor& dst, double value) {
+  dispatch(dst.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T v = from_double<T>(value);
+    std::fill_n(static_cast<T*>(dst.data_ptr()), dst.numel(), v);
+  });
+}
+
+void cpu_copy(const Tensor& src, Tensor& dst) {
+  TANDEM_CHECK(src.dtype() == dst.dtype() && src.numel() == dst.numel(),
+               "copy: src {} {} vs dst {} {}", dtype_name(src.dtype()), shape_str(src.shape()),
+               dtype_name(dst.dtype()), shape_str(dst.shape()));
+  if (src.nbytes() > 0 && src.data_ptr() != dst.data_ptr()) std::memmove(dst.data_ptr(), src.data_ptr(), src.nbytes());
+}
+
+void cpu_cast(const Tensor& src, Tensor& dst) {
+  convert_host(src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), src.numel());
+}
+
+void cpu_axpy(Tensor& dst, const Tensor& src, double alpha) {
+  dispatch(dst.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    T* d = static_cast<T*>(dst.data_ptr());
+    const T* s = static_cast<const T*>(src.data_ptr());
+    const A a = static_cast<A>(alpha);
+    const int64_t n = dst.numel();
+    for (int64_t i = 0; i < n; ++i) d[i] = T(static_cast<A>(d[i]) + a * static_cast<A>(s[i]));
+  });
+}
+
+TANDEM_REGISTER_KERNEL(fill, DeviceKind::CPU, cpu_fill);
+TANDEM_REGISTER_KERNEL(copy, DeviceKind::CPU, cpu_copy);
+TANDEM_REGISTER_KERNEL(cast, DeviceKind::CPU, cpu_cast);
+TANDEM_REGISTER_KERNEL(axpy, DeviceKind::CPU, cpu_axpy);
+
+}  // namespace
+}  // namespace tandem::kernels

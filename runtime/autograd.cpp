@@ -1,0 +1,285 @@
+// The autograd engine: graph recording, leaf accumulation with grad-ready hooks, and the backward
+// pass in reverse creation order.
+#include "runtime/autograd.h"
+
+#include <limits>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kernels/core.h"
+
+namespace tandem {
+
+namespace {
+std::atomic<uint64_t> g_next_sequence{0};
+thread_local bool t_grad_enabled = true;
+
+TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
+
+// A leaf's gradient sink: accumulates into .grad, then runs the leaf's grad-ready hooks.
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(const Tensor& leaf)
+      : Node("AccumulateGrad", {}, {meta_of(leaf)}, {meta_of(leaf)}), leaf_(leaf.impl_ptr()) {
+    // Runs as soon as it is ready: gradients become visible (and DDP buckets fire) early.
+    seq_ = std::numeric_limits<uint64_t>::max();
+  }
+
+  std::vector<Tensor> apply(const std::vector<Tensor>& grads) override {
+    auto impl = leaf_.lock();
+    if (!impl) return {};  // the leaf is gone; nothing to accumulate into
+    Tensor leaf(impl);
+    const Tensor& g = grads[0];
+    Tensor existing = leaf.grad();
+    if (existing.defined()) {
+      // In place, so that gradients living in DDP buckets stay there.
+      kernels::axpy(existing.device())(existing, g, 1.0);
+    } else {
+      leaf.set_grad(g.clone());  // own the memory: g may be shared with other leaves' gradients
+    }
+    for (auto& hook : impl->grad_ready_hooks) hook(leaf);
+    return {};
+  }
+
+ private:
+  std::weak_ptr<TensorImpl> leaf_;
+};
+
+std::shared_ptr<Node> accumulator_of(const Tensor& leaf) {
+  auto* impl = leaf.impl();
+  auto acc = impl->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(leaf);
+    impl->grad_accumulator = acc;
+  }
+  return acc;
+}
+}  // namespace
+
+Node::Node(std::string name, std::vector<Edge> next_edges, std::vector<TensorMeta> inputs,
+           std::vector<TensorMeta> outputs)
+    : seq_(g_next_sequence.fetch_add(1)),
+      name_(std::move(name)),
+      next_edges_(std::move(next_edges)),
+      inputs_(std::move(inputs)),
+      outputs_(std::move(outputs)) {}
+
+FunctionNode::FunctionNode(std::string name, std::vector<Edge> next, std::vector<TensorMeta> inputs,
+                           std::vector<TensorMeta> outputs, BackwardFn fn)
+    : Node(std::move(name), std::move(next), std::move(inputs), std::move(outputs)), fn_(std::move(fn)) {}
+
+std::vector<Tensor> FunctionNode::apply(const std::vector<Tensor>& grad_outputs) {
+  TANDEM_CHECK(fn_ != nullptr,
+               "Trying to backward through the graph a second time (node {}): its saved tensors were freed "
+               "after the first backward. Pass retain_graph=true to the first backward if you need to "
+               "backward twice.",
+               name());
+  return fn_(grad_outputs);
+}
+
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor* t : inputs)
+    if (t && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {};
+  if (t.grad_fn()) return {t.grad_fn(), t.impl()->output_nr};
+  return {accumulator_of(t), 0};
+}
+
+std::vector<Tensor> record(const char* name, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
+                           BackwardFn backward) {
+  if (!needs_grad(inputs)) return outputs;
+  std::vector<Edge> edges;
+  std::vector<TensorMeta> in_meta, out_meta;
+  for (const Tensor& t : inputs) {
+    edges.push_back(gradient_edge(t));
+    in_meta.push_back(t.defined() ? meta_of(t) : TensorMeta{});
+  }
+  for (const Tensor& t : outputs) out_meta.push_back(meta_of(t));
+  auto node = std::make_shared<FunctionNode>(name, std::move(edges), std::move(in_meta), std::move(out_meta),
+                                             std::move(backward));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TensorImpl* impl = outputs[i].impl();
+    if (!is_floating(impl->dtype)) continue;  // integer outputs (argmax indices) carry no gradient
+    impl->requires_grad = true;
+    impl->grad_fn = node;
+    impl->output_nr = static_cast<int>(i);
+  }
+  return outputs;
+}
+
+Tensor record(const char* name, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward) {
+  return record(name, inputs, std::vector<Tensor>{std::move(output)}, std::move(backward))[0];
+}
+
+namespace {
+
+struct CaptureKey {
+  Node* node;
+  int slot;
+  bool operator==(const CaptureKey& o) const { return node == o.node && slot == o.slot; }
+};
+struct CaptureHash {
+  size_t operator()(const CaptureKey& k) const { return std::hash<Node*>()(k.node) ^ size_t(k.slot); }
+};
+
+void accumulate_into(Tensor& slot, const Tensor& g) {
+  if (!slot.defined()) {
+    slot = g;
+  } else {
+    Tensor sum = slot.clone();  // never write into a gradient another node may still hold
+    kernels::axpy(sum.device())(sum, g, 1.0);
+    slot = sum;
+  }
+}
+
+void check_gradient(const Node& producer, size_t input_index, const Tensor& g, const TensorMeta& expected) {
+  TANDEM_CHECK(g.shape() == expected.shape,
+               "backward of {} returned a gradient of shape {} for input {}, which has shape {}",
+               producer.name(), shape_str(g.shape()), input_index, shape_str(expected.shape));
+  TANDEM_CHECK(g.device() == expected.device, "backward of {} returned a gradient on {} for input {} on {}",
+               producer.name(), g.device().str(), input_index, expected.device.str());
+}
+
+// The engine proper. With `captures`, gradients arriving at those (node, slot) pairs are stored
+// there and leaf accumulators are not run (grad() mode).
+void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+             std::unordered_map<CaptureKey, Tensor, CaptureHash>* captures) {
+  TANDEM_CHECK(roots.size() == grads.size(), "backward: {} roots but {} gradients", roots.size(), grads.size());
+  NoGradGuard no_grad;
+
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  std::vector<std::shared_ptr<Node>> root_nodes;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    TANDEM_CHECK(r.requires_grad(), "backward: tensor {} does not require grad and has no grad_fn",
+                 i);
+    Tensor g = grads[i];
+    if (!g.defined()) {
+      TANDEM_CHECK(r.numel() == 1, "backward: a gradient can be created implicitly only for scalar outputs; "
+                   "the output has shape {}; pass a gradient", shape_str(r.shape()));
+      g = Tensor::ones(r.shape(), r.dtype(), r.device());
+    }
+    TANDEM_CHECK(g.shape() == r.shape(), "backward: gradient of shape {} given for an output of shape {}",
+                 shape_str(g.shape()), shape_str(r.shape()));
+    Edge e = gradient_edge(r);
+    auto& buf = buffers[e.fn.get()];
+    buf.resize(e.fn->output_meta().size());
+    accumulate_into(buf[static_cast<size_t>(e.input_nr)], g);
+    root_nodes.push_back(e.fn);
+  }
+
+  // Count the edges into each node reachable from the roots.
+  std::unordered_map<Node*, int> dependencies;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (auto& n : root_nodes)
+    if (seen.insert(n.get()).second) stack.push_back(n.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges()) {
+      if (!e.fn) continue;
+      dependencies[e.fn.get()] += 1;
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+
+  auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
+    return a->sequence_nr() < b->sequence_nr();
+  };
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)> ready(
+      later_first);
+  std::unordered_set<Node*> queued;
+  for (auto& n : root_nodes)
+    if (dependencies[n.get()] == 0 && queued.insert(n.get()).second) ready.push(n);
+
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = ready.top();
+    ready.pop();
+    std::vector<Tensor> inputs = std::move(buffers[node.get()]);
+    buffers.erase(node.get());
+    inputs.resize(node->output_meta().size());
+
+    bool is_leaf_sink = node->next_edges().empty() && dynamic_cast<AccumulateGrad*>(node.get());
+    if (captures) {
+      for (size_t s = 0; s < inputs.size(); ++s) {
+        auto it = captures->find({node.get(), static_cast<int>(s)});
+        if (it != captures->end()) it->second = inputs[s];
+      }
+      if (is_leaf_sink) continue;
+    }
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      if (!inputs[s].defined()) {
+        const TensorMeta& m = node->output_meta()[s];
+        inputs[s] = Tensor::zeros(m.shape, m.dtype, m.device);
+      }
+    }
+    std::vector<Tensor> out = node->apply(inputs);
+    if (!retain_graph) {
+      node->release();
+      node->mark_released();
+    }
+    const auto& edges = node->next_edges();
+    TANDEM_CHECK(out.size() == edges.size() || is_leaf_sink,
+                 "backward of {} returned {} gradients for {} inputs", node->name(), out.size(), edges.size());
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.fn) continue;
+      if (out[i].defined()) {
+        check_gradient(*node, i, out[i], node->input_meta()[i]);
+        auto& buf = buffers[e.fn.get()];
+        buf.resize(e.fn->output_meta().size());
+        accumulate_into(buf[static_cast<size_t>(e.input_nr)], out[i]);
+      }
+      if (--dependencies[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
+    }
+  }
+}
+
+}  // namespace
+
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph) {
+  execute(roots, grads, retain_graph, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph) {
+  std::unordered_map<CaptureKey, Tensor, CaptureHash> captures;
+  std::vector<CaptureKey> keys;
+  for (const Tensor& t : inputs) {
+    TANDEM_CHECK(t.requires_grad(), "grad: an input does not require grad");
+    Edge e = gradient_edge(t);
+    keys.push_back({e.fn.get(), e.input_nr});
+    captures[keys.back()] = Tensor();
+  }
+  std::vector<Tensor> gouts = grad_outputs;
+  gouts.resize(outputs.size());
+  // Keep the leaf accumulators alive for the duration: gradient_edge may have just made them.
+  std::vector<Edge> keep;
+  for (const Tensor& t : inputs) keep.push_back(gradient_edge(t));
+  execute(outputs, gouts, retain_graph, &captures);
+  std::vector<Tensor> result;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor g = captures[keys[i]];
+    result.push_back(g.defined() ? g : Tensor::zeros(inputs[i].shape(), inputs[i].dtype(), inputs[i].device()));
+  }
+  return result;
+}
+
+}  // namespace tandem
