@@ -1,0 +1,96 @@
+// CPU GEMM through Eigen: row-major maps over the caller's memory, transposes folded into Eigen's
+// product (no copies for f32/f64); f16/bf16 are widened to f32 once, multiplied, and rounded on store.
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "kernels/gemm.h"
+#include "runtime/tensor.h"
+
+namespace tandem::kernels {
+namespace {
+
+template <class T>
+using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using ConstMap = Eigen::Map<const RowMajor<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+template <class T>
+using MutMap = Eigen::Map<RowMajor<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+// One product on native Eigen scalars (float or double).
+template <class T>
+void gemm_one(const GemmArgs& g, const T* a, const T* b, T* c) {
+  // As stored: A is [m, k] (or [k, m] when transposed), B is [k, n] (or [n, k]).
+  ConstMap<T> A(a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, Eigen::OuterStride<>(g.lda));
+  ConstMap<T> B(b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, Eigen::OuterStride<>(g.ldb));
+  MutMap<T> C(c, g.m, g.n, Eigen::OuterStride<>(g.ldc));
+  const T alpha = static_cast<T>(g.alpha), beta = static_cast<T>(g.beta);
+  if (g.k == 0) {  // empty inner dimension: C = beta * C
+    if (g.beta == 0) C.setZero(); else C *= beta;
+    return;
+  }
+  auto run = [&](const auto& opa, const auto& opb) {
+    if (g.beta == 0) {
+      C.noalias() = alpha * (opa * opb);
+    } else {
+      if (g.beta != 1) C *= beta;
+      C.noalias() += alpha * (opa * opb);
+    }
+  };
+  if (!g.trans_a && !g.trans_b) run(A, B);
+  else if (g.trans_a && !g.trans_b) run(A.transpose(), B);
+  else if (!g.trans_a && g.trans_b) run(A, B.transpose());
+  else run(A.transpose(), B.transpose());
+}
+
+template <class T>
+void widen(const T* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+// f16/bf16: each matrix of the batch widened to a dense f32 copy, multiplied in f32, rounded once.
+template <class T>
+void gemm_low_precision(const GemmArgs& g) {
+  const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
+  const int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
+  std::vector<float> a(static_cast<size_t>(a_rows * a_cols)), b(static_cast<size_t>(b_rows * b_cols)),
+      c(static_cast<size_t>(g.m * g.n));
+  GemmArgs f = g;
+  f.dtype = DType::f32;
+  f.lda = a_cols;
+  f.ldb = b_cols;
+  f.ldc = g.n;
+  for (int64_t i = 0; i < g.batch; ++i) {
+    const T* ai = static_cast<const T*>(g.a) + i * g.stride_a;
+    const T* bi = static_cast<const T*>(g.b) + i * g.stride_b;
+    T* ci = static_cast<T*>(g.c) + i * g.stride_c;
+    for (int64_t r = 0; r < a_rows; ++r) widen(ai + r * g.lda, a.data() + r * a_cols, a_cols);
+    for (int64_t r = 0; r < b_rows; ++r) widen(bi + r * g.ldb, b.data() + r * b_cols, b_cols);
+    if (g.beta != 0)
+      for (int64_t r = 0; r < g.m; ++r) widen(ci + r * g.ldc, c.data() + r * g.n, g.n);
+    gemm_one<float>(f, a.data(), b.data(), c.data());
+    for (int64_t r = 0; r < g.m; ++r)
+      for (int64_t col = 0; col < g.n; ++col) ci[r * g.ldc + col] = T(c[static_cast<size_t>(r * g.n + col)]);
+  }
+}
+
+void cpu_gemm(Device, const GemmArgs& g) {
+  TANDEM_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.batch >= 0, "gemm: negative size m={} n={} k={} batch={}",
+               g.m, g.n, g.k, g.batch);
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  dispatch_floating(g.dtype, "gemm", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      for (int64_t i = 0; i < g.batch; ++i)
+        gemm_one<T>(g, static_cast<const T*>(g.a) + i * g.stride_a, static_cast<const T*>(g.b) + i * g.stride_b,
+                    static_cast<T*>(g.c) + i * g.stride_c);
+    } else {
+      gemm_low_precision<T>(g);
+    }
+  });
+}
+
+TANDEM_REGISTER_KERNEL(gemm, DeviceKind::CPU, cpu_gemm);
+
+}  // namespace
+}  // namespace tandem::kernels
