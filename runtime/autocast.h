@@ -15,8 +15,23 @@ std::optional<DType> autocast_dtype();
 
 // `t` cast for an op of `category` under the current autocast state; `t` itself when autocast is
 // off, when t is not floating, or when it already has the wanted dtype. Differentiable.
+// Casts of f32 leaves that require grad (parameters) are cached until the outermost guard exits, so
+// wrap the forward pass (not backward and the optimizer step) in the guard, as in PyTorch.
 Tensor autocast_arg(const Tensor& t, AutocastCategory category);
 
+// The dtype an input of dtype `input` gets for an op of `category` under the current state.
+DType autocast_target(DType input, AutocastCategory category);
+// Drops this thread's cached casts (the outermost guard's exit does it too).
+void autocast_clear_cache();
+// This thread's counters: casts made and cache hits (tests check "cast once per step").
+struct AutocastStats {
+  int64_t casts = 0;
+  int64_t cache_hits = 0;
+};
+AutocastStats autocast_stats();
+void autocast_reset_stats();
+
+// AutocastGuard(f16 | bf16): autocast on in the scope; enabled=false turns it off in the scope.
 class AutocastGuard {
  public:
   explicit AutocastGuard(DType dtype, bool enabled = true);

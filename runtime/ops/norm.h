@@ -18,4 +18,43 @@ Tensor embedding(const Tensor& indices, const Tensor& weight);
 // The mask comes from one Philox draw of gen (so recomputation with the same offset reproduces it).
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = default_generator());
 
+// ---- Batch-norm building blocks (not differentiable: they record nothing), for SyncBatchNorm,
+// which all-reduces between them. x is [N, C] or [N, C, H, W]; "stat" tensors are [C] of
+// batch_norm_stat_dtype(x.dtype()) (f64 for f64, else f32). batch_norm composes them as
+//   s = batch_norm_stats(x); invstd = batch_norm_invstd(s.mean, s.m2, s.count, ...);
+//   y = batch_norm_apply(x, s.mean, invstd, weight, bias);
+//   backward: r = batch_norm_backward_reduce(dy, x, s.mean, invstd, weight, bias);
+//   dx = batch_norm_backward_elemt(dy, x, s.mean, invstd, weight, r.sum_dy, r.sum_dy_xmu, s.count).
+// SyncBN merges the per-rank (count, mean, m2) with welford_merge (kernels/common/welford.h) before
+// batch_norm_invstd, and all-reduces sum_dy / sum_dy_xmu before batch_norm_backward_elemt, passing the
+// total count.
+DType batch_norm_stat_dtype(DType x_dtype);
+
+struct BatchNormStats {
+  Tensor mean;        // [C] stat dtype
+  Tensor m2;          // [C] stat dtype: sum over the channel of (x - mean)^2
+  int64_t count = 0;  // values per channel: N * H * W
+};
+BatchNormStats batch_norm_stats(const Tensor& x);
+// invstd [C] = 1 / sqrt(m2 / count + eps). When running_mean/running_var are defined, also updates
+// them in place with momentum and the unbiased variance m2 / (count - 1).
+Tensor batch_norm_invstd(const Tensor& mean, const Tensor& m2, int64_t count, double eps,
+                         Tensor running_mean = Tensor(), Tensor running_var = Tensor(), double momentum = 0.1);
+// y = (x - mean) * invstd * weight + bias (weight/bias optional).
+Tensor batch_norm_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                        const Tensor& bias);
+struct BatchNormBackwardSums {
+  Tensor sum_dy;       // [C] stat dtype: sum(dy)
+  Tensor sum_dy_xmu;   // [C] stat dtype: sum(dy * (x - mean))
+  Tensor grad_weight;  // [C] weight's dtype = sum_dy_xmu * invstd; defined when `weight` is
+  Tensor grad_bias;    // [C] bias's dtype = sum_dy; defined when `bias` is
+};
+BatchNormBackwardSums batch_norm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                                 const Tensor& invstd, const Tensor& weight, const Tensor& bias);
+// dx from the (all-reduced) sums and the total count per channel; with sum_dy/sum_dy_xmu undefined
+// the statistics are treated as constants (eval): dx = dy * invstd * weight.
+Tensor batch_norm_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                                 const Tensor& weight, const Tensor& sum_dy, const Tensor& sum_dy_xmu,
+                                 int64_t count);
+
 }  // namespace tandem::ops

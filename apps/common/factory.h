@@ -1,0 +1,25 @@
+// Builds what a TrainConfig names: the model, the optimizer; applies the thread count; and the
+// top-level guard that turns tandem::Error into a message and a non-zero exit.
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "apps/common/train_config.h"
+#include "nn/module.h"
+#include "nn/optim.h"
+
+namespace tandem::app {
+
+// The model named by cfg.model, initialised from a generator seeded with cfg.seed.
+std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg);
+// sgd (momentum, L2 weight decay), adam (L2) or adamw (decoupled), at cfg.lr.
+std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);
+// Sets the Eigen/OpenMP thread count (0 keeps OpenMP's default). Returns the count in effect.
+int apply_threads(int threads);
+
+// Runs body; a tandem::Error (or another std::exception) is printed to stderr as
+// "<program>: error: <message>" and gives exit code 1. Only apps/ catch.
+int run_guarded(const char* program, const std::function<int()>& body);
+
+}  // namespace tandem::app

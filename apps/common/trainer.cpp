@@ -1,0 +1,211 @@
+// The train loop: epochs, steps, evaluation, logging and metrics.
+#include "apps/common/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "nn/parallel/distributed_sampler.h"
+#include "runtime/autograd.h"
+#include "runtime/ops.h"
+
+namespace tandem::app {
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Rows [begin, end) every epoch: this rank's evaluation shard.
+class RangeSampler final : public data::Sampler {
+ public:
+  RangeSampler(int64_t begin, int64_t end) : begin_(begin), end_(end) {}
+  std::vector<int64_t> indices(int64_t) const override {
+    std::vector<int64_t> idx(static_cast<size_t>(end_ - begin_));
+    std::iota(idx.begin(), idx.end(), begin_);
+    return idx;
+  }
+
+ private:
+  int64_t begin_, end_;
+};
+
+}  // namespace
+
+void World::sum(std::vector<double>& values) const {
+  if (!comm || comm->size() == 1 || values.empty()) return;
+  comm->allreduce(values.data(), static_cast<int64_t>(values.size()), DType::f64, comm::ReduceOp::Sum)->wait();
+}
+
+Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::unique_ptr<nn::Optimizer> optimizer,
+                 data::Dataset train_set, data::Dataset test_set, World world)
+    : config_(std::move(config)),
+      model_(std::move(model)),
+      optimizer_(std::move(optimizer)),
+      train_set_(std::move(train_set)),
+      test_set_(std::move(test_set)),
+      world_(std::move(world)),
+      log_(world_.rank(), config_.quiet),
+      metrics_(config_.metrics_path, world_.rank() == 0) {
+  TANDEM_CHECK(model_ && optimizer_, "Trainer needs a model and an optimizer");
+  data::LoaderOptions opt;
+  opt.batch_size = config_.batch_size;
+  opt.layout = config_.model == "cnn" ? data::Layout::Image : data::Layout::Flat;
+
+  // Training order: a seeded permutation per epoch; with several ranks each takes its shard of it.
+  std::shared_ptr<const data::Sampler> train_sampler;
+  if (world_.size() > 1) {
+    nn::parallel::DistributedSamplerOptions so;
+    so.seed = config_.seed;
+    train_sampler = std::make_shared<nn::parallel::DistributedSampler>(train_set_.size(), world_.size(),
+                                                                      world_.rank(), so);
+  } else {
+    train_sampler = std::make_shared<data::RandomSampler>(train_set_.size(), config_.seed);
+  }
+  train_loader_ = std::make_unique<data::BatchLoader>(train_set_, train_sampler, opt);
+
+  // Evaluation: contiguous unpadded shards, so the summed counts cover every test sample once.
+  auto shard = nn::parallel::eval_shard(test_set_.size(), world_.size(), world_.rank());
+  opt.batch_size = config_.eval_batch_size;
+  test_loader_ = std::make_unique<data::BatchLoader>(test_set_, std::make_shared<RangeSampler>(shard.begin, shard.end),
+                                                     opt);
+
+  train_loader_->set_epoch(0);
+  if (config_.lr_schedule == "cosine") {
+    int64_t total = config_.epochs * train_loader_->num_batches();
+    if (config_.max_steps > 0) total = std::min(total, config_.max_steps);
+    scheduler_ = std::make_unique<nn::CosineAnnealingLR>(*optimizer_, std::max<int64_t>(total, 1));
+  }
+}
+
+Tensor Trainer::forward_loss(const data::Batch& batch) {
+  Tensor logits = (*model_)(batch.x);  // [B, 10]
+  return ops::cross_entropy(logits, batch.y);
+}
+
+void Trainer::backward(const Tensor& loss) { loss.backward(); }
+
+void Trainer::optimizer_step() { optimizer_->step(); }
+
+bool Trainer::train_epoch(EpochStats& stats) {
+  model_->train();
+  train_loader_->set_epoch(state_.epoch);
+  const int64_t nb = train_loader_->num_batches();
+  double loss_sum = 0, samples = 0;
+  double t0 = now_s();
+  bool more = true;
+  for (int64_t b = state_.batch_in_epoch; b < nb; ++b) {
+    if ((config_.max_steps > 0 && state_.step >= config_.max_steps) || stop_) {
+      more = false;
+      break;
+    }
+    data::Batch batch = train_loader_->batch(b);
+    optimizer_->zero_grad();
+    Tensor loss = forward_loss(batch);
+    last_loss_ = loss.item();
+    loss_sum += last_loss_ * static_cast<double>(batch.size());
+    samples += static_cast<double>(batch.size());
+    backward(loss);
+    for (auto& cb : callbacks_) cb->after_backward(*this);
+    optimizer_step();
+    if (scheduler_) scheduler_->step();
+    ++state_.step;
+    state_.batch_in_epoch = b + 1;
+    for (auto& cb : callbacks_) cb->after_step(*this);
+  }
+  if (config_.max_steps > 0 && state_.step >= config_.max_steps) more = false;
+  double seconds = now_s() - t0;
+  std::vector<double> totals{loss_sum, samples};
+  world_.sum(totals);
+  stats.epoch = state_.epoch + 1;
+  stats.steps = state_.step;
+  stats.samples = static_cast<int64_t>(totals[1]);
+  stats.train_loss = totals[1] > 0 ? totals[0] / totals[1] : 0.0;
+  stats.train_seconds = seconds;
+  stats.samples_per_s = seconds > 0 ? totals[1] / seconds : 0.0;
+  stats.lr = optimizer_->get_lr();
+  return more && !stop_;
+}
+
+EvalResult Trainer::evaluate() {
+  NoGradGuard no_grad;
+  bool was_training = model_->is_training();
+  model_->eval();
+  test_loader_->set_epoch(0);
+  double correct = 0, loss_sum = 0, samples = 0;
+  for (int64_t b = 0; b < test_loader_->num_batches(); ++b) {
+    data::Batch batch = test_loader_->batch(b);
+    Tensor logits = (*model_)(batch.x);  // [B, 10]
+    loss_sum += ops::cross_entropy(logits, batch.y, -100, ops::Reduction::Sum).item();
+    auto pred = ops::argmax(logits, 1).to_vector<int64_t>();
+    auto truth = batch.y.to_vector<int64_t>();
+    for (size_t i = 0; i < pred.size(); ++i) correct += pred[i] == truth[i];
+    samples += static_cast<double>(truth.size());
+  }
+  model_->train(was_training);
+  std::vector<double> totals{correct, loss_sum, samples};
+  world_.sum(totals);
+  EvalResult r;
+  r.samples = static_cast<int64_t>(totals[2]);
+  r.accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0.0;
+  r.loss = totals[2] > 0 ? totals[1] / totals[2] : 0.0;
+  return r;
+}
+
+TrainResult Trainer::fit() {
+  TrainResult result;
+  for (auto& cb : callbacks_) cb->on_train_begin(*this);
+  log_.info("training {} on {} samples ({} process{}), {} steps per epoch, batch {} per process", config_.model,
+            train_set_.size(), world_.size(), world_.size() > 1 ? "es" : "", train_loader_->num_batches(),
+            config_.batch_size);
+  while (state_.epoch < config_.epochs) {
+    for (auto& cb : callbacks_) cb->on_epoch_begin(*this, state_.epoch);
+    EpochStats stats;
+    bool more = train_epoch(stats);
+    if (config_.eval) {
+      EvalResult ev = evaluate();
+      stats.evaluated = true;
+      stats.test_acc = ev.accuracy;
+      stats.test_loss = ev.loss;
+      result.evaluated = true;
+      result.test_acc = ev.accuracy;
+    }
+    log_.info("epoch {}/{}  train_loss {:.4f}  test_acc {}  samples/s {:.0f}  lr {:.4g}  ({:.1f} s)", stats.epoch,
+              config_.epochs, stats.train_loss, stats.evaluated ? fmt::format("{:.4f}", stats.test_acc) : "-",
+              stats.samples_per_s, stats.lr, stats.train_seconds);
+    nlohmann::json rec{{"event", "epoch"},          {"epoch", stats.epoch},
+                       {"steps", stats.steps},      {"samples", stats.samples},
+                       {"train_loss", stats.train_loss}, {"samples_per_s", stats.samples_per_s},
+                       {"epoch_time_s", stats.train_seconds}, {"lr", stats.lr}};
+    if (stats.evaluated) {
+      rec["test_acc"] = stats.test_acc;
+      rec["test_loss"] = stats.test_loss;
+    }
+    metrics_.write(rec);
+    for (auto& cb : callbacks_) cb->on_epoch_end(*this, stats);
+    result.history.push_back(stats);
+    result.samples += stats.samples;
+    result.train_seconds += stats.train_seconds;
+    if (state_.batch_in_epoch < steps_per_epoch()) break;  // stopped mid-epoch: the state stays there
+    ++state_.epoch;
+    state_.batch_in_epoch = 0;
+    if (!more) break;
+  }
+  result.epochs = static_cast<int64_t>(result.history.size());
+  result.steps = state_.step;
+  result.samples_per_s = result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
+  nlohmann::json done{{"event", "done"},
+                      {"model", config_.model},
+                      {"world_size", world_.size()},
+                      {"epochs", result.epochs},
+                      {"steps", result.steps},
+                      {"test_acc", result.evaluated ? nlohmann::json(result.test_acc) : nlohmann::json()},
+                      {"train_samples_per_s", result.samples_per_s},
+                      {"peak_rss_mb", peak_rss_mb()}};
+  metrics_.write(done);
+  for (auto& cb : callbacks_) cb->on_train_end(*this, result);
+  return result;
+}
+
+}  // namespace tandem::app

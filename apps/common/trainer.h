@@ -1,0 +1,125 @@
+// Trainer: the train loop shared by the apps (epochs of shuffled batches, forward, loss, backward,
+// optimizer and LR-schedule steps; evaluation with metrics summed across ranks; rank-0 logging and
+// JSON-lines metrics). Later features plug in through TrainerCallback (checkpoints, EMA), the
+// virtual step pieces (autocast, GradScaler) and World (DDP: communicator, rank, sampler shards).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "apps/common/metrics.h"
+#include "apps/common/train_config.h"
+#include "comm/communicator.h"
+#include "nn/module.h"
+#include "nn/optim.h"
+#include "runtime/data/loader.h"
+
+namespace tandem::app {
+
+// The processes training together. Without a communicator: one process (rank 0 of 1).
+struct World {
+  std::shared_ptr<comm::Communicator> comm;
+  int rank() const { return comm ? comm->rank() : 0; }
+  int size() const { return comm ? comm->size() : 1; }
+  // Sums `values` element-wise over all ranks, in place (a no-op for one process).
+  void sum(std::vector<double>& values) const;
+};
+
+// Where the loop stands; a checkpoint saves it and a resume restores it before fit().
+struct TrainState {
+  int64_t epoch = 0;           // the epoch in progress (0-based)
+  int64_t batch_in_epoch = 0;  // the next batch of that epoch
+  int64_t step = 0;            // optimizer steps taken so far
+};
+
+struct EpochStats {
+  int64_t epoch = 0;          // 1-based in reports
+  int64_t steps = 0;          // global step count at the end of the epoch
+  int64_t samples = 0;        // training samples this epoch, all ranks
+  double train_loss = 0;      // mean over this epoch's samples, all ranks
+  double train_seconds = 0;   // training time only (no evaluation)
+  double samples_per_s = 0;   // all ranks
+  double lr = 0;              // at the end of the epoch
+  bool evaluated = false;
+  double test_acc = 0, test_loss = 0;
+};
+
+struct EvalResult {
+  int64_t samples = 0;
+  double accuracy = 0, loss = 0;
+};
+
+struct TrainResult {
+  int64_t epochs = 0, steps = 0, samples = 0;
+  double train_seconds = 0, samples_per_s = 0;
+  bool evaluated = false;
+  double test_acc = 0;
+  std::vector<EpochStats> history;
+};
+
+class Trainer;
+
+// Hooks with empty defaults. Called on every rank.
+class TrainerCallback {
+ public:
+  virtual ~TrainerCallback() = default;
+  virtual void on_train_begin(Trainer&) {}
+  virtual void on_epoch_begin(Trainer&, int64_t /*epoch*/) {}
+  virtual void after_backward(Trainer&) {}  // gradients final for this step (clip, inspect)
+  virtual void after_step(Trainer&) {}      // parameters updated (EMA, periodic checkpoints)
+  virtual void on_epoch_end(Trainer&, const EpochStats&) {}
+  virtual void on_train_end(Trainer&, const TrainResult&) {}
+};
+
+class Trainer {
+ public:
+  Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::unique_ptr<nn::Optimizer> optimizer,
+          data::Dataset train_set, data::Dataset test_set, World world = {});
+  virtual ~Trainer() = default;
+
+  void add_callback(std::shared_ptr<TrainerCallback> cb) { callbacks_.push_back(std::move(cb)); }
+  // Runs from state() to the last epoch (or max_steps); logs and writes metrics as it goes.
+  TrainResult fit();
+  // Accuracy and mean loss over the test split (this rank's shard, summed over ranks).
+  EvalResult evaluate();
+
+  TrainState& state() { return state_; }
+  const TrainConfig& config() const { return config_; }
+  nn::Module& model() { return *model_; }
+  std::shared_ptr<nn::Module> model_ptr() { return model_; }
+  nn::Optimizer& optimizer() { return *optimizer_; }
+  nn::LRScheduler* scheduler() { return scheduler_.get(); }
+  const World& world() const { return world_; }
+  const Logger& log() const { return log_; }
+  MetricsWriter& metrics() { return metrics_; }
+  int64_t steps_per_epoch() const { return train_loader_->num_batches(); }
+  // The loss of the latest training step (this rank's batch mean), for callbacks.
+  double last_loss() const { return last_loss_; }
+  void request_stop() { stop_ = true; }
+
+ protected:
+  // One training step's pieces; override to add autocast (forward) or a GradScaler
+  // (backward/optimizer_step). forward_loss returns the mean loss of the batch.
+  virtual Tensor forward_loss(const data::Batch& batch);
+  virtual void backward(const Tensor& loss);
+  virtual void optimizer_step();
+
+ private:
+  // Trains one epoch from state_.batch_in_epoch; returns false when max_steps or a stop ended it.
+  bool train_epoch(EpochStats& stats);
+
+  TrainConfig config_;
+  std::shared_ptr<nn::Module> model_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<nn::LRScheduler> scheduler_;
+  data::Dataset train_set_, test_set_;
+  World world_;
+  std::unique_ptr<data::BatchLoader> train_loader_, test_loader_;
+  std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
+  TrainState state_;
+  Logger log_;
+  MetricsWriter metrics_;
+  bool stop_ = false;
+  double last_loss_ = 0;
+};
+
+}  // namespace tandem::app

@@ -1,0 +1,218 @@
+// tandem-bench-scaling: one JSON line (rank 0) per run under `mpirun -np N`: the DDP training step
+// of the mlp or cnn at a per-rank batch, with the gradient all-reduce and without it (same compute
+// and bucket copies, all-reduce skipped), the all-reduce time of the same buckets on its own, and
+// the fraction of that time hidden under backward. Step times are the slowest rank's median.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "comm/mpi/mpi_comm.h"
+#include "nn/models.h"
+#include "nn/optim.h"
+#include "nn/parallel/ddp.h"
+#include "nn/parallel/metrics.h"
+#include "runtime/error.h"
+#include "runtime/ops.h"
+
+using namespace tandem;
+using nn::parallel::DDPOptions;
+using nn::parallel::DistributedDataParallel;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// CPU seconds of the whole rank (compute and communication threads): unlike wall time, it does not
+// grow when other processes take the cores, so it tells work added by communication from waiting.
+double cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Timings {
+  std::vector<double> step_s, wait_s, cpu_s;
+};
+
+struct Setup {
+  std::string model;
+  int64_t batch;
+  DDPOptions ddp;
+};
+
+// A model, its DDP wrapper and optimizer: one per mode, so the modes never share hooks or state.
+struct Runner {
+  std::shared_ptr<nn::Module> net;
+  std::unique_ptr<DistributedDataParallel> ddp;
+  std::unique_ptr<nn::SGD> opt;
+
+  Runner(const Setup& s, std::shared_ptr<comm::Communicator> comm, bool skip) {
+    Generator gen(0);
+    net = nn::make_model(s.model, gen);
+    DDPOptions o = s.ddp;
+    o.skip_allreduce = skip;
+    ddp = std::make_unique<DistributedDataParallel>(net, comm, o);
+    nn::SGDOptions so;
+    so.lr = 0.01;
+    so.momentum = 0.9;
+    opt = std::make_unique<nn::SGD>(ddp->parameters(), so);
+  }
+
+  void step(const Tensor& x, const Tensor& y) {
+    opt->zero_grad();
+    Tensor loss = ops::cross_entropy(ddp->forward(x), y);
+    loss.backward();
+    ddp->finalize();
+    opt->step();
+  }
+};
+
+// The 1-minute load average: step times are only meaningful on an otherwise idle machine.
+double load_average() {
+  double l = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
+    std::fclose(f);
+  }
+  return l;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tandem-bench-scaling: DDP step time with and without communication (run under mpirun)",
+               "tandem-bench-scaling"};
+  std::string model = "mlp";
+  int64_t batch = 128, steps = 30, warmup = 5, rounds = 3;
+  int threads = 1;
+  double bucket_cap_mb = 25.0;
+  bool as_view = false;
+  app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
+  app.add_option("--batch-size", batch, "samples per step per rank")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--steps", steps, "timed steps per round and mode")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps per mode first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds alternating the two modes")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", threads, "compute threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--bucket-cap-mb", bucket_cap_mb, "DDP bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_flag("--gradient-as-bucket-view", as_view, "gradients live in the buckets");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "tandem-bench-scaling: %s\n\n%s", e.what(), app.help().c_str());
+    return 2;
+  }
+  try {
+    omp_set_num_threads(threads);
+    auto comm = comm::make_mpi_communicator();
+    const int rank = comm->rank(), world = comm->size();
+    Setup setup{model, batch, {}};
+    setup.ddp.bucket_cap_mb = bucket_cap_mb;
+    setup.ddp.gradient_as_bucket_view = as_view;
+    Runner with_comm(setup, comm, false), without_comm(setup, comm, true);
+
+    // Per-rank data (ranks see different samples, as under a DistributedSampler).
+    Generator gen(1000 + static_cast<uint64_t>(rank));
+    Shape in_shape = model == "cnn" ? Shape{batch, 1, 28, 28} : Shape{batch, 784};
+    std::vector<Tensor> xs, ys;
+    for (int i = 0; i < 4; ++i) {
+      xs.push_back(rand_normal(in_shape, 0.0, 1.0, gen));
+      std::vector<int64_t> labels(static_cast<size_t>(batch));
+      for (int64_t k = 0; k < batch; ++k) labels[static_cast<size_t>(k)] = (k * 7 + i) % 10;
+      ys.push_back(Tensor::from_vector(labels, {batch}));
+    }
+
+    auto run = [&](Runner& r, int64_t n, Timings* t) {
+      for (int64_t s = 0; s < n; ++s) {
+        const double t0 = now_s(), c0 = cpu_s();
+        r.step(xs[static_cast<size_t>(s % 4)], ys[static_cast<size_t>(s % 4)]);
+        if (t) {
+          t->step_s.push_back(now_s() - t0);
+          t->cpu_s.push_back(cpu_s() - c0);
+          t->wait_s.push_back(r.ddp->reducer().stats().wait_s);
+        }
+      }
+    };
+    run(with_comm, warmup, nullptr);
+    run(without_comm, warmup, nullptr);
+    Timings tc, tn;
+    for (int64_t round = 0; round < rounds; ++round) {
+      comm->barrier()->wait();
+      run(with_comm, steps, &tc);
+      comm->barrier()->wait();
+      run(without_comm, steps, &tn);
+    }
+
+    // The same buckets' all-reduces on their own (launched back to back, as backward would).
+    std::vector<Tensor> buffers;
+    for (int64_t bytes : with_comm.ddp->reducer().bucket_bytes())
+      buffers.push_back(Tensor::zeros({bytes / 4}, DType::f32));
+    std::vector<double> comm_s;
+    for (int rep = 0; rep < 20; ++rep) {
+      comm->barrier()->wait();
+      const double t0 = now_s();
+      std::vector<comm::WorkPtr> works;
+      for (auto& b : buffers) works.push_back(comm->allreduce(b.data_ptr(), b.numel(), DType::f32, comm::ReduceOp::Avg));
+      for (auto& w : works) w->wait();
+      comm_s.push_back(now_s() - t0);
+    }
+
+    // The slowest rank sets the pace.
+    const double step = nn::parallel::allreduce_max(*comm, median(tc.step_s));
+    const double step_nocomm = nn::parallel::allreduce_max(*comm, median(tn.step_s));
+    const double wait = nn::parallel::allreduce_max(*comm, median(tc.wait_s));
+    const double allreduce = nn::parallel::allreduce_max(*comm, median(comm_s));
+    const double cpu = nn::parallel::allreduce_max(*comm, median(tc.cpu_s));
+    const double cpu_nocomm = nn::parallel::allreduce_max(*comm, median(tn.cpu_s));
+    const double exposed = std::max(0.0, step - step_nocomm);
+    auto clamp01 = [](double v) { return std::min(1.0, std::max(0.0, v)); };
+    if (rank == 0) {
+      int64_t grad_bytes = 0;
+      for (int64_t b : with_comm.ddp->reducer().bucket_bytes()) grad_bytes += b;
+      nlohmann::json j{{"bench", "scaling"},
+                       {"model", model},
+                       {"world_size", world},
+                       {"batch_per_rank", batch},
+                       {"threads_per_rank", threads},
+                       {"buckets", static_cast<int64_t>(buffers.size())},
+                       {"grad_bytes", grad_bytes},
+                       {"gradient_as_bucket_view", as_view},
+                       {"step_ms", 1e3 * step},
+                       {"step_ms_nocomm", 1e3 * step_nocomm},
+                       {"samples_per_s", static_cast<double>(batch * world) / step},
+                       {"samples_per_s_nocomm", static_cast<double>(batch * world) / step_nocomm},
+                       {"comm_overhead", step / step_nocomm},
+                       {"cpu_ms", 1e3 * cpu},
+                       {"cpu_ms_nocomm", 1e3 * cpu_nocomm},
+                       {"load_avg", load_average()},
+                       {"allreduce_ms", 1e3 * allreduce},
+                       {"exposed_wait_ms", 1e3 * wait},
+                       // Two estimates of the share of all-reduce time spent under backward.
+                       {"hidden_fraction", allreduce > 0 ? clamp01(1.0 - exposed / allreduce) : 1.0},
+                       {"hidden_fraction_wait", allreduce > 0 ? clamp01(1.0 - wait / allreduce) : 1.0}};
+      std::printf("%s\n", j.dump().c_str());
+      std::fflush(stdout);
+    }
+  } catch (const CommError& e) {
+    comm::abort_job(e.what());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tandem-bench-scaling: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,105 @@
+// tandem-bench-train: training-step throughput of the mlp or cnn on synthetic data, as JSON:
+// samples/s, GFLOP/s (forward + backward FLOPs from nn::model_flops_per_sample) and the fraction
+// of the fp32 FMA peak measured in-process on the same number of threads. samples/s comes from the
+// median step time; the *_cpu_time figures use process CPU time (for a machine shared with others).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/common/peak.h"
+#include "bench/train/profile.h"
+#include "nn/models.h"
+#include "nn/optim.h"
+#include "runtime/error.h"
+#include "runtime/ops.h"
+
+using namespace tandem;
+
+int main(int argc, char** argv) {
+  CLI::App app{"tandem-bench-train: training throughput against the fp32 peak", "tandem-bench-train"};
+  std::string model = "mlp";
+  int64_t batch = 128, steps = 50, warmup = 5;
+  int threads = 1;
+  bool profile = false;
+  app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
+  app.add_option("--batch-size", batch, "samples per step")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--threads", threads, "Eigen/OpenMP threads")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_flag("--profile", profile, "also time every layer's forward and backward (JSON lines first)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "tandem-bench-train: %s\n\n%s", e.what(), app.help().c_str());
+    return 2;
+  }
+  try {
+    omp_set_num_threads(threads);
+    Generator gen(0);
+    auto net = nn::make_model(model, gen);
+    nn::SGDOptions so;
+    so.lr = 0.01;
+    so.momentum = 0.9;
+    nn::SGD opt(net->parameters(), so);
+    Shape in_shape = model == "cnn" ? Shape{batch, 1, 28, 28} : Shape{batch, 784};
+    Tensor x = rand_normal(in_shape, 0.0, 1.0, gen);
+    std::vector<int64_t> labels(static_cast<size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7) % 10;
+    Tensor y = Tensor::from_vector(labels, {batch});
+
+    auto step = [&] {
+      opt.zero_grad();
+      Tensor loss = ops::cross_entropy((*net)(x), y);
+      loss.backward();
+      opt.step();
+    };
+    for (int64_t i = 0; i < warmup; ++i) step();
+    if (profile) bench::profile_layers(*net, opt, x, y, 10);
+    // Per-step wall times (their median resists other processes on a shared machine) and the
+    // CPU time of all steps (insensitive to time-sharing; pairs with the peak's CPU-time figure).
+    std::vector<double> step_s;
+    double c0 = bench::process_cpu_seconds();
+    auto t_all = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < steps; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      step();
+      step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+    double cpu = bench::process_cpu_seconds() - c0;
+    std::sort(step_s.begin(), step_s.end());
+    double median_step = step_s[step_s.size() / 2];
+
+    auto peak = bench::measure_fp32_peak(threads);
+    const double flops = nn::model_flops_per_sample(model);
+    double samples_per_s = static_cast<double>(batch) / median_step;
+    double gflops = flops * samples_per_s / 1e9;
+    double gflops_cpu = flops * static_cast<double>(batch * steps) / cpu / 1e9;
+    nlohmann::json j{{"model", model},
+                     {"batch", batch},
+                     {"steps", steps},
+                     {"threads", threads},
+                     {"samples_per_s", samples_per_s},
+                     {"step_ms_median", 1e3 * median_step},
+                     {"step_ms_mean", 1e3 * wall / static_cast<double>(steps)},
+                     {"gflops", gflops},
+                     {"peak_gflops", peak.gflops},
+                     {"fraction_of_peak", gflops / peak.gflops},
+                     {"gflops_cpu_time", gflops_cpu},
+                     {"peak_gflops_cpu_time", peak.gflops_cpu_time},
+                     {"fraction_of_peak_cpu_time", gflops_cpu / peak.gflops_cpu_time}};
+    std::printf("%s\n", j.dump().c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tandem-bench-train: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,88 @@
+// The communicator's non-virtual parts: Tensor conveniences (checked, then the raw collectives),
+// option defaults from the environment, names for messages.
+#include "comm/communicator.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace tandem::comm {
+
+Work::~Work() = default;
+Communicator::~Communicator() = default;
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Avg: return "avg";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+Options Options::with_env() const {
+  Options o = *this;
+  if (const char* t = std::getenv("TANDEM_COMM_TIMEOUT"); t && *t) {
+    char* end = nullptr;
+    double v = std::strtod(t, &end);
+    TANDEM_CHECK(end != t && v > 0, "TANDEM_COMM_TIMEOUT='{}' is not a positive number of seconds", t);
+    o.timeout_s = v;
+  }
+  if (const char* d = std::getenv("TANDEM_DEBUG_DESYNC"); d && *d && std::string(d) != "0")
+    o.debug_desync = true;
+  if (const char* a = std::getenv("TANDEM_COMM_ALGO"); a && *a) {
+    std::string s(a);
+    TANDEM_CHECK(s == "ring" || s == "native", "TANDEM_COMM_ALGO='{}': use ring or native", s);
+    o.algo = s == "ring" ? Algo::Ring : Algo::Native;
+  }
+  if (const char* m = std::getenv("TANDEM_COMM_SHM"); m && *m) o.shared_memory = std::string(m) != "0";
+  TANDEM_CHECK(o.timeout_s > 0, "Options::timeout_s must be positive, got {}", o.timeout_s);
+  return o;
+}
+
+void Communicator::check_tensor(const Tensor& t, const char* what) const {
+  TANDEM_CHECK(t.defined(), "{}: tensor is undefined", what);
+  Device d = device();
+  if (d.kind == DeviceKind::CUDA)
+    TANDEM_CHECK(t.device() == d, "{}: tensor is on {} but this {} communicator works on {}; move it with .to({})",
+                 what, t.device().str(), backend_name(), d.str(), d.str());
+  else
+    TANDEM_CHECK(t.device().is_host_addressable(),
+                 "{}: tensor is on {} but the {} communicator needs host memory; move it with .to(cpu)",
+                 what, t.device().str(), backend_name());
+  TANDEM_CHECK(t.dtype() != DType::u8, "{}: dtype u8 is not supported by collectives", what);
+}
+
+WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
+  check_tensor(t, "allreduce");
+  return allreduce(t.data_ptr(), t.numel(), t.dtype(), op);
+}
+
+WorkPtr Communicator::broadcast(Tensor& t, int root) {
+  check_tensor(t, "broadcast");
+  return broadcast(t.data_ptr(), t.numel(), t.dtype(), root);
+}
+
+WorkPtr Communicator::allgather(const Tensor& send, Tensor& recv) {
+  check_tensor(send, "allgather");
+  check_tensor(recv, "allgather");
+  TANDEM_CHECK(send.dtype() == recv.dtype(), "allgather: send dtype {} differs from recv dtype {}",
+               dtype_name(send.dtype()), dtype_name(recv.dtype()));
+  TANDEM_CHECK(recv.numel() == send.numel() * size(),
+               "allgather: recv has {} elements, needs size() * send.numel() = {} * {}", recv.numel(),
+               size(), send.numel());
+  return allgather(send.data_ptr(), recv.data_ptr(), send.numel(), send.dtype());
+}
+
+WorkPtr Communicator::reduce_scatter(const Tensor& send, Tensor& recv, ReduceOp op) {
+  check_tensor(send, "reduce_scatter");
+  check_tensor(recv, "reduce_scatter");
+  TANDEM_CHECK(send.dtype() == recv.dtype(), "reduce_scatter: send dtype {} differs from recv dtype {}",
+               dtype_name(send.dtype()), dtype_name(recv.dtype()));
+  TANDEM_CHECK(send.numel() == recv.numel() * size(),
+               "reduce_scatter: send has {} elements, needs size() * recv.numel() = {} * {}",
+               send.numel(), size(), recv.numel());
+  return reduce_scatter(send.data_ptr(), recv.data_ptr(), recv.numel(), send.dtype(), op);
+}
+
+}  // namespace tandem::comm

@@ -1,0 +1,99 @@
+// The communicator interface: rank, size and about ten async collectives over raw buffers (and
+// Tensor conveniences), plus the factories for the in-process (local) backend.
+// MPI- and NCCL-specific factories live in comm/mpi/mpi_comm.h and comm/nccl/nccl_comm.h so that
+// code including this header needs neither mpi.h nor nccl.h.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+#include "runtime/dtype.h"
+#include "runtime/tensor.h"
+
+namespace tandem::comm {
+
+enum class ReduceOp { Sum, Avg, Max, Min };
+const char* reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
+
+// A pending collective. wait() blocks until it finished (or throws CommError on a deadline or a
+// failure); is_completed() polls. Waiting twice is allowed; the second wait returns at once (or
+// rethrows the same error).
+class Work {
+ public:
+  virtual ~Work();
+  virtual void wait() = 0;
+  virtual bool is_completed() = 0;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+struct Options {
+  // Ring: our ring all-reduce (reduce-scatter then all-gather, fixed addition order, bitwise
+  // identical on every rank). Native: the library's collective (MPI_Allreduce, ncclAllReduce).
+  enum class Algo { Ring, Native } algo = Algo::Ring;
+  // Deadline of every blocking wait, seconds. Env TANDEM_COMM_TIMEOUT overrides when set.
+  double timeout_s = 300;
+  // Before each collective, check that all ranks call the same one with the same count, dtype and
+  // op; names the ranks that differ. Env TANDEM_DEBUG_DESYNC=1 turns it on.
+  bool debug_desync = false;
+  // Bytes per pipelined ring segment (0: the backend's default).
+  int64_t segment_bytes = 0;
+  // mpi backend: when all ranks share one node, move data through an MPI_Win_allocate_shared
+  // window (a rank reduces straight from its neighbour's memory) instead of MPI point-to-point.
+  // Env TANDEM_COMM_SHM=0 turns it off.
+  bool shared_memory = true;
+
+  // Options with the environment overrides applied (TANDEM_COMM_TIMEOUT, TANDEM_DEBUG_DESYNC,
+  // TANDEM_COMM_ALGO=ring|native, TANDEM_COMM_SHM=0|1). The factories call it; callers need not.
+  Options with_env() const;
+};
+
+// Errors: every failure is thrown as CommError (runtime/error.h) naming the collective, its
+// sequence number and the ranks involved. A rank that got a CommError must not go on using the
+// communicator (peers may be blocked in a half-finished collective); an MPI program should end the
+// job with MPI_Abort(MPI_COMM_WORLD, 1) (see comm/mpi/mpi_comm.h: abort_job) so mpirun does not hang.
+class Communicator {
+ public:
+  virtual ~Communicator();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual Device device() const = 0;  // where its buffers live (cpu for mpi/local, cuda:k for nccl)
+  virtual std::string backend_name() const { return "custom"; }  // "mpi", "local", "nccl"
+
+  // Raw buffers of `count` elements of dtype, in place where one buffer is given. Async: wait() on
+  // the Work. Buffers must stay alive and untouched until the Work completes. Collectives on one
+  // communicator must be issued in the same order on every rank (they run in issue order).
+  virtual WorkPtr allreduce(void* buf, int64_t count, DType dtype, ReduceOp op) = 0;
+  // send holds size()*recv_count elements; rank r receives the reduced block r.
+  virtual WorkPtr reduce_scatter(const void* send, void* recv, int64_t recv_count, DType dtype,
+                                 ReduceOp op) = 0;
+  // recv holds size()*send_count elements, block r from rank r.
+  virtual WorkPtr allgather(const void* send, void* recv, int64_t send_count, DType dtype) = 0;
+  virtual WorkPtr broadcast(void* buf, int64_t count, DType dtype, int root) = 0;
+  // Point-to-point. Works on one communicator complete in issue order and a send may wait until
+  // the peer receives (as MPI_Ssend), so order exchanges (e.g. even ranks send first).
+  virtual WorkPtr send(const void* buf, int64_t count, DType dtype, int peer) = 0;
+  virtual WorkPtr recv(void* buf, int64_t count, DType dtype, int peer) = 0;
+  virtual WorkPtr barrier() = 0;
+
+  // Non-virtual Tensor conveniences (check device/contiguity/dtype, then call the raw ones).
+  WorkPtr allreduce(Tensor& t, ReduceOp op = ReduceOp::Sum);
+  WorkPtr broadcast(Tensor& t, int root);
+  WorkPtr allgather(const Tensor& send, Tensor& recv);  // recv.numel() == size()*send.numel()
+  WorkPtr reduce_scatter(const Tensor& send, Tensor& recv, ReduceOp op = ReduceOp::Sum);
+
+ private:
+  void check_tensor(const Tensor& t, const char* what) const;
+};
+
+// In-process: n communicators sharing memory, one per thread (the DataParallel backend). Each
+// communicator must be driven by its own thread; device() of member k is cpu:k.
+std::vector<std::shared_ptr<Communicator>> make_local_group(int n, Options = {});
+
+// MPI: bootstraps from MPI_COMM_WORLD, initialising MPI only when it is not yet initialised (and
+// then finalising it at exit). Throws NotSupportedError when built without MPI.
+// The overload taking a host code's MPI_Comm is in comm/mpi/mpi_comm.h.
+std::shared_ptr<Communicator> make_mpi_communicator(Options = {});
+
+}  // namespace tandem::comm

@@ -1,0 +1,203 @@
+// The MPI backend: bootstrap (MPI_Init_thread only when MPI is not yet initialised, MPI_Finalize
+// at exit only then), the communicator over MpiTransport, and the native MPI_I* collectives.
+#include "comm/mpi/mpi_comm.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "comm/mpi/mpi_check.h"
+#include "comm/mpi/mpi_transport.h"
+#include "comm/ring_comm.h"
+
+namespace tandem::comm {
+namespace {
+
+void finalize_if_ours() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// Initialises MPI (asking for MPI_THREAD_MULTIPLE) unless the host already did.
+void ensure_mpi_initialised() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int initialised = 0;
+    MPI_CHECK(MPI_Initialized(&initialised));
+    if (initialised) return;
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    std::atexit(finalize_if_ours);
+  });
+}
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::f32: return MPI_FLOAT;
+    case DType::f64: return MPI_DOUBLE;
+    case DType::i32: return MPI_INT32_T;
+    case DType::i64: return MPI_INT64_T;
+    default: TANDEM_FAIL(Internal, "no MPI datatype for {}", dtype_name(t));
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: case ReduceOp::Avg: return MPI_SUM;
+    case ReduceOp::Max: return MPI_MAX;
+    case ReduceOp::Min: return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+class MpiCommunicator final : public RingCommunicator {
+ public:
+  MpiCommunicator(MPI_Comm host, Options opts) : RingCommunicator(opts, kCPU, "mpi") {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_CHECK(MPI_Query_thread(&provided));
+    auto t = std::make_unique<MpiTransport>(host, options().shared_memory);
+    mpi_ = t.get();
+    // A progress thread needs MPI_THREAD_MULTIPLE; otherwise collectives run inside each call.
+    start(std::move(t), provided == MPI_THREAD_MULTIPLE);
+  }
+  ~MpiCommunicator() override {
+    if (broken()) mpi_->mark_broken();
+    stop();
+  }
+
+ protected:
+  bool native_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) override {
+    if (count > INT_MAX) return false;
+    void* data = buf;
+    DType dt = dtype;
+    if (is_low_precision(dtype)) {  // MPI has no f16/bf16: sum in f32
+      wide_.resize(static_cast<size_t>(count));
+      convert_host(buf, dtype, wide_.data(), DType::f32, count);
+      data = wide_.data();
+      dt = DType::f32;
+    }
+    if (count > 0) {
+      MPI_Request req;
+      MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), mpi_type(dt), mpi_op(op),
+                               mpi_->comm(), &req));
+      mpi_->wait_request(req, info);
+      if (op == ReduceOp::Avg) mpi_->divide(data, count, dt, size());
+    }
+    if (data != buf) convert_host(wide_.data(), DType::f32, buf, dtype, count);
+    return true;
+  }
+
+  bool native_reduce_scatter(const void* send, void* recv, int64_t recv_count, DType dtype, ReduceOp op,
+                             const OpInfo& info) override {
+    const int64_t total = recv_count * size();
+    if (total > INT_MAX) return false;
+    const void* in = send;
+    void* out = recv;
+    DType dt = dtype;
+    if (is_low_precision(dtype)) {
+      wide_.resize(static_cast<size_t>(total + recv_count));
+      convert_host(send, dtype, wide_.data(), DType::f32, total);
+      in = wide_.data();
+      out = wide_.data() + total;
+      dt = DType::f32;
+    }
+    if (recv_count > 0) {
+      MPI_Request req;
+      MPI_CHECK(MPI_Ireduce_scatter_block(in, out, static_cast<int>(recv_count), mpi_type(dt), mpi_op(op),
+                                          mpi_->comm(), &req));
+      mpi_->wait_request(req, info);
+      if (op == ReduceOp::Avg) mpi_->divide(out, recv_count, dt, size());
+    }
+    if (out != recv) convert_host(out, DType::f32, recv, dtype, recv_count);
+    return true;
+  }
+
+  bool native_allgather(const void* send, void* recv, int64_t send_count, DType dtype,
+                        const OpInfo& info) override {
+    const int64_t bytes = send_count * static_cast<int64_t>(dtype_size(dtype));
+    if (bytes * size() > INT_MAX) return false;
+    if (bytes == 0) return true;
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE,
+                             mpi_->comm(), &req));
+    mpi_->wait_request(req, info);
+    return true;
+  }
+
+  bool native_broadcast(void* buf, int64_t count, DType dtype, int root, const OpInfo& info) override {
+    const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+    if (bytes > INT_MAX) return false;
+    if (bytes == 0) return true;
+    MPI_Request req;
+    MPI_CHECK(MPI_Ibcast(buf, static_cast<int>(bytes), MPI_BYTE, root, mpi_->comm(), &req));
+    mpi_->wait_request(req, info);
+    return true;
+  }
+
+  bool native_barrier(const OpInfo& info) override {
+    MPI_Request req;
+    MPI_CHECK(MPI_Ibarrier(mpi_->comm(), &req));
+    mpi_->wait_request(req, info);
+    return true;
+  }
+
+ private:
+  MpiTransport* mpi_ = nullptr;  // owned by the base
+  std::vector<float> wide_;      // f32 staging of f16/bf16 for the native path
+};
+
+}  // namespace
+
+std::shared_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Options opts) {
+  int initialised = 0;
+  MPI_CHECK(MPI_Initialized(&initialised));
+  TANDEM_CHECK(initialised, "make_mpi_communicator(MPI_Comm): MPI is not initialised; call MPI_Init_thread "
+               "first, or use make_mpi_communicator() which initialises it");
+  TANDEM_CHECK(comm != MPI_COMM_NULL, "make_mpi_communicator: comm is MPI_COMM_NULL (a rank outside the split?)");
+  return std::make_shared<MpiCommunicator>(comm, opts);
+}
+
+std::shared_ptr<Communicator> make_mpi_communicator(Options opts) {
+  ensure_mpi_initialised();
+  return make_mpi_communicator(MPI_COMM_WORLD, opts);
+}
+
+namespace {
+MPI_Comm node_comm(MPI_Comm comm) {
+  ensure_mpi_initialised();
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  return node;
+}
+}  // namespace
+
+int local_rank(MPI_Comm comm) {
+  MPI_Comm node = node_comm(comm);
+  int r = 0;
+  MPI_CHECK(MPI_Comm_rank(node, &r));
+  MPI_CHECK(MPI_Comm_free(&node));
+  return r;
+}
+
+int local_size(MPI_Comm comm) {
+  MPI_Comm node = node_comm(comm);
+  int n = 0;
+  MPI_CHECK(MPI_Comm_size(node, &n));
+  MPI_CHECK(MPI_Comm_free(&node));
+  return n;
+}
+
+void abort_job(const std::string& why, int code) {
+  std::fprintf(stderr, "tandem: aborting the job: %s\n", why.c_str());
+  std::fflush(stderr);
+  int initialised = 0, finalized = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalized);
+  if (initialised && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace tandem::comm

@@ -1,0 +1,26 @@
+// MPI-specific communicator entry points: bootstrap from a host code's MPI_Comm, the node-local
+// rank, and the job-wide abort that keeps mpirun from hanging after a CommError.
+#pragma once
+#include <mpi.h>
+
+#include "comm/communicator.h"
+
+namespace tandem::comm {
+
+// Wraps a host code's communicator (MPI_COMM_WORLD, a split one, ...). The communicator is
+// duplicated (MPI_Comm_dup), so our traffic never mixes with the host's. Threads: with
+// MPI_THREAD_MULTIPLE, collectives run on a progress thread (async Work, overlapping the caller);
+// with a lower thread level they run on the calling thread inside the call (Work completes at once),
+// and the host must not call MPI concurrently with them.
+std::shared_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Options = {});
+
+// The rank of this process among the ranks of `comm` on the same node
+// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), and how many there are.
+int local_rank(MPI_Comm comm = MPI_COMM_WORLD);
+int local_size(MPI_Comm comm = MPI_COMM_WORLD);
+
+// Ends the whole job after an unrecoverable error (a CommError: peers may sit in a collective that
+// will never finish): prints `why` to stderr and calls MPI_Abort(MPI_COMM_WORLD, code).
+[[noreturn]] void abort_job(const std::string& why, int code = 1);
+
+}  // namespace tandem::comm

@@ -1,0 +1,169 @@
+// MPI transport: Isend/Irecv polled against the deadline, cancellation on timeout, and the board.
+#include "comm/mpi/mpi_transport.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "comm/mpi/mpi_check.h"
+
+namespace tandem::comm {
+
+namespace {
+constexpr int kTag = 7301;
+constexpr size_t kMaxMessage = size_t(1) << 30;  // MPI counts are int: split larger messages
+}  // namespace
+
+MpiTransport::MpiTransport(MPI_Comm host, bool use_shm) {
+  MPI_CHECK(MPI_Comm_dup(host, &comm_));
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int node_size = 0;
+  MPI_CHECK(MPI_Comm_size(node, &node_size));
+  if (node_size == size_) {
+    // Key 0 keeps the order of comm_, so node ranks equal our ranks.
+    void* base = nullptr;
+    MPI_CHECK(MPI_Win_allocate_shared(64, 64, MPI_INFO_NULL, node, &base, &board_win_));
+    new (base) std::atomic<uint64_t>(0);
+    MPI_CHECK(MPI_Barrier(node));
+    for (int r = 0; r < size_; ++r) {
+      MPI_Aint bytes = 0;
+      int disp = 0;
+      void* p = nullptr;
+      MPI_CHECK(MPI_Win_shared_query(board_win_, r, &bytes, &disp, &p));
+      board_.push_back(static_cast<std::atomic<uint64_t>*>(p));
+    }
+    if (use_shm && size_ > 1) shm_ = std::make_unique<ShmChannels>(comm_, rank_, size_);
+  }
+  oversubscribed_ = node_size > sysconf(_SC_NPROCESSORS_ONLN);
+  MPI_CHECK(MPI_Comm_free(&node));
+}
+
+MpiTransport::~MpiTransport() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized || broken_) return;  // requests may still be pending: leave them to MPI_Finalize
+  // The board window is not freed: MPI_Win_free is collective and a rank whose peers failed
+  // would block in it. MPI_Finalize releases it.
+  MPI_Comm_free(&comm_);
+}
+
+void MpiTransport::send(const void* src, size_t bytes, int peer) {
+  if (shm_) return shm_->post_send(src, bytes, peer);
+  const char* p = static_cast<const char*>(src);
+  for (size_t off = 0; off < bytes || (bytes == 0 && off == 0); off += kMaxMessage) {
+    int n = static_cast<int>(std::min(kMaxMessage, bytes - off));
+    reqs_.emplace_back();
+    peers_.push_back(peer);
+    MPI_CHECK(MPI_Isend(p + off, n, MPI_BYTE, peer, kTag, comm_, &reqs_.back()));
+    if (bytes == 0) break;
+  }
+}
+
+void MpiTransport::recv_reduce(void* dst, size_t bytes, int peer, DType dtype, ReduceOp op) {
+  shm_->post_recv_reduce(dst, bytes, peer, dtype, op);
+}
+
+void MpiTransport::recv(void* dst, size_t bytes, int peer) {
+  if (shm_) return shm_->post_recv(dst, bytes, peer);
+  char* p = static_cast<char*>(dst);
+  for (size_t off = 0; off < bytes || (bytes == 0 && off == 0); off += kMaxMessage) {
+    int n = static_cast<int>(std::min(kMaxMessage, bytes - off));
+    reqs_.emplace_back();
+    peers_.push_back(peer);
+    MPI_CHECK(MPI_Irecv(p + off, n, MPI_BYTE, peer, kTag, comm_, &reqs_.back()));
+    if (bytes == 0) break;
+  }
+}
+
+template <class Test>
+bool MpiTransport::poll(Test&& test, Clock::time_point deadline) {
+  if (test()) return true;
+  const auto start = Clock::now();
+  for (uint64_t i = 1;; ++i) {
+    if (test()) return true;
+    if (oversubscribed_) sched_yield();  // the peer we wait for may need this core
+    if ((i & 15) == 0) {
+      auto now = Clock::now();
+      if (now > deadline) return false;
+      // Back off so that oversubscribed ranks let their peers run: spin ~20 us, then yield the
+      // core on every poll, then sleep briefly (a peer that is far behind or descheduled).
+      auto waited = now - start;
+      if (waited > std::chrono::microseconds(500))
+        usleep(20);
+      else if (waited > std::chrono::microseconds(20))
+        sched_yield();
+    }
+  }
+}
+
+void MpiTransport::wait(const OpInfo& op) {
+  if (shm_) {
+    bool done = false;
+    try {
+      done = poll([&] { return shm_->progress(*this); }, op.deadline);
+    } catch (const CommError& e) {  // a size mismatch or a vanished peer: say which collective
+      broken_ = true;
+      shm_->abandon();
+      TANDEM_FAIL(Comm, "{} (collective #{}): {}", op.name, op.seq, e.what());
+    }
+    if (!done) {
+      broken_ = true;
+      deadline_error(op, shm_->abandon());
+    }
+    return;
+  }
+  if (reqs_.empty()) return;
+  int n = static_cast<int>(reqs_.size());
+  bool done = poll([&] {
+    int flag = 0;
+    MPI_CHECK(MPI_Testall(n, reqs_.data(), &flag, MPI_STATUSES_IGNORE));
+    return flag != 0;
+  }, op.deadline);
+  if (!done) {
+    std::vector<int> waiting;
+    for (size_t i = 0; i < reqs_.size(); ++i) {
+      if (reqs_[i] == MPI_REQUEST_NULL) continue;
+      waiting.push_back(peers_[i]);
+      MPI_Cancel(&reqs_[i]);
+      MPI_Request_free(&reqs_[i]);
+    }
+    std::sort(waiting.begin(), waiting.end());
+    waiting.erase(std::unique(waiting.begin(), waiting.end()), waiting.end());
+    reqs_.clear();
+    peers_.clear();
+    broken_ = true;
+    deadline_error(op, waiting);
+  }
+  reqs_.clear();
+  peers_.clear();
+}
+
+void MpiTransport::wait_request(MPI_Request& req, const OpInfo& op) {
+  bool done = poll([&] {
+    int flag = 0;
+    MPI_CHECK(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
+    return flag != 0;
+  }, op.deadline);
+  if (!done) {
+    broken_ = true;  // a collective request cannot be cancelled; MPI_Finalize or MPI_Abort ends it
+    deadline_error(op, {});
+  }
+}
+
+void MpiTransport::announce(uint64_t seq) {
+  if (!board_.empty()) board_[static_cast<size_t>(rank_)]->store(seq, std::memory_order_release);
+}
+
+std::vector<int> MpiTransport::lagging_ranks(uint64_t seq) {
+  std::vector<int> out;
+  for (size_t r = 0; r < board_.size(); ++r)
+    if (board_[r]->load(std::memory_order_acquire) < seq) out.push_back(static_cast<int>(r));
+  return out;
+}
+
+}  // namespace tandem::comm

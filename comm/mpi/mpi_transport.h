@@ -1,0 +1,56 @@
+// The MPI transport: nonblocking point-to-point on a private duplicate of the host's communicator,
+// polled against the deadline; a node-shared "started collective" board names missing ranks.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "comm/mpi/shm_channels.h"
+
+#include "comm/transport.h"
+
+namespace tandem::comm {
+
+class MpiTransport final : public Transport {
+ public:
+  // Duplicates host. use_shm: exchange through shared memory when all ranks share a node.
+  MpiTransport(MPI_Comm host, bool use_shm);
+  bool uses_shared_memory() const { return shm_ != nullptr; }
+  ~MpiTransport() override;
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  MPI_Comm comm() const { return comm_; }
+
+  void send(const void* src, size_t bytes, int peer) override;
+  void recv(void* dst, size_t bytes, int peer) override;
+  bool can_recv_reduce() const override { return shm_ != nullptr; }
+  void recv_reduce(void* dst, size_t bytes, int peer, DType dtype, ReduceOp op) override;
+  void wait(const OpInfo& op) override;
+
+  void announce(uint64_t seq) override;
+  std::vector<int> lagging_ranks(uint64_t seq) override;
+
+  // Polls one collective request (MPI_I*) until done or op.deadline (then throws CommError).
+  void wait_request(MPI_Request& req, const OpInfo& op);
+  void mark_broken() { broken_ = true; }
+
+ private:
+  // Spins on test() with backoff (yield, then short sleeps) until it returns true or the deadline.
+  template <class Test>
+  bool poll(Test&& test, Clock::time_point deadline);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  std::vector<MPI_Request> reqs_;
+  std::vector<int> peers_;
+  bool broken_ = false;
+  bool oversubscribed_ = false;  // more ranks on this node than cores: yield at once when waiting
+  // Board: one cache line per rank in an MPI_Win_allocate_shared window, when all ranks share a node.
+  MPI_Win board_win_ = MPI_WIN_NULL;
+  std::vector<std::atomic<uint64_t>*> board_;
+  std::unique_ptr<ShmChannels> shm_;
+};
+
+}  // namespace tandem::comm

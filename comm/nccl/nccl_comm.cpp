@@ -1,0 +1,224 @@
+// NCCL backend: a stream-ordered transport (grouped ncclSend/ncclRecv, device kernels for the
+// arithmetic, a deadline on the stream's completion) under the shared ring, plus native NCCL
+// collectives and the MPI bootstrap.
+#include "comm/nccl/nccl_comm.h"
+
+#include <sched.h>
+
+#include <vector>
+
+#include "comm/mpi/mpi_check.h"
+#include "comm/mpi/mpi_comm.h"
+#include "comm/nccl/nccl_check.h"
+#include "comm/nccl/nccl_kernels.h"
+#include "comm/ring_comm.h"
+
+namespace tandem::comm {
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32: return ncclFloat32;
+    case DType::f64: return ncclFloat64;
+    case DType::f16: return ncclFloat16;
+    case DType::bf16: return ncclBfloat16;
+    case DType::i32: return ncclInt32;
+    case DType::i64: return ncclInt64;
+    case DType::u8: return ncclUint8;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+class NcclTransport final : public Transport {
+ public:
+  NcclTransport(MPI_Comm host, int device) : device_(device) {
+    MPI_CHECK(MPI_Comm_dup(host, &mpi_));
+    MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
+    MPI_CHECK(MPI_Comm_size(mpi_, &size_));
+    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    COMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // Bootstrap: rank 0 makes the id, MPI carries it to everyone.
+    ncclUniqueId id;
+    if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi_));
+    NCCL_CHECK(ncclCommInitRank(&nccl_, size_, id, rank_));
+  }
+  ~NcclTransport() override {
+    cudaSetDevice(device_);
+    if (nccl_) {
+      if (broken_)
+        ncclCommAbort(nccl_);
+      else
+        ncclCommDestroy(nccl_);
+    }
+    if (stream_) cudaStreamDestroy(stream_);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&mpi_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int device() const { return device_; }
+  ncclComm_t nccl() const { return nccl_; }
+  cudaStream_t stream() const { return stream_; }
+
+  void send(const void* src, size_t bytes, int peer) override { pending_.push_back({true, const_cast<void*>(src), bytes, peer}); }
+  void recv(void* dst, size_t bytes, int peer) override { pending_.push_back({false, dst, bytes, peer}); }
+
+  // Enqueues the posted sends and receives as one NCCL group on our stream. Completion (and the
+  // deadline) is checked in complete(): everything after is ordered on the same stream.
+  void wait(const OpInfo&) override {
+    if (pending_.empty()) return;
+    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    NCCL_CHECK(ncclGroupStart());
+    for (const Pending& p : pending_) {
+      if (p.is_send)
+        NCCL_CHECK(ncclSend(p.ptr, p.bytes, ncclUint8, p.peer, nccl_, stream_));
+      else
+        NCCL_CHECK(ncclRecv(p.ptr, p.bytes, ncclUint8, p.peer, nccl_, stream_));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+    pending_.clear();
+  }
+
+  void complete(const OpInfo& op) override {
+    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    for (uint64_t i = 0;; ++i) {
+      cudaError_t q = cudaStreamQuery(stream_);
+      if (q == cudaSuccess) return;
+      if (q != cudaErrorNotReady) COMM_CUDA_CHECK(q);
+      ncclResult_t async = ncclSuccess;
+      NCCL_CHECK(ncclCommGetAsyncError(nccl_, &async));
+      if (async != ncclSuccess && async != ncclInProgress) {
+        broken_ = true;
+        TANDEM_FAIL(Comm, "rank {}: {} (collective #{}): NCCL reported {}", rank_, op.name, op.seq,
+                    ncclGetErrorString(async));
+      }
+      if (Clock::now() > op.deadline) {
+        broken_ = true;  // the destructor aborts the NCCL communicator, freeing the stuck kernels
+        deadline_error(op, {});
+      }
+      if (i > 1000) sched_yield();
+    }
+  }
+
+  void* alloc(size_t bytes) override {
+    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    void* p = nullptr;
+    COMM_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    COMM_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+    COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return p;
+  }
+  void free(void* p) override {
+    cudaSetDevice(device_);
+    cudaFree(p);
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes && dst != src) COMM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void upload(void* dst, const void* host_src, size_t bytes) override {
+    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    COMM_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host_src may be a temporary
+  }
+  void download(void* host_dst, const void* src, size_t bytes) override {
+    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    COMM_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op) override {
+    nccl_kernels::reduce(dst, src, n, dtype, op, stream_);
+  }
+  void divide(void* buf, int64_t n, DType dtype, int divisor) override {
+    nccl_kernels::divide(buf, n, dtype, divisor, stream_);
+  }
+  void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n) override {
+    nccl_kernels::convert(dst, dst_dtype, src, src_dtype, n, stream_);
+  }
+
+ private:
+  struct Pending { bool is_send; void* ptr; size_t bytes; int peer; };
+  MPI_Comm mpi_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  ncclComm_t nccl_ = nullptr;
+  bool broken_ = false;
+  std::vector<Pending> pending_;
+};
+
+class NcclCommunicator final : public RingCommunicator {
+ public:
+  NcclCommunicator(MPI_Comm host, int device, Options opts)
+      : RingCommunicator(opts, Device(DeviceKind::CUDA, device), "nccl") {
+    auto t = std::make_unique<NcclTransport>(host, device);
+    nccl_ = t.get();
+    start(std::move(t), /*use_thread=*/true);
+  }
+  ~NcclCommunicator() override { stop(); }
+
+ protected:
+  // Native collectives: enqueued on the transport's stream; complete() applies the deadline.
+  bool native_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo&) override {
+    if (count)
+      NCCL_CHECK(ncclAllReduce(buf, buf, static_cast<size_t>(count), nccl_type(dtype), nccl_op(op), nccl_->nccl(),
+                               nccl_->stream()));
+    return true;
+  }
+  bool native_reduce_scatter(const void* send, void* recv, int64_t recv_count, DType dtype, ReduceOp op,
+                             const OpInfo&) override {
+    if (recv_count)
+      NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<size_t>(recv_count), nccl_type(dtype), nccl_op(op),
+                                   nccl_->nccl(), nccl_->stream()));
+    return true;
+  }
+  bool native_allgather(const void* send, void* recv, int64_t send_count, DType dtype, const OpInfo&) override {
+    if (send_count)
+      NCCL_CHECK(ncclAllGather(send, recv, static_cast<size_t>(send_count), nccl_type(dtype), nccl_->nccl(),
+                               nccl_->stream()));
+    return true;
+  }
+  bool native_broadcast(void* buf, int64_t count, DType dtype, int root, const OpInfo&) override {
+    if (count)
+      NCCL_CHECK(ncclBroadcast(buf, buf, static_cast<size_t>(count), nccl_type(dtype), root, nccl_->nccl(),
+                               nccl_->stream()));
+    return true;
+  }
+
+ private:
+  NcclTransport* nccl_ = nullptr;
+};
+
+}  // namespace
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return n;
+}
+
+std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts) {
+  int initialised = 0;
+  MPI_CHECK(MPI_Initialized(&initialised));
+  TANDEM_CHECK(initialised, "make_nccl_communicator: MPI is not initialised; call MPI_Init_thread first");
+  const int devices = cuda_device_count();
+  TANDEM_CHECK_KIND(NotSupported, devices > 0,
+                    "make_nccl_communicator: no CUDA device is visible; use make_mpi_communicator for host buffers");
+  return std::make_shared<NcclCommunicator>(comm, local_rank(comm) % devices, opts);
+}
+
+}  // namespace tandem::comm

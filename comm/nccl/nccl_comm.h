@@ -1,0 +1,20 @@
+// The NCCL communicator (built only with TANDEM_CUDA=ON): device buffers on cuda:<local rank>,
+// bootstrapped over MPI (rank 0 makes the ncclUniqueId, MPI_Bcast sends it). Algo::Ring runs our
+// ring over grouped ncclSend/ncclRecv; Algo::Native runs ncclAllReduce and friends.
+// Buffers passed in must be ready: the collectives run on the communicator's own stream, so
+// synchronise the stream that produced them (or record and wait an event) before calling.
+#pragma once
+#include <mpi.h>
+
+#include "comm/communicator.h"
+
+namespace tandem::comm {
+
+// Number of visible CUDA devices (0 without a GPU or driver).
+int cuda_device_count();
+
+// Every rank of `comm` must call it. Device: local rank (MPI_Comm_split_type SHARED) modulo the
+// visible devices. Throws NotSupportedError when no CUDA device is visible.
+std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options = {});
+
+}  // namespace tandem::comm

@@ -1,0 +1,89 @@
+// RingCommunicator: the Communicator over a host-synchronous Transport (mpi, local). It validates
+// arguments, queues each call on the executor, numbers collectives, applies the deadline, runs the
+// debug desync check, and runs our ring or, with Algo::Native, the backend's own collective.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "comm/executor.h"
+#include "comm/ring.h"
+#include "comm/transport.h"
+
+namespace tandem::comm {
+
+enum class CollectiveKind : int32_t { Allreduce = 1, ReduceScatter, Allgather, Broadcast, Barrier };
+const char* collective_name(CollectiveKind k);
+
+// What one rank calls; compared across ranks by the desync check.
+struct CallDesc {
+  int32_t kind = 0;
+  int32_t dtype = 0;
+  int64_t count = 0;
+  int32_t op = 0;
+  int32_t root = -1;
+  uint64_t seq = 0;
+  bool operator==(const CallDesc& o) const {
+    return kind == o.kind && dtype == o.dtype && count == o.count && op == o.op && root == o.root && seq == o.seq;
+  }
+  std::string str() const;
+};
+
+class RingCommunicator : public Communicator {
+ public:
+  ~RingCommunicator() override;
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Device device() const override { return device_; }
+  std::string backend_name() const override { return backend_; }
+  const Options& options() const { return opts_; }
+
+  using Communicator::allgather;
+  using Communicator::allreduce;
+  using Communicator::broadcast;
+  using Communicator::reduce_scatter;
+  WorkPtr allreduce(void* buf, int64_t count, DType dtype, ReduceOp op) override;
+  WorkPtr reduce_scatter(const void* send, void* recv, int64_t recv_count, DType dtype, ReduceOp op) override;
+  WorkPtr allgather(const void* send, void* recv, int64_t send_count, DType dtype) override;
+  WorkPtr broadcast(void* buf, int64_t count, DType dtype, int root) override;
+  WorkPtr send(const void* buf, int64_t count, DType dtype, int peer) override;
+  WorkPtr recv(void* buf, int64_t count, DType dtype, int peer) override;
+  WorkPtr barrier() override;
+
+ protected:
+  RingCommunicator(Options opts, Device device, std::string backend);
+  // Called by the derived constructor once its transport exists.
+  void start(std::unique_ptr<Transport> transport, bool use_thread);
+  // Derived destructors call it first: runs queued work, stops the thread, drops the transport.
+  void stop();
+  Transport& transport() { return *transport_; }
+  bool broken() const { return executor_ && executor_->broken(); }
+
+  // The backend's own collectives for Algo::Native; return false where there is none (the ring
+  // runs instead). They run on the executor like the ring and must honour info.deadline.
+  virtual bool native_allreduce(void*, int64_t, DType, ReduceOp, const OpInfo&) { return false; }
+  virtual bool native_reduce_scatter(const void*, void*, int64_t, DType, ReduceOp, const OpInfo&) { return false; }
+  virtual bool native_allgather(const void*, void*, int64_t, DType, const OpInfo&) { return false; }
+  virtual bool native_broadcast(void*, int64_t, DType, int, const OpInfo&) { return false; }
+  virtual bool native_barrier(const OpInfo&) { return false; }
+
+ private:
+  WorkPtr launch(CallDesc desc, std::function<void(const OpInfo&)> body);
+  void check_desync(const CallDesc& mine, const OpInfo& info);
+  void check_args(const char* what, int64_t count, DType dtype) const;
+
+  Options opts_;
+  Device device_;
+  std::string backend_;
+  int rank_ = 0, size_ = 1;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Ring> ring_;
+  std::shared_ptr<Executor> executor_;
+  Scratch desync_buf_;    // the desync check's descriptors, in transport memory
+  uint64_t seq_ = 0;      // collectives started (executor thread only)
+  uint64_t p2p_seq_ = 0;  // sends/recvs started
+};
+
+}  // namespace tandem::comm

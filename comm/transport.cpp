@@ -1,0 +1,107 @@
+// Host defaults of the transport's memory operations, and the deadline error.
+#include "comm/transport.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace tandem::comm {
+
+Transport::~Transport() = default;
+
+std::string ranks_str(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "none";
+  return fmt::format("{}", fmt::join(ranks, ", "));
+}
+
+void Transport::deadline_error(const OpInfo& op, const std::vector<int>& waiting_on) {
+  if (op.seq == 0)  // point-to-point: only the peer is known
+    TANDEM_FAIL(Comm, "rank {} of {}: {} with rank(s) {} missed its deadline of {} s; the peer died or "
+                "never posted the matching call. The communicator is now unusable.",
+                rank(), size(), op.name, ranks_str(waiting_on), op.timeout_s);
+  std::vector<int> missing = lagging_ranks(op.seq);
+  TANDEM_FAIL(Comm,
+              "rank {} of {}: {} (collective #{}) missed its deadline of {} s; missing ranks (never "
+              "arrived at #{}): {}; still waiting on messages from/to ranks: {}. A rank died, skipped "
+              "the collective or called a different one (set TANDEM_DEBUG_DESYNC=1 to check). The "
+              "communicator is now unusable; end the job (MPI: tandem::comm::abort_job / MPI_Abort).",
+              rank(), size(), op.name, op.seq, op.timeout_s, op.seq, ranks_str(missing),
+              ranks_str(waiting_on));
+}
+
+void* Transport::alloc(size_t bytes) {
+  void* p = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+  TANDEM_CHECK_KIND(Backend, p, "comm scratch: cannot allocate {} bytes", bytes);
+  std::memset(p, 0, bytes);  // fault the pages in now, not during a collective
+  return p;
+}
+void Transport::free(void* p) { std::free(p); }
+void Transport::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src) std::memcpy(dst, src, bytes);
+}
+
+namespace {
+template <class T>
+void reduce_loop(T* __restrict d, const T* __restrict s, int64_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg:
+      for (int64_t i = 0; i < n; ++i) d[i] = d[i] + s[i];
+      break;
+    case ReduceOp::Max:
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i] > d[i] ? s[i] : d[i];
+      break;
+    case ReduceOp::Min:
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i] < d[i] ? s[i] : d[i];
+      break;
+  }
+}
+}  // namespace
+
+void Transport::reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op) {
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16> || std::is_same_v<T, uint8_t>)
+      TANDEM_FAIL(Internal, "comm reduce called on {} (16-bit sums go through f32)", dtype_name(dtype));
+    else
+      reduce_loop(static_cast<T*>(dst), static_cast<const T*>(src), n, op);
+  });
+}
+
+void Transport::divide(void* buf, int64_t n, DType dtype, int divisor) {
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16> || std::is_same_v<T, uint8_t>) {
+      TANDEM_FAIL(Internal, "comm divide called on {}", dtype_name(dtype));
+    } else {
+      T* p = static_cast<T*>(buf);
+      const T d = static_cast<T>(divisor);
+      for (int64_t i = 0; i < n; ++i) p[i] = p[i] / d;
+    }
+  });
+}
+
+void Transport::convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n) {
+  convert_host(src, src_dtype, dst, dst_dtype, n);
+}
+
+void* Scratch::get(Transport& t, size_t bytes) {
+  if (ptr_ && bytes <= bytes_ && owner_ == &t) return ptr_;
+  reset();
+  size_t grown = std::max(bytes, bytes_ + bytes_ / 2);
+  ptr_ = t.alloc(grown);
+  bytes_ = grown;
+  owner_ = &t;
+  return ptr_;
+}
+
+void Scratch::reset() {
+  if (ptr_) owner_->free(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+  owner_ = nullptr;
+}
+
+}  // namespace tandem::comm

@@ -1,0 +1,90 @@
+// The transport under the ring algorithms: post a send, post a receive, wait for both (with a
+// deadline). Plus the memory operations the algorithms need on the transport's memory (host
+// loops by default; device kernels for NCCL), and what a deadline error needs to name the ranks.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace tandem::comm {
+
+using Clock = std::chrono::steady_clock;
+
+// The collective being run: named in every error.
+struct OpInfo {
+  const char* name = "";  // "allreduce", ...
+  uint64_t seq = 0;       // this communicator's collective sequence number (1, 2, ...)
+  Clock::time_point deadline;
+  double timeout_s = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // ---- the three calls ----
+  // Posts sending `bytes` at src to peer; src must stay unchanged until wait() returns.
+  virtual void send(const void* src, size_t bytes, int peer) = 0;
+  // Posts receiving `bytes` from peer into dst; dst holds them once wait() returns.
+  virtual void recv(void* dst, size_t bytes, int peer) = 0;
+  // Optional fused receive: dst[i] = op(dst[i], received[i]) straight from the sender's memory
+  // (shared memory), no staging copy. Only called where can_recv_reduce() is true.
+  virtual bool can_recv_reduce() const { return false; }
+  virtual void recv_reduce(void* /*dst*/, size_t /*bytes*/, int /*peer*/, DType /*dtype*/, ReduceOp /*op*/) {
+    TANDEM_FAIL(Internal, "this transport has no fused receive-reduce");
+  }
+  // Waits for everything posted, until op.deadline; then throws CommError naming the op, the peers
+  // still outstanding and the ranks that have not started this collective.
+  virtual void wait(const OpInfo& op) = 0;
+
+  // Called after the last step of each operation: a transport that only queued the work (NCCL on
+  // a stream) waits for it here, until op.deadline. Host transports are done already.
+  virtual void complete(const OpInfo& /*op*/) {}
+
+  // ---- diagnosis ----
+  // Records that this rank started collective `seq` (others read it when they time out).
+  virtual void announce(uint64_t /*seq*/) {}
+  // Ranks known not to have started collective `seq` yet; empty when unknown.
+  virtual std::vector<int> lagging_ranks(uint64_t /*seq*/) { return {}; }
+
+  // ---- memory the algorithms work on (host by default) ----
+  virtual void* alloc(size_t bytes);
+  virtual void free(void* p);
+  virtual void copy(void* dst, const void* src, size_t bytes);
+  virtual void upload(void* dst, const void* host_src, size_t bytes) { copy(dst, host_src, bytes); }
+  virtual void download(void* host_dst, const void* src, size_t bytes) { copy(host_dst, src, bytes); }
+  // dst[i] = op(dst[i], src[i]) for dtype in {f32, f64, i32, i64} (Avg sums).
+  virtual void reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op);
+  virtual void divide(void* buf, int64_t n, DType dtype, int divisor);
+  // Element conversion between any two supported dtypes (f16/bf16 <-> f32, round to nearest even).
+  virtual void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n);
+
+ protected:
+  // The CommError of a missed deadline; `waiting_on` are the peers whose messages did not complete.
+  [[noreturn]] void deadline_error(const OpInfo& op, const std::vector<int>& waiting_on);
+};
+
+// A persistent buffer in a transport's memory, grown on demand and reused across calls.
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { reset(); }
+  void* get(Transport& t, size_t bytes);
+  void reset();
+
+ private:
+  Transport* owner_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+std::string ranks_str(const std::vector<int>& ranks);  // "1, 3" or "none"
+
+}  // namespace tandem::comm

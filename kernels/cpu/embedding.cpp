@@ -1,0 +1,67 @@
+// CPU embedding: row gather forward; backward adds dy rows into dweight in index order (deterministic,
+// no atomics).
+#include <algorithm>
+#include <vector>
+
+#include "kernels/embedding.h"
+
+namespace tandem::kernels {
+namespace {
+
+template <class I, class F>
+void for_each_index(const Tensor& indices, int64_t vocab, F&& f) {
+  const I* idx = static_cast<const I*>(indices.data_ptr());
+  const int64_t n = indices.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = static_cast<int64_t>(idx[i]);
+    TANDEM_CHECK(v >= 0 && v < vocab, "embedding: index {} at position {} is out of range for a table of {} rows",
+                 v, i, vocab);
+    f(i, v);
+  }
+}
+
+template <class F>
+void with_index_type(const Tensor& indices, F&& f) {
+  if (indices.dtype() == DType::i32) f(int32_t{});
+  else if (indices.dtype() == DType::i64) f(int64_t{});
+  else TANDEM_FAIL(Value, "embedding: indices must be i32 or i64, got {}", dtype_name(indices.dtype()));
+}
+
+void cpu_embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out) {
+  const int64_t V = weight.size(0), D = weight.size(1);
+  const size_t row = static_cast<size_t>(D) * weight.element_size();
+  const char* w = static_cast<const char*>(weight.data_ptr());
+  char* o = static_cast<char*>(out.data_ptr());
+  with_index_type(indices, [&](auto itag) {
+    using I = decltype(itag);
+    for_each_index<I>(indices, V, [&](int64_t i, int64_t v) {
+      std::copy(w + v * row, w + (v + 1) * row, o + i * row);
+    });
+  });
+}
+
+void cpu_embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight) {
+  const int64_t V = dweight.size(0), D = dweight.size(1);
+  dispatch_floating(dy.dtype(), "embedding backward", [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    std::vector<A> acc(static_cast<size_t>(V * D), A(0));
+    const T* g = static_cast<const T*>(dy.data_ptr());
+    with_index_type(indices, [&](auto itag) {
+      using I = decltype(itag);
+      for_each_index<I>(indices, V, [&](int64_t i, int64_t v) {
+        A* dst = acc.data() + v * D;
+        const T* src = g + i * D;
+        for (int64_t d = 0; d < D; ++d) dst[d] += static_cast<A>(src[d]);
+      });
+    });
+    T* out = static_cast<T*>(dweight.data_ptr());
+    for (int64_t i = 0; i < V * D; ++i) out[i] = T(acc[static_cast<size_t>(i)]);
+  });
+}
+
+TANDEM_REGISTER_KERNEL(embedding_forward, DeviceKind::CPU, cpu_embedding_forward);
+TANDEM_REGISTER_KERNEL(embedding_backward, DeviceKind::CPU, cpu_embedding_backward);
+
+}  // namespace
+}  // namespace tandem::kernels

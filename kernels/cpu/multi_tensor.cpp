@@ -1,0 +1,173 @@
+// CPU multi-tensor kernels: the chunk list of kernels/multi_tensor.h, one OpenMP iteration per
+// chunk. Elementwise math is kernels/common/adam_step.h, so results equal the per-tensor kernels;
+// sums of squares are added chunk by chunk in list order (deterministic for any thread count).
+#include <cmath>
+
+#include "kernels/multi_tensor.h"
+
+namespace tandem::kernels {
+
+void check_multi_tensor_lists(const char* what, const std::vector<Tensor>& params,
+                              const std::vector<const std::vector<Tensor>*>& others, size_t hypers) {
+  TANDEM_CHECK(hypers == params.size(), "{}: {} hyperparameter sets for {} tensors", what, hypers, params.size());
+  for (const auto* list : others) {
+    if (list->empty()) continue;
+    TANDEM_CHECK(list->size() == params.size(), "{}: tensor lists of different lengths ({} and {})", what,
+                 list->size(), params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Tensor& a = params[i];
+      const Tensor& b = (*list)[i];
+      TANDEM_CHECK(b.defined() && b.numel() == a.numel() && b.device() == a.device(),
+                   "{}: tensor {} of a list is {} on {} but the parameter is {} on {}", what, i,
+                   b.defined() ? shape_str(b.shape()) : "undefined", b.defined() ? b.device().str() : "-",
+                   shape_str(a.shape()), a.device().str());
+    }
+  }
+}
+
+namespace {
+
+void set_found_inf(Tensor& found_inf) {
+  TANDEM_CHECK(found_inf.defined() && found_inf.numel() == 1 && found_inf.dtype() == DType::f32,
+               "multi_tensor: found_inf must be a one-element f32 tensor");
+  *found_inf.data<float>() = 1.0f;
+}
+
+bool skip_step(const Tensor& found_inf) { return found_inf.defined() && found_inf.item() != 0.0; }
+
+void cpu_unscale(const std::vector<Tensor>& grads, double inv_scale, Tensor& found_inf) {
+  std::vector<TensorChunk> chunks = make_chunks(grads);
+  int any = 0;
+#pragma omp parallel for schedule(static) reduction(| : any)
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const TensorChunk& ch = chunks[c];
+    const Tensor& g = grads[static_cast<size_t>(ch.tensor)];
+    dispatch_floating(g.dtype(), "multi_tensor_unscale", [&](auto tag) {
+      using T = decltype(tag);
+      using A = acc_t<T>;
+      T* d = static_cast<T*>(g.data_ptr()) + ch.start;
+      const A f = static_cast<A>(inv_scale);
+      for (int64_t i = 0; i < ch.length; ++i) {
+        A v = static_cast<A>(d[i]);
+        if (!std::isfinite(v)) any = 1;
+        d[i] = T(v * f);
+      }
+    });
+  }
+  if (any) set_found_inf(found_inf);
+}
+
+double cpu_sum_squares_check(const std::vector<Tensor>& grads, Tensor& found_inf) {
+  std::vector<TensorChunk> chunks = make_chunks(grads);
+  std::vector<double> partial(chunks.size(), 0.0);
+  int any = 0;
+#pragma omp parallel for schedule(static) reduction(| : any)
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const TensorChunk& ch = chunks[c];
+    const Tensor& g = grads[static_cast<size_t>(ch.tensor)];
+    dispatch_floating(g.dtype(), "multi_tensor_sum_squares_check", [&](auto tag) {
+      using T = decltype(tag);
+      const T* d = static_cast<const T*>(g.data_ptr()) + ch.start;
+      double s = 0.0;
+      for (int64_t i = 0; i < ch.length; ++i) {
+        double v = static_cast<double>(static_cast<acc_t<T>>(d[i]));
+        if (!std::isfinite(v)) any = 1;
+        s += v * v;
+      }
+      partial[c] = s;
+    });
+  }
+  if (any) set_found_inf(found_inf);
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+// Calls f with the C++ types of the parameter (T) and of the gradient (G).
+template <class F>
+void dispatch_pg(DType param, DType grad, const char* what, F&& f) {
+  dispatch_floating(param, what, [&](auto pt) {
+    dispatch_floating(grad, what, [&](auto gt) { f(pt, gt); });
+  });
+}
+
+void cpu_adam(const MultiTensorAdamArgs& a) {
+  check_multi_tensor_lists("multi_tensor_adam", a.params, {&a.grads, &a.exp_avgs, &a.exp_avg_sqs, &a.model_params},
+                           a.hypers.size());
+  if (skip_step(a.found_inf) || a.params.empty()) return;
+  const bool master = !a.model_params.empty();
+  std::vector<TensorChunk> chunks = make_chunks(a.params);
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const TensorChunk& ch = chunks[c];
+    const size_t t = static_cast<size_t>(ch.tensor);
+    const Tensor& param = a.params[t];
+    dispatch_pg(param.dtype(), a.grads[t].dtype(), "multi_tensor_adam", [&](auto pt, auto gt) {
+      using T = decltype(pt);
+      using G = decltype(gt);
+      using A = acc_t<T>;
+      T* p = static_cast<T*>(param.data_ptr()) + ch.start;
+      T* m = static_cast<T*>(a.exp_avgs[t].data_ptr()) + ch.start;
+      T* v = static_cast<T*>(a.exp_avg_sqs[t].data_ptr()) + ch.start;
+      const G* g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
+      G* out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
+      const A factor = static_cast<A>(a.grad_factor);
+      const bool scaled = a.grad_factor != 1.0;
+      const AdamHyper& h = a.hypers[t];
+      for (int64_t i = 0; i < ch.length; ++i) {
+        A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
+        if (scaled) gv = gv * factor;
+        A pv = static_cast<A>(p[i]), mv = static_cast<A>(m[i]), vv = static_cast<A>(v[i]);
+        adam_update<A>(pv, gv, mv, vv, h);
+        p[i] = T(pv);
+        m[i] = T(mv);
+        v[i] = T(vv);
+        if (out) out[i] = G(pv);
+      }
+    });
+  }
+}
+
+void cpu_sgd(const MultiTensorSgdArgs& a) {
+  check_multi_tensor_lists("multi_tensor_sgd", a.params, {&a.grads, &a.momentum_bufs, &a.model_params},
+                           a.hypers.size());
+  if (skip_step(a.found_inf) || a.params.empty()) return;
+  const bool master = !a.model_params.empty();
+  const bool momentum = !a.momentum_bufs.empty();
+  std::vector<TensorChunk> chunks = make_chunks(a.params);
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const TensorChunk& ch = chunks[c];
+    const size_t t = static_cast<size_t>(ch.tensor);
+    const Tensor& param = a.params[t];
+    dispatch_pg(param.dtype(), a.grads[t].dtype(), "multi_tensor_sgd", [&](auto pt, auto gt) {
+      using T = decltype(pt);
+      using G = decltype(gt);
+      using A = acc_t<T>;
+      T* p = static_cast<T*>(param.data_ptr()) + ch.start;
+      T* b = momentum ? static_cast<T*>(a.momentum_bufs[t].data_ptr()) + ch.start : nullptr;
+      const G* g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
+      G* out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
+      const A factor = static_cast<A>(a.grad_factor);
+      const bool scaled = a.grad_factor != 1.0;
+      const SgdHyper& h = a.hypers[t];
+      for (int64_t i = 0; i < ch.length; ++i) {
+        A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
+        if (scaled) gv = gv * factor;
+        A pv = static_cast<A>(p[i]), bv = b ? static_cast<A>(b[i]) : A(0);
+        sgd_update<A>(pv, gv, bv, h);
+        p[i] = T(pv);
+        if (b) b[i] = T(bv);
+        if (out) out[i] = G(pv);
+      }
+    });
+  }
+}
+
+TANDEM_REGISTER_KERNEL(multi_tensor_unscale, DeviceKind::CPU, cpu_unscale);
+TANDEM_REGISTER_KERNEL(multi_tensor_sum_squares_check, DeviceKind::CPU, cpu_sum_squares_check);
+TANDEM_REGISTER_KERNEL(multi_tensor_adam, DeviceKind::CPU, cpu_adam);
+TANDEM_REGISTER_KERNEL(multi_tensor_sgd, DeviceKind::CPU, cpu_sgd);
+
+}  // namespace
+}  // namespace tandem::kernels

@@ -1,0 +1,368 @@
+// CPU batch norm (the four stages of kernels/norm.h) and layer norm. Statistics are accumulated in
+// the statistics dtype (f64 for f64, f32 otherwise) in a fixed order, one channel or row per
+// OpenMP iteration, so results do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/common/welford.h"
+#include "kernels/cpu/lanes.h"
+#include "kernels/norm.h"
+
+namespace tandem::kernels {
+namespace {
+
+// Channel geometry of x [N, C, inner...].
+struct Nci {
+  int64_t n, c, inner;
+};
+Nci nci_of(const Tensor& x) {
+  const int64_t n = x.size(0), c = x.size(1);
+  return {n, c, n * c == 0 ? 0 : x.numel() / (n * c)};
+}
+
+// A small parameter vector in the statistics type S (absent: `dflt`).
+template <class S>
+std::vector<S> vec(const Tensor& t, int64_t n, S dflt) {
+  std::vector<S> v(static_cast<size_t>(n), dflt);
+  if (t.defined()) convert_host(t.data_ptr(), t.dtype(), v.data(), dtype_v<S>, n);
+  return v;
+}
+template <class S>
+void store(const std::vector<S>& v, Tensor& t) {
+  if (t.defined()) convert_host(v.data(), dtype_v<S>, t.data_ptr(), t.dtype(), t.numel());
+}
+
+// f64 input computes in f64, everything else in f32.
+template <class F>
+void with_types(DType dt, const char* what, F&& f) {
+  dispatch_floating(dt, what, [&](auto tag) {
+    using T = decltype(tag);
+    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+      f(T{}, S{});
+  });
+}
+
+// Statistics of channel c: two passes over each [inner] plane, then Chan's merge into the channel's
+// running statistics (shared by the staged and the fused forward, so both give identical numbers).
+template <class T, class S>
+Welford<S> channel_stats(const T* px, const Nci& g, int64_t c) {
+  Welford<S> acc;
+  for (int64_t n = 0; n < g.n; ++n) {
+    const T* p = px + (n * g.c + c) * g.inner;
+    const S sum = sum_of<S>(p, g.inner);
+    Welford<S> part;
+    part.count = g.inner;
+    part.mean = g.inner ? sum / static_cast<S>(g.inner) : S(0);
+    part.m2 = sum_sq_dev<S>(p, g.inner, part.mean);
+    welford_merge(acc, part);
+  }
+  return acc;
+}
+
+void cpu_bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
+  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    const T* px = static_cast<const T*>(x.data_ptr());
+    std::vector<S> mv(static_cast<size_t>(g.c)), m2v(static_cast<size_t>(g.c));
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t c = 0; c < g.c; ++c) {
+      const Welford<S> acc = channel_stats<T, S>(px, g, c);
+      mv[static_cast<size_t>(c)] = acc.mean;
+      m2v[static_cast<size_t>(c)] = acc.m2;
+    }
+    store(mv, mean);
+    store(m2v, m2);
+  });
+}
+
+void cpu_bn_finalize(const Tensor& mean, const Tensor& m2, int64_t count, double eps, double momentum,
+                     Tensor& invstd, Tensor& running_mean, Tensor& running_var) {
+  const int64_t c = mean.numel();
+  std::vector<double> mv = vec<double>(mean, c, 0), m2v = vec<double>(m2, c, 0);
+  // invstd in the statistics dtype: compute in S so f32 matches a native f32 computation.
+  with_types(invstd.dtype() == DType::f64 ? DType::f64 : DType::f32, "batch_norm", [&](auto, auto s) {
+    using S = decltype(s);
+    std::vector<S> m2s = vec<S>(m2, c, 0), out(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i)
+      out[size_t(i)] = S(1) / std::sqrt(m2s[size_t(i)] / static_cast<S>(count) + static_cast<S>(eps));
+    store(out, invstd);
+  });
+  if (running_mean.defined()) {
+    std::vector<double> rm = vec<double>(running_mean, c, 0);
+    for (int64_t i = 0; i < c; ++i) rm[size_t(i)] = (1 - momentum) * rm[size_t(i)] + momentum * mv[size_t(i)];
+    store(rm, running_mean);
+  }
+  if (running_var.defined()) {
+    std::vector<double> rv = vec<double>(running_var, c, 0);
+    const double denom = count > 1 ? double(count - 1) : 1.0;
+    for (int64_t i = 0; i < c; ++i)
+      rv[size_t(i)] = (1 - momentum) * rv[size_t(i)] + momentum * m2v[size_t(i)] / denom;
+    store(rv, running_var);
+  }
+}
+
+void cpu_bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                  const Tensor& bias, Tensor& y) {
+  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1),
+                   b = vec<S>(bias, g.c, 0);
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* py = static_cast<T*>(y.data_ptr());
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t p = 0; p < g.n * g.c; ++p) {
+      const size_t c = static_cast<size_t>(p % g.c);
+      const S scale = iv[c] * w[c], shift = b[c] - mv[c] * scale;
+      const T* in = px + p * g.inner;
+      T* out = py + p * g.inner;
+      for (int64_t i = 0; i < g.inner; ++i) out[i] = T(static_cast<S>(in[i]) * scale + shift);
+    }
+  });
+}
+
+void cpu_bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                            Tensor& sum_dy, Tensor& sum_dy_xmu, Tensor& grad_weight, Tensor& grad_bias) {
+  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1);
+    std::vector<S> sd(static_cast<size_t>(g.c)), sdx(static_cast<size_t>(g.c));
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pd = static_cast<const T*>(dy.data_ptr());
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t c = 0; c < g.c; ++c) {
+      const S m = mv[size_t(c)];
+      S a = 0, b = 0;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const T* xi = px + (n * g.c + c) * g.inner;
+        const T* di = pd + (n * g.c + c) * g.inner;
+        S pa, pb;  // per-plane partial sums keep the rounding error small
+        sum_dy_dyxmu<S>(di, xi, g.inner, m, pa, pb);
+        a += pa;
+        b += pb;
+      }
+      sd[size_t(c)] = a;
+      sdx[size_t(c)] = b;
+    }
+    store(sd, sum_dy);
+    store(sdx, sum_dy_xmu);
+    if (grad_weight.defined()) {
+      std::vector<S> gw(static_cast<size_t>(g.c));
+      for (int64_t c = 0; c < g.c; ++c) gw[size_t(c)] = sdx[size_t(c)] * iv[size_t(c)];
+      store(gw, grad_weight);
+    }
+    store(sd, grad_bias);
+  });
+}
+
+void cpu_bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                           const Tensor& weight, const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count,
+                           Tensor& dx) {
+  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    const bool batch_stats = sum_dy.defined();
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1),
+                   sd = vec<S>(sum_dy, g.c, 0), sdx = vec<S>(sum_dy_xmu, g.c, 0);
+    const S inv_count = count > 0 ? S(1) / static_cast<S>(count) : S(0);
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pd = static_cast<const T*>(dy.data_ptr());
+    T* pdx = static_cast<T*>(dx.data_ptr());
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t p = 0; p < g.n * g.c; ++p) {
+      const size_t c = static_cast<size_t>(p % g.c);
+      const S scale = iv[c] * w[c];
+      const T* xi = px + p * g.inner;
+      const T* di = pd + p * g.inner;
+      T* o = pdx + p * g.inner;
+      if (!batch_stats) {
+        for (int64_t i = 0; i < g.inner; ++i) o[i] = T(static_cast<S>(di[i]) * scale);
+        continue;
+      }
+      const S mean_dy = sd[c] * inv_count, k = iv[c] * iv[c] * sdx[c] * inv_count, m = mv[c];
+      for (int64_t i = 0; i < g.inner; ++i)
+        o[i] = T((static_cast<S>(di[i]) - mean_dy - (static_cast<S>(xi[i]) - m) * k) * scale);
+    }
+  });
+}
+
+void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
+                          Tensor& mean, Tensor& m2, Tensor& invstd) {
+  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    std::vector<S> w = vec<S>(weight, g.c, 1), b = vec<S>(bias, g.c, 0);
+    std::vector<S> mv(static_cast<size_t>(g.c)), m2v(static_cast<size_t>(g.c)), iv(static_cast<size_t>(g.c));
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* py = static_cast<T*>(y.data_ptr());
+    const S count = static_cast<S>(g.n * g.inner);
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t c = 0; c < g.c; ++c) {
+      const size_t ci = static_cast<size_t>(c);
+      const Welford<S> st = channel_stats<T, S>(px, g, c);
+      const S inv = S(1) / std::sqrt(st.m2 / count + static_cast<S>(eps));  // as cpu_bn_finalize
+      mv[ci] = st.mean;
+      m2v[ci] = st.m2;
+      iv[ci] = inv;
+      const S scale = inv * w[ci], shift = b[ci] - st.mean * scale;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const T* in = px + (n * g.c + c) * g.inner;
+        T* out = py + (n * g.c + c) * g.inner;
+        for (int64_t i = 0; i < g.inner; ++i) out[i] = T(static_cast<S>(in[i]) * scale + shift);
+      }
+    }
+    store(mv, mean);
+    store(m2v, m2);
+    store(iv, invstd);
+  });
+}
+
+void cpu_bn_backward_fused(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                           const Tensor& weight, Tensor& dx, Tensor& grad_weight, Tensor& grad_bias) {
+  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1);
+    std::vector<S> sd(static_cast<size_t>(g.c)), sdx(static_cast<size_t>(g.c));
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pd = static_cast<const T*>(dy.data_ptr());
+    T* pdx = dx.defined() ? static_cast<T*>(dx.data_ptr()) : nullptr;
+    const S inv_count = S(1) / static_cast<S>(std::max<int64_t>(g.n * g.inner, 1));
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t c = 0; c < g.c; ++c) {
+      const size_t ci = static_cast<size_t>(c);
+      const S m = mv[ci];
+      S a = 0, bsum = 0;
+      for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_reduce
+        const T* xi = px + (n * g.c + c) * g.inner;
+        const T* di = pd + (n * g.c + c) * g.inner;
+        S pa, pb;
+        sum_dy_dyxmu<S>(di, xi, g.inner, m, pa, pb);
+        a += pa;
+        bsum += pb;
+      }
+      sd[ci] = a;
+      sdx[ci] = bsum;
+      if (!pdx) continue;
+      const S scale = iv[ci] * w[ci], mean_dy = a * inv_count, k = iv[ci] * iv[ci] * bsum * inv_count;
+      for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_elemt
+        const T* xi = px + (n * g.c + c) * g.inner;
+        const T* di = pd + (n * g.c + c) * g.inner;
+        T* o = pdx + (n * g.c + c) * g.inner;
+        for (int64_t i = 0; i < g.inner; ++i)
+          o[i] = T((static_cast<S>(di[i]) - mean_dy - (static_cast<S>(xi[i]) - m) * k) * scale);
+      }
+    }
+    if (grad_weight.defined()) {
+      std::vector<S> gw(static_cast<size_t>(g.c));
+      for (int64_t c = 0; c < g.c; ++c) gw[size_t(c)] = sdx[size_t(c)] * iv[size_t(c)];
+      store(gw, grad_weight);
+    }
+    store(sd, grad_bias);
+  });
+}
+
+TANDEM_REGISTER_KERNEL(batch_norm_forward_fused, DeviceKind::CPU, cpu_bn_forward_fused);
+TANDEM_REGISTER_KERNEL(batch_norm_backward_fused, DeviceKind::CPU, cpu_bn_backward_fused);
+TANDEM_REGISTER_KERNEL(batch_norm_stats, DeviceKind::CPU, cpu_bn_stats);
+TANDEM_REGISTER_KERNEL(batch_norm_finalize, DeviceKind::CPU, cpu_bn_finalize);
+TANDEM_REGISTER_KERNEL(batch_norm_apply, DeviceKind::CPU, cpu_bn_apply);
+TANDEM_REGISTER_KERNEL(batch_norm_backward_reduce, DeviceKind::CPU, cpu_bn_backward_reduce);
+TANDEM_REGISTER_KERNEL(batch_norm_backward_elemt, DeviceKind::CPU, cpu_bn_backward_elemt);
+
+// ---- layer norm: x viewed as [M, D] ----
+
+void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
+                    Tensor& mean, Tensor& rstd) {
+  with_types(x.dtype(), "layer_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
+    std::vector<S> w = vec<S>(weight, D, 1), b = vec<S>(bias, D, 0);
+    std::vector<S> mv(static_cast<size_t>(M)), rv(static_cast<size_t>(M));
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* py = static_cast<T*>(y.data_ptr());
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t m = 0; m < M; ++m) {
+      const T* in = px + m * D;
+      T* out = py + m * D;
+      const S sum = lane_sum<S>(D, [&](int64_t d) { return static_cast<S>(in[d]); });
+      const S mu = D ? sum / static_cast<S>(D) : S(0);
+      const S sq = lane_sum<S>(D, [&](int64_t d) {
+        const S v = static_cast<S>(in[d]) - mu;
+        return v * v;
+      });
+      const S r = S(1) / std::sqrt(sq / static_cast<S>(std::max<int64_t>(D, 1)) + static_cast<S>(eps));
+      for (int64_t d = 0; d < D; ++d) out[d] = T((static_cast<S>(in[d]) - mu) * r * w[size_t(d)] + b[size_t(d)]);
+      mv[size_t(m)] = mu;
+      rv[size_t(m)] = r;
+    }
+    store(mv, mean);
+    store(rv, rstd);
+  });
+}
+
+void cpu_ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                     const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
+    std::vector<S> w = vec<S>(weight, D, 1), mv = vec<S>(mean, M, 0), rv = vec<S>(rstd, M, 1);
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pd = static_cast<const T*>(dy.data_ptr());
+    if (dx.defined()) {
+      T* pdx = static_cast<T*>(dx.data_ptr());
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+      for (int64_t m = 0; m < M; ++m) {
+        const T* xi = px + m * D;
+        const T* di = pd + m * D;
+        const S mu = mv[size_t(m)], r = rv[size_t(m)];
+        // dx = r * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w
+        S sg, sgx;
+        lane_sum2<S>(
+            D, [&](int64_t d) { return static_cast<S>(di[d]) * w[size_t(d)]; },
+            [&](int64_t d) { return static_cast<S>(di[d]) * w[size_t(d)] * (static_cast<S>(xi[d]) - mu) * r; }, sg,
+            sgx);
+        const S inv_d = S(1) / static_cast<S>(D), a = sg * inv_d, bb = sgx * inv_d;
+        T* o = pdx + m * D;
+        for (int64_t d = 0; d < D; ++d) {
+          const S xhat = (static_cast<S>(xi[d]) - mu) * r;
+          o[d] = T(r * (static_cast<S>(di[d]) * w[size_t(d)] - a - xhat * bb));
+        }
+      }
+    }
+    if (dweight.defined() || dbias.defined()) {
+      // Rows added in order m = 0, 1, ... (deterministic); the inner loop over D vectorises.
+      std::vector<S> gw(static_cast<size_t>(D), S(0)), gb(static_cast<size_t>(D), S(0));
+      for (int64_t m = 0; m < M; ++m) {
+        const T* xi = px + m * D;
+        const T* di = pd + m * D;
+        const S mu = mv[size_t(m)], r = rv[size_t(m)];
+        for (int64_t d = 0; d < D; ++d) {
+          const S g = static_cast<S>(di[d]);
+          gw[size_t(d)] += g * (static_cast<S>(xi[d]) - mu) * r;
+          gb[size_t(d)] += g;
+        }
+      }
+      store(gw, dweight);
+      store(gb, dbias);
+    }
+  });
+}
+
+TANDEM_REGISTER_KERNEL(layer_norm_forward, DeviceKind::CPU, cpu_ln_forward);
+TANDEM_REGISTER_KERNEL(layer_norm_backward, DeviceKind::CPU, cpu_ln_backward);
+
+}  // namespace
+}  // namespace tandem::kernels

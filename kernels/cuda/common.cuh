@@ -1,0 +1,45 @@
+// Helpers shared by the CUDA-backend kernels: block size, grid-stride loops, packed (vectorised)
+// loads, and the conversions between storage and accumulation types that the CPU backend also uses.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cuda/backend.h"
+#include "runtime/dtype.h"
+
+namespace tandem::TANDEM_CUDA_NS {
+
+constexpr int kBlock = 256;  // threads per block of the elementwise kernels (a multiple of 32)
+
+__device__ __forceinline__ int64_t global_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+template <class T>
+__global__ void fill_kernel(T* __restrict__ dst, int64_t n, T value) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) dst[i] = value;
+}
+
+// N values of T loaded or stored as one aligned access (16 bytes for N * sizeof(T) == 16).
+template <class T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+// Storage type -> accumulation type and back, rounding as the CPU backend does.
+template <class T>
+__host__ __device__ __forceinline__ acc_t<T> to_acc(T v) { return static_cast<acc_t<T>>(v); }
+template <class T, class A>
+__host__ __device__ __forceinline__ T from_acc(A v) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+// A host double converted the way the CPU backend converts scalars.
+template <class T>
+T scalar_as(double v) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
+}  // namespace tandem::TANDEM_CUDA_NS

@@ -1,0 +1,247 @@
+// Softmax / log_softmax (forward and backward) and the fused cross-entropy (log-softmax + NLL,
+// forward and backward) of the CUDA backend: one block per row, block reductions for max and sums.
+// Formulas as kernels/cpu/loss.cpp; only the order of the sums differs.
+#include <cmath>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/reduce.cuh"
+#include "kernels/loss.h"
+
+namespace tandem::TANDEM_CUDA_NS {
+namespace {
+
+unsigned row_threads(int64_t n) {
+  int64_t t = (n + 31) / 32 * 32;
+  return static_cast<unsigned>(t < 32 ? 32 : (t > 256 ? 256 : t));
+}
+
+// Max over the row and sum of exp(x - max) (max forced to 0 when infinite, as on the CPU).
+template <class T, class X>
+__device__ void row_max_sum(const T* x, int64_t n, int64_t stride, X& max, X& sum) {
+  X m = -INFINITY;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = std::fmax(m, X(to_acc(x[k * stride])));
+  m = block_reduce(m, MaxOp{}, X(-INFINITY));
+  if (std::isinf(m)) m = X(0);
+  X s = X(0);
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) s += std::exp(X(to_acc(x[k * stride])) - m);
+  max = m;
+  sum = block_sum(s);
+}
+
+template <class T>
+__global__ void softmax_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t n, int64_t inner,
+                               bool log) {
+  using X = acc_t<T>;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t base = (row / inner) * n * inner + row % inner;
+    X m, s;
+    row_max_sum(x + base, n, inner, m, s);
+    if (log) {
+      const X log_sum = std::log(s);
+      for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
+        y[base + k * inner] = from_acc<T>((X(to_acc(x[base + k * inner])) - m) - log_sum);
+    } else {
+      const X inv = X(1) / s;
+      for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
+        y[base + k * inner] = from_acc<T>(std::exp(X(to_acc(x[base + k * inner])) - m) * inv);
+    }
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_kernel(const T* __restrict__ gy, const T* __restrict__ y, T* __restrict__ gx,
+                                        int64_t rows, int64_t n, int64_t inner, bool log) {
+  using X = acc_t<T>;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t base = (row / inner) * n * inner + row % inner;
+    X dot = X(0);
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+      const int64_t i = base + k * inner;
+      dot += log ? X(to_acc(gy[i])) : X(to_acc(gy[i])) * X(to_acc(y[i]));
+    }
+    dot = block_sum(dot);
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+      const int64_t i = base + k * inner;
+      const X g = to_acc(gy[i]), o = to_acc(y[i]);
+      gx[i] = from_acc<T>(log ? g - std::exp(o) * dot : o * (g - dot));
+    }
+  }
+}
+
+// Per row: lse, the row's loss (0 when ignored); a bad target records its row in *bad (+1).
+template <class T, class I>
+__global__ void cross_entropy_rows_kernel(const T* __restrict__ logits, const I* __restrict__ target, int64_t N,
+                                          int64_t C, int64_t ignore_index, acc_t<T>* __restrict__ lse,
+                                          acc_t<T>* __restrict__ row_loss, long long* __restrict__ bad) {
+  using X = acc_t<T>;
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const T* x = logits + r * C;
+    X m, s;
+    row_max_sum(x, C, 1, m, s);
+    if (threadIdx.x == 0) {
+      const int64_t t = static_cast<int64_t>(target[r]);
+      lse[r] = m + std::log(s);
+      X loss = X(0);
+      if (t != ignore_index) {
+        if (t < 0 || t >= C) atomicMax(bad, static_cast<long long>(r + 1));
+        else loss = (m - X(to_acc(x[t]))) + std::log(s);
+      }
+      row_loss[r] = loss;
+    }
+  }
+}
+
+// One block: the total (or mean over non-ignored rows) of the row losses.
+template <class T, class I>
+__global__ void cross_entropy_reduce_kernel(const acc_t<T>* __restrict__ row_loss, const I* __restrict__ target,
+                                            int64_t N, int64_t ignore_index, bool mean, T* __restrict__ loss) {
+  using X = acc_t<T>;
+  X total = X(0);
+  long long count = 0;
+  for (int64_t r = threadIdx.x; r < N; r += blockDim.x) {
+    total += row_loss[r];
+    count += static_cast<int64_t>(target[r]) != ignore_index;
+  }
+  total = block_sum(total);
+  count = block_sum(count);
+  if (threadIdx.x == 0) loss[0] = from_acc<T>(mean ? total / X(count) : total);
+}
+
+template <class T, class X>
+__global__ void row_loss_to_output_kernel(const X* __restrict__ row_loss, T* __restrict__ loss, int64_t N) {
+  for (int64_t i = global_thread(); i < N; i += grid_threads()) loss[i] = from_acc<T>(row_loss[i]);
+}
+
+template <class I>
+__global__ void count_kept_kernel(const I* __restrict__ target, int64_t N, int64_t ignore_index, long long* count) {
+  long long c = 0;
+  for (int64_t r = threadIdx.x; r < N; r += blockDim.x) c += static_cast<int64_t>(target[r]) != ignore_index;
+  c = block_sum(c);
+  if (threadIdx.x == 0) *count = c;
+}
+
+template <class T, class I>
+__global__ void cross_entropy_backward_kernel(const T* __restrict__ grad_loss, const T* __restrict__ logits,
+                                              const I* __restrict__ target, const acc_t<T>* __restrict__ lse,
+                                              const long long* __restrict__ count, T* __restrict__ grad_logits,
+                                              int64_t N, int64_t C, int64_t ignore_index, int reduction) {
+  using X = acc_t<T>;
+  const bool none = reduction == static_cast<int>(ops::Reduction::None);
+  X scale = none ? X(1) : X(to_acc(grad_loss[0]));
+  if (reduction == static_cast<int>(ops::Reduction::Mean)) scale /= X(*count);
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const int64_t t = static_cast<int64_t>(target[r]);
+    T* o = grad_logits + r * C;
+    const X g = none ? X(to_acc(grad_loss[r])) : scale;
+    const X l = lse[r];
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+      if (t == ignore_index) {
+        o[c] = from_acc<T>(X(0));
+      } else {
+        T v = from_acc<T>(std::exp(X(to_acc(logits[r * C + c])) - l) * g);
+        o[c] = c == t ? from_acc<T>(X(to_acc(v)) - g) : v;  // rounded first, as the CPU does
+      }
+    }
+  }
+}
+
+void softmax(const Tensor& x, Tensor& y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  check_on_device("softmax", x.device(), {&x, &y});
+  const int64_t rows = outer * inner;
+  if (rows == 0 || n == 0) return;
+  dispatch_floating(x.dtype(), "softmax", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<acc_t<T>>)
+    TANDEM_LAUNCH(softmax_kernel<T>, grid_for(rows, 1), row_threads(n), 0, stream_for(x.device()),
+                  static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), rows, n, inner, log);
+  });
+}
+
+void softmax_backward(const Tensor& gy, const Tensor& y, Tensor& gx, int64_t outer, int64_t n, int64_t inner,
+                      bool log) {
+  check_on_device("softmax_backward", y.device(), {&gy, &y, &gx});
+  const int64_t rows = outer * inner;
+  if (rows == 0 || n == 0) return;
+  dispatch_floating(y.dtype(), "softmax_backward", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<acc_t<T>>)
+    TANDEM_LAUNCH(softmax_backward_kernel<T>, grid_for(rows, 1), row_threads(n), 0, stream_for(y.device()),
+                  static_cast<const T*>(gy.data_ptr()), static_cast<const T*>(y.data_ptr()),
+                  static_cast<T*>(gx.data_ptr()), rows, n, inner, log);
+  });
+}
+
+template <class F>
+void with_index_type(const Tensor& target, F&& f) {
+  if (target.dtype() == DType::i64) f(int64_t{});
+  else if (target.dtype() == DType::i32) f(int32_t{});
+  else TANDEM_FAIL(Value, "cross_entropy: target must be i32 or i64, got {}", dtype_name(target.dtype()));
+}
+
+void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore_index,
+                   ops::Reduction reduction) {
+  const Device dev = logits.device();
+  check_on_device("cross_entropy", dev, {&logits, &target, &loss, &lse});
+  const int64_t N = logits.size(0), C = logits.size(1);
+  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
+    using T = decltype(tag);
+    using X = acc_t<T>;
+    if constexpr (std::is_floating_point_v<X>) with_index_type(target, [&](auto itag) {
+      using I = decltype(itag);
+      Stream stream = stream_for(dev);
+      Tensor row_loss = Tensor::empty({N}, dtype_v<X>, dev);
+      Tensor bad = Tensor::zeros({1}, DType::i64, dev);
+      const I* pt = static_cast<const I*>(target.data_ptr());
+      if (N > 0)
+        TANDEM_LAUNCH(cross_entropy_rows_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
+                      static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
+                      static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
+                      static_cast<long long*>(bad.data_ptr()));
+      if (reduction == ops::Reduction::None) {
+        if (N > 0)
+          TANDEM_LAUNCH(row_loss_to_output_kernel<T, X>, grid_for(N, kBlock), kBlock, 0, stream,
+                        static_cast<const X*>(row_loss.data_ptr()), static_cast<T*>(loss.data_ptr()), N);
+      } else {
+        TANDEM_LAUNCH(cross_entropy_reduce_kernel<T, I>, 1, 256, 0, stream, static_cast<const X*>(row_loss.data_ptr()),
+                      pt, N, ignore_index, reduction == ops::Reduction::Mean, static_cast<T*>(loss.data_ptr()));
+      }
+      const int64_t bad_row = static_cast<int64_t>(bad.item()) - 1;  // waits for the kernels
+      if (bad_row >= 0) {
+        int64_t t = target.narrow0(bad_row, 1).to(kCPU).to_vector<int64_t>()[0];
+        TANDEM_FAIL(Value, "cross_entropy: target {} at row {} is outside [0, {}) and is not ignore_index ({})", t,
+                    bad_row, C, ignore_index);
+      }
+    });
+  });
+}
+
+void cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& target, const Tensor& lse,
+                            Tensor& grad_logits, int64_t ignore_index, ops::Reduction reduction) {
+  const Device dev = logits.device();
+  check_on_device("cross_entropy_backward", dev, {&grad_loss, &logits, &target, &lse, &grad_logits});
+  const int64_t N = logits.size(0), C = logits.size(1);
+  if (N == 0 || C == 0) return;
+  dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
+    using T = decltype(tag);
+    using X = acc_t<T>;
+    if constexpr (std::is_floating_point_v<X>) with_index_type(target, [&](auto itag) {
+      using I = decltype(itag);
+      Stream stream = stream_for(dev);
+      const I* pt = static_cast<const I*>(target.data_ptr());
+      Tensor count = Tensor::empty({1}, DType::i64, dev);
+      TANDEM_LAUNCH(count_kept_kernel<I>, 1, 256, 0, stream, pt, N, ignore_index, static_cast<long long*>(count.data_ptr()));
+      TANDEM_LAUNCH(cross_entropy_backward_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
+                    static_cast<const T*>(grad_loss.data_ptr()), static_cast<const T*>(logits.data_ptr()), pt,
+                    static_cast<const X*>(lse.data_ptr()), static_cast<const long long*>(count.data_ptr()),
+                    static_cast<T*>(grad_logits.data_ptr()), N, C, ignore_index, static_cast<int>(reduction));
+    });
+  });
+}
+
+TANDEM_REGISTER_KERNEL(kernels::softmax, kKind, softmax);
+TANDEM_REGISTER_KERNEL(kernels::softmax_backward, kKind, softmax_backward);
+TANDEM_REGISTER_KERNEL(kernels::cross_entropy, kKind, cross_entropy);
+TANDEM_REGISTER_KERNEL(kernels::cross_entropy_backward, kKind, cross_entropy_backward);
+
+}  // namespace
+}  // namespace tandem::TANDEM_CUDA_NS

@@ -1,0 +1,383 @@
+// Batch norm (the staged kernels of kernels/norm.h: Welford statistics, finalize, apply, backward
+// reduce and elementwise) and layer norm forward/backward for the CUDA backend. Statistics in S
+// (f64 for f64 input, f32 otherwise); small parameter tensors of another dtype are cast to S first.
+// Elementwise formulas are the CPU's, in the same order; reductions differ only in summation order,
+// except dweight/dbias of layer norm, summed over rows in the CPU's order (one thread per column).
+#include <cmath>
+
+#include "kernels/core.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/reduce.cuh"
+#include "kernels/norm.h"
+
+namespace tandem::TANDEM_CUDA_NS {
+namespace {
+
+template <class T>
+using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Floating T with its statistics type S.
+template <class F>
+void with_types(DType dt, const char* what, F&& f) {
+  dispatch_floating(dt, what, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<acc_t<T>>) f(T{}, stat_t<T>{});
+  });
+}
+
+// t converted to S on its device (undefined stays undefined).
+Tensor as_stat(const Tensor& t, DType s) {
+  if (!t.defined() || t.dtype() == s) return t;
+  Tensor out = Tensor::empty(t.shape(), s, t.device());
+  kernels::cast(t.device())(t, out);
+  return out;
+}
+// Writes an S result into `out` of any dtype.
+void store_stat(const Tensor& s, Tensor& out) {
+  if (!out.defined() || s.is_same(out)) return;
+  if (out.dtype() == s.dtype()) kernels::copy(out.device())(s, out);
+  else kernels::cast(out.device())(s, out);
+}
+// A stat-dtype scratch for `out`: out itself when it already has dtype s.
+Tensor stat_out(const Tensor& out, DType s) {
+  if (!out.defined()) return Tensor();
+  return out.dtype() == s ? out : Tensor::empty(out.shape(), s, out.device());
+}
+template <class S>
+const S* ptr_or_null(const Tensor& t) { return t.defined() ? static_cast<const S*>(t.data_ptr()) : nullptr; }
+
+struct Nci {
+  int64_t n, c, inner;
+};
+Nci nci_of(const Tensor& x) {
+  const int64_t n = x.size(0), c = x.size(1);
+  return {n, c, n * c == 0 ? 0 : x.numel() / (n * c)};
+}
+
+unsigned threads_for(int64_t work) {
+  int64_t t = (work + 31) / 32 * 32;
+  return static_cast<unsigned>(t < 32 ? 32 : (t > 256 ? 256 : t));
+}
+
+// ---- batch norm ----
+
+template <class T, class S>
+__global__ void bn_stats_kernel(const T* __restrict__ x, Nci g, S* __restrict__ mean, S* __restrict__ m2) {
+  const int64_t per_channel = g.n * g.inner;
+  for (int64_t c = blockIdx.x; c < g.c; c += gridDim.x) {
+    Welford<S> w;
+    for (int64_t k = threadIdx.x; k < per_channel; k += blockDim.x) {
+      const int64_t n = k / g.inner, i = k % g.inner;
+      welford_add(w, static_cast<S>(to_acc(x[(n * g.c + c) * g.inner + i])));
+    }
+    w = block_welford(w);
+    if (threadIdx.x == 0) {
+      mean[c] = w.mean;
+      m2[c] = w.m2;
+    }
+  }
+}
+
+template <class S, class R>
+__global__ void bn_finalize_kernel(const S* __restrict__ mean, const S* __restrict__ m2, int64_t C, S count, S eps,
+                                   double momentum, double denom, S* __restrict__ invstd, R* __restrict__ running_mean,
+                                   R* __restrict__ running_var) {
+  for (int64_t c = global_thread(); c < C; c += grid_threads()) {
+    invstd[c] = S(1) / std::sqrt(m2[c] / count + eps);
+    if (running_mean)
+      running_mean[c] = from_acc<R>((1 - momentum) * static_cast<double>(to_acc(running_mean[c])) +
+                                    momentum * static_cast<double>(mean[c]));
+    if (running_var)
+      running_var[c] = from_acc<R>((1 - momentum) * static_cast<double>(to_acc(running_var[c])) +
+                                   momentum * static_cast<double>(m2[c]) / denom);
+  }
+}
+
+template <class T, class S>
+__global__ void bn_apply_kernel(const T* __restrict__ x, T* __restrict__ y, Nci g, const S* __restrict__ mean,
+                                const S* __restrict__ invstd, const S* __restrict__ weight, const S* __restrict__ bias) {
+  const int64_t total = g.n * g.c * g.inner;
+  for (int64_t e = global_thread(); e < total; e += grid_threads()) {
+    const int64_t c = e / g.inner % g.c;
+    const S scale = invstd[c] * (weight ? weight[c] : S(1));
+    const S shift = (bias ? bias[c] : S(0)) - mean[c] * scale;
+    y[e] = from_acc<T>(static_cast<S>(to_acc(x[e])) * scale + shift);
+  }
+}
+
+template <class T, class S>
+__global__ void bn_backward_reduce_kernel(const T* __restrict__ dy, const T* __restrict__ x, Nci g,
+                                          const S* __restrict__ mean, S* __restrict__ sum_dy,
+                                          S* __restrict__ sum_dy_xmu) {
+  const int64_t per_channel = g.n * g.inner;
+  for (int64_t c = blockIdx.x; c < g.c; c += gridDim.x) {
+    const S m = mean[c];
+    S a = S(0), b = S(0);
+    for (int64_t k = threadIdx.x; k < per_channel; k += blockDim.x) {
+      const int64_t e = (k / g.inner * g.c + c) * g.inner + k % g.inner;
+      const S d = static_cast<S>(to_acc(dy[e]));
+      a += d;
+      b += d * (static_cast<S>(to_acc(x[e])) - m);
+    }
+    a = block_sum(a);
+    b = block_sum(b);
+    if (threadIdx.x == 0) {
+      sum_dy[c] = a;
+      sum_dy_xmu[c] = b;
+    }
+  }
+}
+
+template <class S>
+__global__ void mul_kernel(const S* __restrict__ a, const S* __restrict__ b, S* __restrict__ out, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = a[i] * b[i];
+}
+
+template <class T, class S>
+__global__ void bn_backward_elemt_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx, Nci g,
+                                         const S* __restrict__ mean, const S* __restrict__ invstd,
+                                         const S* __restrict__ weight, const S* __restrict__ sum_dy,
+                                         const S* __restrict__ sum_dy_xmu, S inv_count) {
+  const int64_t total = g.n * g.c * g.inner;
+  for (int64_t e = global_thread(); e < total; e += grid_threads()) {
+    const int64_t c = e / g.inner % g.c;
+    const S iv = invstd[c], scale = iv * (weight ? weight[c] : S(1));
+    if (!sum_dy) {
+      dx[e] = from_acc<T>(static_cast<S>(to_acc(dy[e])) * scale);
+      continue;
+    }
+    const S mean_dy = sum_dy[c] * inv_count, k = iv * iv * sum_dy_xmu[c] * inv_count;
+    dx[e] = from_acc<T>((static_cast<S>(to_acc(dy[e])) - mean_dy - (static_cast<S>(to_acc(x[e])) - mean[c]) * k) * scale);
+  }
+}
+
+void bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
+  check_on_device("batch_norm", x.device(), {&x, &mean, &m2});
+  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    if (g.c == 0) return;
+    Tensor ms = stat_out(mean, dtype_v<S>), m2s = stat_out(m2, dtype_v<S>);
+    TANDEM_LAUNCH(bn_stats_kernel<T, S>, grid_for(g.c, 1), threads_for(g.n * g.inner), 0, stream_for(x.device()),
+                  static_cast<const T*>(x.data_ptr()), g, static_cast<S*>(ms.data_ptr()), static_cast<S*>(m2s.data_ptr()));
+    store_stat(ms, mean);
+    store_stat(m2s, m2);
+  });
+}
+
+void bn_finalize(const Tensor& mean, const Tensor& m2, int64_t count, double eps, double momentum, Tensor& invstd,
+                 Tensor& running_mean, Tensor& running_var) {
+  const Device dev = mean.device();
+  check_on_device("batch_norm", dev, {&mean, &m2, &invstd, &running_mean, &running_var});
+  const int64_t C = mean.numel();
+  if (C == 0) return;
+  with_types(invstd.dtype() == DType::f64 ? DType::f64 : DType::f32, "batch_norm", [&](auto, auto s) {
+    using S = decltype(s);
+    Tensor ms = as_stat(mean, dtype_v<S>), m2s = as_stat(m2, dtype_v<S>), iv = stat_out(invstd, dtype_v<S>);
+    const DType rdt = running_mean.defined() ? running_mean.dtype() : running_var.defined() ? running_var.dtype() : dtype_v<S>;
+    TANDEM_CHECK(!running_mean.defined() || !running_var.defined() || running_mean.dtype() == running_var.dtype(),
+                 "batch_norm: running_mean {} and running_var {} differ in dtype", dtype_name(running_mean.dtype()),
+                 dtype_name(running_var.dtype()));
+    const double denom = count > 1 ? double(count - 1) : 1.0;
+    with_types(rdt, "batch_norm running stats", [&](auto r, auto) {
+      using R = decltype(r);
+      TANDEM_LAUNCH(bn_finalize_kernel<S, R>, grid_for(C, kBlock), kBlock, 0, stream_for(dev),
+                    static_cast<const S*>(ms.data_ptr()), static_cast<const S*>(m2s.data_ptr()), C,
+                    static_cast<S>(count), static_cast<S>(eps), momentum, denom, static_cast<S*>(iv.data_ptr()),
+                    running_mean.defined() ? static_cast<R*>(running_mean.data_ptr()) : nullptr,
+                    running_var.defined() ? static_cast<R*>(running_var.data_ptr()) : nullptr);
+    });
+    store_stat(iv, invstd);
+  });
+}
+
+void bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+              Tensor& y) {
+  check_on_device("batch_norm", x.device(), {&x, &mean, &invstd, &weight, &bias, &y});
+  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const DType sd = dtype_v<S>;
+    const Nci g = nci_of(x);
+    const int64_t total = x.numel();
+    if (total == 0) return;
+    Tensor ms = as_stat(mean, sd), iv = as_stat(invstd, sd), w = as_stat(weight, sd), b = as_stat(bias, sd);
+    TANDEM_LAUNCH(bn_apply_kernel<T, S>, grid_for(total, kBlock), kBlock, 0, stream_for(x.device()),
+                  static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), g, ptr_or_null<S>(ms),
+                  ptr_or_null<S>(iv), ptr_or_null<S>(w), ptr_or_null<S>(b));
+  });
+}
+
+void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd, Tensor& sum_dy,
+                        Tensor& sum_dy_xmu, Tensor& grad_weight, Tensor& grad_bias) {
+  const Device dev = x.device();
+  check_on_device("batch_norm backward", dev, {&dy, &x, &mean, &invstd, &sum_dy, &sum_dy_xmu, &grad_weight, &grad_bias});
+  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const DType sd = dtype_v<S>;
+    const Nci g = nci_of(x);
+    if (g.c == 0) return;
+    Tensor ms = as_stat(mean, sd), iv = as_stat(invstd, sd);
+    Tensor a = sum_dy.defined() ? stat_out(sum_dy, sd) : Tensor::empty({g.c}, sd, dev);
+    Tensor b = sum_dy_xmu.defined() ? stat_out(sum_dy_xmu, sd) : Tensor::empty({g.c}, sd, dev);
+    TANDEM_LAUNCH(bn_backward_reduce_kernel<T, S>, grid_for(g.c, 1), threads_for(g.n * g.inner), 0, stream_for(dev),
+                  static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), g,
+                  static_cast<const S*>(ms.data_ptr()), static_cast<S*>(a.data_ptr()), static_cast<S*>(b.data_ptr()));
+    store_stat(a, sum_dy);
+    store_stat(b, sum_dy_xmu);
+    if (grad_weight.defined()) {
+      Tensor gw = stat_out(grad_weight, sd);
+      TANDEM_LAUNCH(mul_kernel<S>, grid_for(g.c, kBlock), kBlock, 0, stream_for(dev), static_cast<const S*>(b.data_ptr()),
+                    static_cast<const S*>(iv.data_ptr()), static_cast<S*>(gw.data_ptr()), g.c);
+      store_stat(gw, grad_weight);
+    }
+    store_stat(a, grad_bias);
+  });
+}
+
+void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                       const Tensor& weight, const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count, Tensor& dx) {
+  check_on_device("batch_norm backward", x.device(), {&dy, &x, &mean, &invstd, &weight, &sum_dy, &sum_dy_xmu, &dx});
+  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const DType sd = dtype_v<S>;
+    const Nci g = nci_of(x);
+    const int64_t total = x.numel();
+    if (total == 0) return;
+    Tensor ms = as_stat(mean, sd), iv = as_stat(invstd, sd), w = as_stat(weight, sd);
+    Tensor a = as_stat(sum_dy, sd), b = as_stat(sum_dy_xmu, sd);
+    const S inv_count = count > 0 ? S(1) / static_cast<S>(count) : S(0);
+    TANDEM_LAUNCH(bn_backward_elemt_kernel<T, S>, grid_for(total, kBlock), kBlock, 0, stream_for(x.device()),
+                  static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()),
+                  static_cast<T*>(dx.data_ptr()), g, ptr_or_null<S>(ms), ptr_or_null<S>(iv), ptr_or_null<S>(w),
+                  ptr_or_null<S>(a), ptr_or_null<S>(b), inv_count);
+  });
+}
+
+// ---- layer norm: x as [M, D] ----
+
+template <class T, class S>
+__global__ void ln_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t M, int64_t D, S eps,
+                                  const S* __restrict__ weight, const S* __restrict__ bias, S* __restrict__ mean,
+                                  S* __restrict__ rstd) {
+  for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
+    const T* in = x + m * D;
+    S sum = S(0);
+    for (int64_t d = threadIdx.x; d < D; d += blockDim.x) sum += static_cast<S>(to_acc(in[d]));
+    sum = block_sum(sum);
+    const S mu = D ? sum / static_cast<S>(D) : S(0);
+    S sq = S(0);
+    for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+      const S v = static_cast<S>(to_acc(in[d])) - mu;
+      sq += v * v;
+    }
+    sq = block_sum(sq);
+    const S r = S(1) / std::sqrt(sq / static_cast<S>(D > 1 ? D : 1) + eps);
+    for (int64_t d = threadIdx.x; d < D; d += blockDim.x)
+      y[m * D + d] = from_acc<T>((static_cast<S>(to_acc(in[d])) - mu) * r * (weight ? weight[d] : S(1)) +
+                                 (bias ? bias[d] : S(0)));
+    if (threadIdx.x == 0) {
+      mean[m] = mu;
+      rstd[m] = r;
+    }
+  }
+}
+
+template <class T, class S>
+__global__ void ln_backward_dx_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx, int64_t M,
+                                      int64_t D, const S* __restrict__ mean, const S* __restrict__ rstd,
+                                      const S* __restrict__ weight) {
+  for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
+    const T* xi = x + m * D;
+    const T* di = dy + m * D;
+    const S mu = mean[m], r = rstd[m];
+    S sg = S(0), sgx = S(0);
+    for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+      const S w = weight ? weight[d] : S(1);
+      sg += static_cast<S>(to_acc(di[d])) * w;
+      sgx += static_cast<S>(to_acc(di[d])) * w * (static_cast<S>(to_acc(xi[d])) - mu) * r;
+    }
+    sg = block_sum(sg);
+    sgx = block_sum(sgx);
+    const S inv_d = S(1) / static_cast<S>(D), a = sg * inv_d, bb = sgx * inv_d;
+    for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+      const S xhat = (static_cast<S>(to_acc(xi[d])) - mu) * r;
+      dx[m * D + d] = from_acc<T>(r * (static_cast<S>(to_acc(di[d])) * (weight ? weight[d] : S(1)) - a - xhat * bb));
+    }
+  }
+}
+
+// One thread per column, rows in order: the CPU's summation order.
+template <class T, class S>
+__global__ void ln_backward_params_kernel(const T* __restrict__ dy, const T* __restrict__ x, int64_t M, int64_t D,
+                                          const S* __restrict__ mean, const S* __restrict__ rstd, S* __restrict__ gw,
+                                          S* __restrict__ gb) {
+  for (int64_t d = global_thread(); d < D; d += grid_threads()) {
+    S w = S(0), b = S(0);
+    for (int64_t m = 0; m < M; ++m) {
+      const S g = static_cast<S>(to_acc(dy[m * D + d]));
+      w += g * (static_cast<S>(to_acc(x[m * D + d])) - mean[m]) * rstd[m];
+      b += g;
+    }
+    if (gw) gw[d] = w;
+    if (gb) gb[d] = b;
+  }
+}
+
+void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y, Tensor& mean,
+                Tensor& rstd) {
+  check_on_device("layer_norm", x.device(), {&x, &weight, &bias, &y, &mean, &rstd});
+  with_types(x.dtype(), "layer_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const DType sd = dtype_v<S>;
+    const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
+    if (M == 0) return;
+    Tensor w = as_stat(weight, sd), b = as_stat(bias, sd), ms = stat_out(mean, sd), rs = stat_out(rstd, sd);
+    TANDEM_LAUNCH(ln_forward_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(x.device()),
+                  static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), M, D, static_cast<S>(eps),
+                  ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()), static_cast<S*>(rs.data_ptr()));
+    store_stat(ms, mean);
+    store_stat(rs, rstd);
+  });
+}
+
+void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight,
+                 Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  const Device dev = x.device();
+  check_on_device("layer_norm backward", dev, {&dy, &x, &mean, &rstd, &weight, &dx, &dweight, &dbias});
+  with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const DType sd = dtype_v<S>;
+    const int64_t M = mean.numel(), D = M ? x.numel() / M : (dweight.defined() ? dweight.numel() : 0);
+    Tensor ms = as_stat(mean, sd), rs = as_stat(rstd, sd), w = as_stat(weight, sd);
+    if (dx.defined() && M > 0)
+      TANDEM_LAUNCH(ln_backward_dx_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(dev),
+                    static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()),
+                    static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w));
+    if ((dweight.defined() || dbias.defined()) && D > 0) {
+      Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
+      TANDEM_LAUNCH(ln_backward_params_kernel<T, S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
+                    static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), M, D,
+                    ptr_or_null<S>(ms), ptr_or_null<S>(rs), gw.defined() ? static_cast<S*>(gw.data_ptr()) : nullptr,
+                    gb.defined() ? static_cast<S*>(gb.data_ptr()) : nullptr);
+      store_stat(gw, dweight);
+      store_stat(gb, dbias);
+    }
+  });
+}
+
+TANDEM_REGISTER_KERNEL(kernels::batch_norm_stats, kKind, bn_stats);
+TANDEM_REGISTER_KERNEL(kernels::batch_norm_finalize, kKind, bn_finalize);
+TANDEM_REGISTER_KERNEL(kernels::batch_norm_apply, kKind, bn_apply);
+TANDEM_REGISTER_KERNEL(kernels::batch_norm_backward_reduce, kKind, bn_backward_reduce);
+TANDEM_REGISTER_KERNEL(kernels::batch_norm_backward_elemt, kKind, bn_backward_elemt);
+TANDEM_REGISTER_KERNEL(kernels::layer_norm_forward, kKind, ln_forward);
+TANDEM_REGISTER_KERNEL(kernels::layer_norm_backward, kKind, ln_backward);
+
+}  // namespace
+}  // namespace tandem::TANDEM_CUDA_NS

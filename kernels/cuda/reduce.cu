@@ -1,0 +1,149 @@
+// Reduction kernels of the CUDA backend: sum_to (one block per output, a block reduction over the
+// summed dims), its adjoint expand, and argmax. Integer sums accumulate in 64 bits and wrap to the
+// storage type at the end, which gives the CPU's wrapped result exactly.
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/reduce.cuh"
+#include "kernels/elementwise.h"
+#include "kernels/reduce.h"
+
+namespace tandem::TANDEM_CUDA_NS {
+namespace {
+
+constexpr int kMaxDims = 8;
+
+// Index space split into kept dims (one output each) and summed dims, with source strides.
+struct SumPlan {
+  int keep_rank, red_rank;
+  int64_t keep_size[kMaxDims], keep_stride[kMaxDims];
+  int64_t red_size[kMaxDims], red_stride[kMaxDims];
+};
+
+template <class T>
+using sum_acc_t = std::conditional_t<std::is_integral_v<T>, long long, acc_t<T>>;
+
+__device__ __forceinline__ int64_t offset_of(int64_t i, int rank, const int64_t* size, const int64_t* stride) {
+  int64_t off = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    off += (i % size[d]) * stride[d];
+    i /= size[d];
+  }
+  return off;
+}
+
+template <class T>
+__global__ void sum_to_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t outputs, int64_t per_output,
+                              SumPlan p, acc_t<T> scale) {
+  using S = sum_acc_t<T>;
+  for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    const int64_t base = offset_of(o, p.keep_rank, p.keep_size, p.keep_stride);
+    S acc = S(0);
+    for (int64_t r = threadIdx.x; r < per_output; r += blockDim.x)
+      acc += static_cast<S>(to_acc(src[base + offset_of(r, p.red_rank, p.red_size, p.red_stride)]));
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
+  }
+}
+
+template <class T>
+__global__ void expand_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t n, int rank, SumPlan p,
+                              acc_t<T> scale, bool unit) {
+  // keep_* describe dst's dims, keep_stride the source stride per dst dim (0 where broadcast).
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    T v = src[offset_of(i, rank, p.keep_size, p.keep_stride)];
+    dst[i] = unit ? v : from_acc<T>(static_cast<acc_t<T>>(to_acc(v) * scale));
+  }
+}
+
+template <class T>
+__global__ void argmax_kernel(const T* __restrict__ src, int64_t* __restrict__ dst, int64_t outer, int64_t n,
+                              int64_t inner) {
+  using X = acc_t<T>;
+  for (int64_t row = blockIdx.x; row < outer * inner; row += gridDim.x) {
+    const int64_t o = row / inner, i = row % inner;
+    const T* s = src + o * n * inner + i;
+    ArgMax<X> best{X(0), -1};
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) best = argmax_combine(best, ArgMax<X>{to_acc(s[k * inner]), k});
+    best = block_argmax(best);
+    if (threadIdx.x == 0) dst[row] = best.index;
+  }
+}
+
+// Threads per block for reductions of `per_output` items: a multiple of 32, at most 256.
+unsigned reduce_threads(int64_t per_output) {
+  int64_t t = (per_output + 31) / 32 * 32;
+  return static_cast<unsigned>(t < 32 ? 32 : (t > 256 ? 256 : t));
+}
+
+void sum_to(const Tensor& src, Tensor& dst, double scale) {
+  check_on_device("sum_to", src.device(), {&src, &dst});
+  const int64_t outputs = dst.numel();
+  if (outputs == 0) return;
+  dispatch(src.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (src.numel() == 0) {
+      TANDEM_LAUNCH(fill_kernel<T>, grid_for(outputs, kBlock), kBlock, 0, stream_for(dst.device()),
+                    static_cast<T*>(dst.data_ptr()), outputs, scalar_as<T>(0.0));
+      return;
+    }
+    kernels::BroadcastPlan plan = kernels::broadcast_plan(src.shape(), {src.shape(), dst.shape()});
+    SumPlan p{};
+    int64_t per_output = 1;
+    for (size_t d = 0; d < plan.sizes.size(); ++d) {
+      const bool summed = plan.strides[1][d] == 0;
+      int& rank = summed ? p.red_rank : p.keep_rank;
+      TANDEM_CHECK(rank < kMaxDims, "sum_to: more than {} dims after merging {} -> {}", kMaxDims,
+                   shape_str(src.shape()), shape_str(dst.shape()));
+      (summed ? p.red_size : p.keep_size)[rank] = plan.sizes[d];
+      (summed ? p.red_stride : p.keep_stride)[rank] = plan.strides[0][d];
+      ++rank;
+      if (summed) per_output *= plan.sizes[d];
+    }
+    TANDEM_LAUNCH(sum_to_kernel<T>, grid_for(outputs, 1), reduce_threads(per_output), 0, stream_for(src.device()),
+                  static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), outputs, per_output, p,
+                  static_cast<acc_t<T>>(scale));
+  }, "sum_to");
+}
+
+void expand(const Tensor& src, Tensor& dst, double scale) {
+  check_on_device("expand", src.device(), {&src, &dst});
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  kernels::BroadcastPlan plan = kernels::broadcast_plan(dst.shape(), {dst.shape(), src.shape()});
+  TANDEM_CHECK(plan.sizes.size() <= kMaxDims, "expand: more than {} dims after merging", kMaxDims);
+  SumPlan p{};
+  const int rank = static_cast<int>(plan.sizes.size());
+  for (int d = 0; d < rank; ++d) {
+    p.keep_size[d] = plan.sizes[d];
+    p.keep_stride[d] = plan.strides[1][d];
+  }
+  dispatch(src.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    TANDEM_LAUNCH(expand_kernel<T>, grid_for(n, kBlock), kBlock, 0, stream_for(src.device()),
+                  static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), n, rank, p,
+                  static_cast<acc_t<T>>(scale), scale == 1.0);
+  }, "expand");
+}
+
+void argmax(const Tensor& src, Tensor& dst, int64_t outer, int64_t n, int64_t inner) {
+  check_on_device("argmax", src.device(), {&src, &dst});
+  TANDEM_CHECK(dst.dtype() == DType::i64, "argmax: dst must be i64, got {}", dtype_name(dst.dtype()));
+  TANDEM_CHECK(n >= 1, "argmax over an empty dim");
+  const int64_t rows = outer * inner;
+  if (rows == 0) return;
+  dispatch(src.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      TANDEM_FAIL(NotSupported, "argmax does not support dtype u8");
+    } else {
+      TANDEM_LAUNCH(argmax_kernel<T>, grid_for(rows, 1), reduce_threads(n), 0, stream_for(src.device()),
+                    static_cast<const T*>(src.data_ptr()), static_cast<int64_t*>(dst.data_ptr()), outer, n, inner);
+    }
+  }, "argmax");
+}
+
+TANDEM_REGISTER_KERNEL(kernels::sum_to, kKind, sum_to);
+TANDEM_REGISTER_KERNEL(kernels::expand, kKind, expand);
+TANDEM_REGISTER_KERNEL(kernels::argmax, kKind, argmax);
+
+}  // namespace
+}  // namespace tandem::TANDEM_CUDA_NS

@@ -1,0 +1,117 @@
+// Our own warp and block reduction primitives (no CUB): butterfly shuffles within a warp, then one
+// value per warp through shared memory. Every lane/thread ends with the result. Blocks must be 1-D
+// with blockDim.x a multiple of 32 (<= 1024), and every thread of the block must call in.
+#pragma once
+#include "kernels/common/welford.h"
+#include "kernels/cuda/platform.cuh"
+
+namespace tandem::TANDEM_CUDA_NS {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+struct SumOp {
+  template <class T>
+  __host__ __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct MaxOp {  // NaN wins, so a NaN input shows up in the result
+  template <class T>
+  __host__ __device__ __forceinline__ T operator()(T a, T b) const { return (a != a || a > b) ? a : b; }
+};
+
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(kFullMask, v, offset));
+  return v;
+}
+
+// Reduces v over the block; `identity` fills the slots of absent warps. Ends with a barrier, so it
+// can be called again right away.
+template <class T, class Op>
+__device__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T partial[32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_reduce(v, op);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < warps ? partial[lane] : identity;
+  v = warp_reduce(v, op);  // every warp reduces the partials: all threads get the total
+  __syncthreads();
+  return v;
+}
+
+template <class T>
+__device__ __forceinline__ T block_sum(T v) { return block_reduce(v, SumOp{}, T(0)); }
+
+// (value, index) pairs: the larger value wins, NaN wins, the lower index wins ties (argmax's
+// "first maximum").
+template <class T>
+struct ArgMax {
+  T value;
+  long long index;
+};
+template <class T>
+__device__ __forceinline__ ArgMax<T> argmax_combine(ArgMax<T> a, ArgMax<T> b) {
+  if (b.index < 0) return a;
+  if (a.index < 0) return b;
+  const bool a_nan = a.value != a.value, b_nan = b.value != b.value;
+  if (a_nan || b_nan) {
+    if (a_nan && b_nan) return a.index < b.index ? a : b;
+    return a_nan ? a : b;
+  }
+  if (a.value != b.value) return a.value > b.value ? a : b;
+  return a.index < b.index ? a : b;
+}
+template <class T>
+__device__ ArgMax<T> block_argmax(ArgMax<T> v) {
+  __shared__ T values[32];
+  __shared__ long long indices[32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = argmax_combine(v, ArgMax<T>{__shfl_xor_sync(kFullMask, v.value, offset), __shfl_xor_sync(kFullMask, v.index, offset)});
+  if (lane == 0) {
+    values[warp] = v.value;
+    indices[warp] = v.index;
+  }
+  __syncthreads();
+  v = lane < warps ? ArgMax<T>{values[lane], indices[lane]} : ArgMax<T>{T(0), -1};
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = argmax_combine(v, ArgMax<T>{__shfl_xor_sync(kFullMask, v.value, offset), __shfl_xor_sync(kFullMask, v.index, offset)});
+  __syncthreads();
+  return v;
+}
+
+// Welford states merged with Chan's formula (kernels/common/welford.h) across the block; shuffles
+// carry the three fields separately.
+template <class S>
+__device__ __forceinline__ Welford<S> shfl_xor_welford(const Welford<S>& w, int offset) {
+  Welford<S> o;
+  o.mean = __shfl_xor_sync(kFullMask, w.mean, offset);
+  o.m2 = __shfl_xor_sync(kFullMask, w.m2, offset);
+  o.count = __shfl_xor_sync(kFullMask, static_cast<long long>(w.count), offset);
+  return o;
+}
+template <class S>
+__device__ Welford<S> block_welford(Welford<S> w) {
+  __shared__ S means[32];
+  __shared__ S m2s[32];
+  __shared__ long long counts[32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int offset = 16; offset > 0; offset /= 2) welford_merge(w, shfl_xor_welford(w, offset));
+  if (lane == 0) {
+    means[warp] = w.mean;
+    m2s[warp] = w.m2;
+    counts[warp] = w.count;
+  }
+  __syncthreads();
+  w = Welford<S>{};
+  if (lane < warps) {
+    w.mean = means[lane];
+    w.m2 = m2s[lane];
+    w.count = counts[lane];
+  }
+  for (int offset = 16; offset > 0; offset /= 2) welford_merge(w, shfl_xor_welford(w, offset));
+  __syncthreads();
+  return w;
+}
+
+}  // namespace tandem::TANDEM_CUDA_NS

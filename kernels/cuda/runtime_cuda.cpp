@@ -1,0 +1,200 @@
+// Host side of DeviceKind::CUDA: device discovery, one non-blocking stream and a stream-ordered
+// memory pool per device, pinned staging for host->device copies, events, the CUDA allocator.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kernels/cuda/backend.h"
+#include "kernels/cuda/device.h"
+#include "runtime/storage.h"
+
+#define TANDEM_CUDA_CHECK(call)                                                        \
+  do {                                                                                 \
+    cudaError_t tandem_err_ = (call);                                                  \
+    if (tandem_err_ != cudaSuccess)                                                    \
+      ::tandem::throw_call_error(#call, __FILE__, __LINE__, cudaGetErrorString(tandem_err_)); \
+  } while (0)
+
+namespace tandem::cuda {
+namespace {
+
+constexpr size_t kStagingBytes = size_t(16) << 20;  // pinned host->device staging per device
+
+struct DeviceState {
+  cudaStream_t stream = nullptr;
+  void* staging = nullptr;         // pinned
+  cudaEvent_t staging_free = nullptr;  // recorded after the last copy out of `staging`
+  std::mutex staging_mutex;
+};
+
+struct Discovery {
+  int count = 0;
+  std::string why;
+};
+
+const Discovery& discovery() {
+  static const Discovery d = [] {
+    Discovery out;
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+      out.why = cudaGetErrorString(err);
+      cudaGetLastError();  // clear the sticky-free error so later calls start clean
+      return out;
+    }
+    out.count = n;
+    if (n == 0) out.why = "the driver reports no device";
+    return out;
+  }();
+  return d;
+}
+
+std::vector<std::unique_ptr<DeviceState>>& states() {
+  static std::vector<std::unique_ptr<DeviceState>> s = [] {
+    std::vector<std::unique_ptr<DeviceState>> v;
+    for (int i = 0; i < discovery().count; ++i) v.push_back(std::make_unique<DeviceState>());
+    return v;
+  }();
+  return s;
+}
+
+std::once_flag& init_flag(int index) {
+  static std::vector<std::once_flag> flags(static_cast<size_t>(std::max(discovery().count, 1)));
+  return flags[static_cast<size_t>(index)];
+}
+
+DeviceState& state(Device device) {
+  TANDEM_CHECK(device.kind == DeviceKind::CUDA, "expected a CUDA device, got {}", device.str());
+  TANDEM_CHECK_KIND(NotSupported, device.index >= 0 && device.index < discovery().count,
+                    "device {} does not exist: {}", device.str(), describe());
+  DeviceState& s = *states()[static_cast<size_t>(device.index)];
+  std::call_once(init_flag(device.index), [&] {
+    TANDEM_CUDA_CHECK(cudaSetDevice(device.index));
+    TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    // Keep freed blocks in the pool instead of returning them to the driver at every sync.
+    cudaMemPool_t pool;
+    TANDEM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device.index));
+    uint64_t threshold = UINT64_MAX;
+    TANDEM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    TANDEM_CUDA_CHECK(cudaMallocHost(&s.staging, kStagingBytes));
+    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&s.staging_free, cudaEventDisableTiming));
+    TANDEM_CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream));
+  });
+  TANDEM_CUDA_CHECK(cudaSetDevice(device.index));
+  return s;
+}
+
+class CudaAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Device device) override { return device_alloc(nbytes, device); }
+  void deallocate(void* ptr, Device device) noexcept override { device_free(ptr, device); }
+};
+CudaAllocator g_allocator;
+const bool g_registered = (register_allocator(DeviceKind::CUDA, &g_allocator), true);
+
+}  // namespace
+
+int device_count() { return discovery().count; }
+bool available() { return device_count() > 0; }
+
+std::string describe() {
+  const Discovery& d = discovery();
+  if (d.count == 0) return "no CUDA device: " + d.why;
+  std::string out = std::to_string(d.count) + " CUDA device" + (d.count > 1 ? "s" : "") + " (";
+  for (int i = 0; i < d.count; ++i) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) out += (i ? ", " : "") + std::string(prop.name);
+  }
+  return out + ")";
+}
+
+Device default_device(bool insist) {
+  if (available()) return Device(DeviceKind::CUDA, 0);
+  if (insist) TANDEM_FAIL(NotSupported, "{}; run on the CPU (device cpu) instead", describe());
+  return kCPU;
+}
+
+Stream stream_for(Device device) { return state(device).stream; }
+
+void* device_alloc(size_t nbytes, Device device) {
+  DeviceState& s = state(device);
+  if (nbytes == 0) return nullptr;
+  void* p = nullptr;
+  TANDEM_CUDA_CHECK(cudaMallocAsync(&p, nbytes, s.stream));
+  return p;
+}
+
+void device_free(void* ptr, Device device) noexcept {
+  if (!ptr) return;
+  try {
+    cudaError_t err = cudaFreeAsync(ptr, state(device).stream);
+    if (err != cudaSuccess)
+      std::fprintf(stderr, "tandem: cudaFreeAsync on %s failed: %s\n", device.str().c_str(), cudaGetErrorString(err));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem: freeing device memory: %s\n", e.what());
+  }
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  if (nbytes == 0) return;
+  const bool dst_host = dst_device.kind == DeviceKind::CPU, src_host = src_device.kind == DeviceKind::CPU;
+  TANDEM_CHECK((dst_host || dst_device.kind == DeviceKind::CUDA) && (src_host || src_device.kind == DeviceKind::CUDA),
+               "cuda copy: {} -> {} is not supported", src_device.str(), dst_device.str());
+  if (dst_host && src_host) {
+    std::memmove(dst, src, nbytes);
+  } else if (src_host) {
+    // host -> device through the pinned staging buffer, chunk by chunk, ordered on the stream.
+    DeviceState& s = state(dst_device);
+    std::lock_guard<std::mutex> lock(s.staging_mutex);
+    for (size_t done = 0; done < nbytes; done += kStagingBytes) {
+      size_t n = std::min(kStagingBytes, nbytes - done);
+      TANDEM_CUDA_CHECK(cudaEventSynchronize(s.staging_free));
+      std::memcpy(s.staging, static_cast<const char*>(src) + done, n);
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + done, s.staging, n, cudaMemcpyHostToDevice, s.stream));
+      TANDEM_CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream));
+    }
+  } else if (dst_host) {
+    cudaStream_t stream = state(src_device).stream;
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream));
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  } else if (src_device == dst_device) {
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, state(dst_device).stream));
+  } else {
+    // Across devices: the destination's stream waits for the source's queued work first.
+    Event ready(src_device);
+    ready.record();
+    ready.wait(dst_device);
+    TANDEM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes,
+                                          state(dst_device).stream));
+  }
+}
+
+void synchronize(Device device) { TANDEM_CUDA_CHECK(cudaStreamSynchronize(state(device).stream)); }
+
+Event::Event(Device device) : device_(device) {
+  state(device);
+  cudaEvent_t e;
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  event_ = e;
+}
+Event::~Event() {
+  if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+void Event::record() { TANDEM_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), stream_for(device_))); }
+void Event::wait(Device other) {
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_for(other), static_cast<cudaEvent_t>(event_), 0));
+}
+void Event::synchronize() { TANDEM_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_))); }
+bool Event::ready() {
+  cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event_));
+  if (err == cudaErrorNotReady) return false;
+  TANDEM_CUDA_CHECK(err);
+  return true;
+}
+
+}  // namespace tandem::cuda

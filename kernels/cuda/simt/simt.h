@@ -1,0 +1,487 @@
+// SIMT emulator (header-only): runs CUDA kernel sources compiled by g++ as host C++ with CUDA's
+// execution model. Force-included (-include) before every .cu compiled for DeviceKind::SIM.
+// Blocks run one at a time; the threads of a block are fibers (Boost.Context) on one OS thread, so
+// `__shared__` is `static thread_local`. Barriers reached by only some threads, warp operations whose
+// mask names exited or missing lanes, and out-of-bounds or racy dynamic shared memory accesses throw
+// simt::KernelError instead of hanging or silently passing.
+#pragma once
+#define TANDEM_SIMT_EMULATOR 1
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static thread_local
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+// The current thread's coordinates; the scheduler sets them before resuming each fiber.
+inline thread_local uint3 threadIdx{0, 0, 0};
+inline thread_local uint3 blockIdx{0, 0, 0};
+inline thread_local dim3 blockDim;
+inline thread_local dim3 gridDim;
+constexpr int warpSize = 32;
+
+// Stand-ins for the CUDA runtime types the host code names.
+struct SimStream;
+using cudaStream_t = SimStream*;
+
+namespace tandem::simt {
+
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr unsigned kMaxThreadsPerBlock = 1024;
+constexpr size_t kMaxDynamicShared = 48 * 1024;  // the default opt-in limit on every arch we build
+constexpr size_t kFiberStack = 128 * 1024;
+
+namespace detail {
+
+enum class Wait : uint8_t { None, Block, Warp, Done };
+
+struct Thread {
+  uint3 tid{0, 0, 0};
+  unsigned linear = 0;
+  Wait wait = Wait::None;
+  unsigned mask = 0;           // warp barrier mask
+  const char* file = nullptr;  // barrier site
+  int line = 0;
+  boost::context::fiber fiber;  // this thread's suspended context
+  boost::context::fiber sched;  // the scheduler's, while this thread runs
+};
+
+// Shadow of one byte of dynamic shared memory: who wrote it last, in which barrier epochs.
+struct Shadow {
+  int32_t writer = -1;  // -1: not written in this block
+  uint32_t block_epoch = 0;
+  uint32_t warp_epoch = 0;
+};
+
+struct Block {
+  std::vector<Thread> threads;
+  Thread* current = nullptr;
+  const char* launch_file = "";
+  int launch_line = 0;
+  std::vector<unsigned char> smem;  // dynamic shared memory
+  std::vector<Shadow> shadow;
+  std::vector<uint64_t> slots;  // warp exchange slots: [warps * 32] x 2 words
+  uint32_t block_epoch = 1;
+  std::vector<uint32_t> warp_epoch;
+  std::exception_ptr error;
+};
+
+inline thread_local Block* tls_block = nullptr;
+
+inline Block& block() {
+  if (!tls_block) throw KernelError("a device function was called outside an emulated kernel launch");
+  return *tls_block;
+}
+inline Thread& self() { return *block().current; }
+
+inline std::string where(const Block& b, const Thread& t) {
+  return "kernel launched at " + std::string(b.launch_file) + ":" + std::to_string(b.launch_line) +
+         ", block (" + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," +
+         std::to_string(blockIdx.z) + "), thread (" + std::to_string(t.tid.x) + "," + std::to_string(t.tid.y) +
+         "," + std::to_string(t.tid.z) + ")";
+}
+
+[[noreturn]] inline void fail(const std::string& what) {
+  Block& b = block();
+  throw KernelError(where(b, *b.current) + ": " + what);
+}
+
+// Suspends the running fiber; the scheduler resumes it when its barrier is released.
+inline void suspend(Wait w, unsigned mask, const char* file, int line) {
+  Thread& t = self();
+  t.wait = w;
+  t.mask = mask;
+  t.file = file;
+  t.line = line;
+  t.sched = std::move(t.sched).resume();
+}
+
+// Stacks reused across blocks and launches (one pool per OS thread running kernels).
+struct StackPool {
+  boost::context::protected_fixedsize_stack base{kFiberStack};
+  std::vector<boost::context::stack_context> free;
+  ~StackPool() {
+    for (auto& s : free) base.deallocate(s);
+  }
+};
+inline thread_local StackPool tls_stacks;
+struct PooledStack {
+  boost::context::stack_context allocate() {
+    if (tls_stacks.free.empty()) return tls_stacks.base.allocate();
+    auto s = tls_stacks.free.back();
+    tls_stacks.free.pop_back();
+    return s;
+  }
+  void deallocate(boost::context::stack_context& s) noexcept { tls_stacks.free.push_back(s); }
+};
+
+inline std::string describe_waits(const Block& b) {
+  std::string out;
+  int shown = 0;
+  for (const Thread& t : b.threads) {
+    if (shown == 6) {
+      out += " ...";
+      break;
+    }
+    ++shown;
+    out += " thread " + std::to_string(t.linear) + ": ";
+    switch (t.wait) {
+      case Wait::Done: out += "exited;"; break;
+      case Wait::None: out += "running;"; break;
+      case Wait::Block: out += "__syncthreads at " + std::string(t.file) + ":" + std::to_string(t.line) + ";"; break;
+      case Wait::Warp: out += "warp sync at " + std::string(t.file) + ":" + std::to_string(t.line) + ";"; break;
+    }
+  }
+  return out;
+}
+
+// Releases every complete warp barrier; returns whether one was released.
+inline bool release_warps(Block& b) {
+  bool released = false;
+  const size_t n = b.threads.size();
+  for (size_t i = 0; i < n; ++i) {
+    Thread& t = b.threads[i];
+    if (t.wait != Wait::Warp) continue;
+    size_t base = i / 32 * 32;
+    bool complete = true;
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      if (!(t.mask >> lane & 1u)) continue;
+      size_t j = base + lane;
+      if (j >= n)
+        throw KernelError(where(b, t) + ": warp operation at " + t.file + ":" + std::to_string(t.line) +
+                          " has mask 0x" + [&] { char s[16]; std::snprintf(s, sizeof s, "%08x", t.mask); return std::string(s); }() +
+                          " naming lane " + std::to_string(lane) + ", which the block does not have (" +
+                          std::to_string(n) + " threads)");
+      const Thread& o = b.threads[j];
+      if (o.wait == Wait::Done)
+        throw KernelError(where(b, t) + ": warp operation at " + t.file + ":" + std::to_string(t.line) +
+                          " waits for lane " + std::to_string(lane) + ", which has exited");
+      if (o.wait != Wait::Warp || o.mask != t.mask) complete = false;
+    }
+    if (!complete) continue;
+    for (unsigned lane = 0; lane < 32; ++lane)
+      if (t.mask >> lane & 1u) b.threads[base + lane].wait = Wait::None;
+    ++b.warp_epoch[i / 32];
+    released = true;
+  }
+  return released;
+}
+
+// Releases the block barrier when every thread waits at it; throws when only some can reach it.
+inline bool release_block(Block& b) {
+  size_t at_barrier = 0, done = 0;
+  const Thread* first = nullptr;
+  for (const Thread& t : b.threads) {
+    if (t.wait == Wait::Block) {
+      ++at_barrier;
+      if (!first) first = &t;
+    } else if (t.wait == Wait::Done) {
+      ++done;
+    }
+  }
+  if (at_barrier == 0) return false;
+  if (at_barrier + done < b.threads.size()) return false;  // others still at warp barriers
+  if (done > 0)
+    throw KernelError(where(b, *first) + ": __syncthreads at " + first->file + ":" + std::to_string(first->line) +
+                      " reached by " + std::to_string(at_barrier) + " of " + std::to_string(b.threads.size()) +
+                      " threads; the others exited (a barrier in divergent code):" + describe_waits(b));
+  for (const Thread& t : b.threads)
+    if (t.file != first->file || t.line != first->line)
+      throw KernelError(where(b, t) + ": threads wait at different __syncthreads (" + first->file + ":" +
+                        std::to_string(first->line) + " and " + t.file + ":" + std::to_string(t.line) + ")");
+  for (Thread& t : b.threads) t.wait = Wait::None;
+  ++b.block_epoch;
+  return true;
+}
+
+template <class Body>
+void run_block(Block& b, unsigned nthreads, Body& body) {
+  b.threads.clear();
+  b.threads.resize(nthreads);
+  for (unsigned i = 0; i < nthreads; ++i) {
+    Thread& t = b.threads[i];
+    t.linear = i;
+    t.tid = uint3{i % blockDim.x, i / blockDim.x % blockDim.y, i / (blockDim.x * blockDim.y)};
+    t.fiber = boost::context::fiber(std::allocator_arg, PooledStack{}, [&b, &t, &body](boost::context::fiber&& sched) {
+      t.sched = std::move(sched);
+      try {
+        body();
+      } catch (const boost::context::detail::forced_unwind&) {
+        throw;
+      } catch (...) {
+        if (!b.error) b.error = std::current_exception();
+      }
+      t.wait = Wait::Done;
+      return std::move(t.sched);
+    });
+  }
+  std::fill(b.smem.begin(), b.smem.end(), static_cast<unsigned char>(0xff));  // NaN-poisoned
+  std::fill(b.shadow.begin(), b.shadow.end(), Shadow{});
+  std::fill(b.warp_epoch.begin(), b.warp_epoch.end(), 0u);
+  b.block_epoch = 1;
+  for (;;) {
+    for (Thread& t : b.threads) {
+      if (t.wait != Wait::None) continue;
+      b.current = &t;
+      threadIdx = t.tid;
+      t.fiber = std::move(t.fiber).resume();
+      if (b.error) std::rethrow_exception(b.error);
+    }
+    bool all_done = std::all_of(b.threads.begin(), b.threads.end(), [](const Thread& t) { return t.wait == Wait::Done; });
+    if (all_done) return;
+    bool progressed = release_warps(b);
+    progressed = release_block(b) || progressed;
+    if (!progressed) throw KernelError(where(b, b.threads[0]) + ": deadlock: no barrier can complete:" + describe_waits(b));
+  }
+}
+
+struct BlockScope {  // restores the emulator's thread-locals, unwinds fibers on error
+  Block* saved;
+  explicit BlockScope(Block* b) : saved(tls_block) { tls_block = b; }
+  ~BlockScope() { tls_block = saved; }
+};
+
+}  // namespace detail
+
+// Runs kernel(params...) over grid x block; params are converted to the kernel's parameter types once.
+template <class... P, class... A>
+void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared_bytes, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "launch: wrong number of kernel arguments");
+  const unsigned long long nthreads = 1ull * block.x * block.y * block.z;
+  const unsigned long long nblocks = 1ull * grid.x * grid.y * grid.z;
+  auto at = [&] { return std::string(file) + ":" + std::to_string(line) + ": "; };
+  if (nthreads == 0 || nthreads > kMaxThreadsPerBlock || block.z > 64)
+    throw KernelError(at() + "invalid block (" + std::to_string(block.x) + "," + std::to_string(block.y) + "," +
+                      std::to_string(block.z) + "): 1..1024 threads per block");
+  if (nblocks == 0 || grid.y > 65535 || grid.z > 65535)
+    throw KernelError(at() + "invalid grid (" + std::to_string(grid.x) + "," + std::to_string(grid.y) + "," +
+                      std::to_string(grid.z) + "): launch nothing for empty work instead");
+  if (shared_bytes > kMaxDynamicShared)
+    throw KernelError(at() + std::to_string(shared_bytes) + " bytes of dynamic shared memory exceed the 48 KiB limit");
+  std::tuple<std::decay_t<P>...> params(static_cast<std::decay_t<P>>(std::forward<A>(args))...);
+  auto body = [&] { std::apply(kernel, params); };
+
+  detail::Block b;
+  b.launch_file = file;
+  b.launch_line = line;
+  b.smem.resize(shared_bytes);
+  b.shadow.resize(shared_bytes);
+  b.slots.resize((nthreads + 31) / 32 * 32 * 2);
+  b.warp_epoch.resize((nthreads + 31) / 32);
+  detail::BlockScope scope(&b);
+  const uint3 saved_tid = threadIdx, saved_bid = blockIdx;
+  const dim3 saved_bdim = blockDim, saved_gdim = gridDim;
+  blockDim = block;
+  gridDim = grid;
+  try {
+    for (unsigned z = 0; z < grid.z; ++z)
+      for (unsigned y = 0; y < grid.y; ++y)
+        for (unsigned x = 0; x < grid.x; ++x) {
+          blockIdx = uint3{x, y, z};
+          detail::run_block(b, static_cast<unsigned>(nthreads), body);
+        }
+  } catch (...) {
+    b.threads.clear();  // unwinds suspended fibers
+    threadIdx = saved_tid, blockIdx = saved_bid, blockDim = saved_bdim, gridDim = saved_gdim;
+    throw;
+  }
+  b.threads.clear();
+  threadIdx = saved_tid, blockIdx = saved_bid, blockDim = saved_bdim, gridDim = saved_gdim;
+}
+
+// ---- dynamic shared memory: a bounds- and race-checked view ----
+
+template <class T>
+class SharedRef {
+ public:
+  SharedRef(detail::Block* b, size_t off) : b_(b), off_(off) {}
+  operator T() const {
+    check(false);
+    T v;
+    std::memcpy(&v, b_->smem.data() + off_, sizeof(T));
+    return v;
+  }
+  SharedRef& operator=(const T& v) {
+    check(true);
+    std::memcpy(b_->smem.data() + off_, &v, sizeof(T));
+    return *this;
+  }
+  SharedRef& operator=(const SharedRef& o) { return *this = static_cast<T>(o); }
+  SharedRef& operator+=(const T& v) { return *this = static_cast<T>(*this) + v; }
+  SharedRef& operator-=(const T& v) { return *this = static_cast<T>(*this) - v; }
+  SharedRef& operator*=(const T& v) { return *this = static_cast<T>(*this) * v; }
+
+ private:
+  void check(bool write) const {
+    detail::Thread& t = *b_->current;
+    if (off_ + sizeof(T) > b_->smem.size())
+      detail::fail("dynamic shared memory " + std::string(write ? "write" : "read") + " of bytes [" +
+                   std::to_string(off_) + ", " + std::to_string(off_ + sizeof(T)) + ") out of bounds (" +
+                   std::to_string(b_->smem.size()) + " bytes launched)");
+    const int32_t me = static_cast<int32_t>(t.linear);
+    const unsigned warp = t.linear / 32;
+    for (size_t i = off_; i < off_ + sizeof(T); ++i) {
+      detail::Shadow& s = b_->shadow[i];
+      if (!write && s.writer < 0)
+        detail::fail("read of uninitialised dynamic shared memory at byte " + std::to_string(i) +
+                     " (no thread of this block wrote it; a missing __syncthreads?)");
+      if (s.writer >= 0 && s.writer != me && s.block_epoch == b_->block_epoch &&
+          (static_cast<unsigned>(s.writer) / 32 != warp || s.warp_epoch == b_->warp_epoch[warp]))
+        detail::fail(std::string("race on dynamic shared memory byte ") + std::to_string(i) + ": " +
+                     (write ? "write" : "read") + " after a write by thread " + std::to_string(s.writer) +
+                     " with no barrier between (a missing __syncthreads?)");
+      if (write) s = detail::Shadow{me, b_->block_epoch, b_->warp_epoch[warp]};
+    }
+  }
+  detail::Block* b_;
+  size_t off_;
+};
+
+template <class T>
+class SharedPtr {
+ public:
+  SharedPtr(detail::Block* b, size_t off) : b_(b), off_(off) {}
+  SharedRef<T> operator[](long long i) const {
+    if (i < 0) detail::fail("negative index " + std::to_string(i) + " into dynamic shared memory");
+    return SharedRef<T>(b_, off_ + static_cast<size_t>(i) * sizeof(T));
+  }
+  SharedPtr operator+(long long i) const { return SharedPtr(b_, off_ + static_cast<size_t>(i) * sizeof(T)); }
+  template <class U>
+  SharedPtr<U> as() const { return SharedPtr<U>(b_, off_); }
+
+ private:
+  detail::Block* b_;
+  size_t off_;
+};
+
+template <class T>
+SharedPtr<T> dynamic_shared() { return SharedPtr<T>(&detail::block(), 0); }
+
+// ---- warp-level exchange ----
+
+template <class T>
+T warp_exchange(unsigned mask, T v, unsigned src_lane, const char* what) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 16, "shuffle of a type over 16 bytes");
+  detail::Block& b = detail::block();
+  detail::Thread& t = *b.current;
+  const unsigned lane = t.linear % 32, base = t.linear / 32 * 32;
+  if (!(mask >> lane & 1u)) detail::fail(std::string(what) + ": the calling lane is not in its mask");
+  std::memcpy(&b.slots[(base + lane) * 2], &v, sizeof(T));
+  detail::suspend(detail::Wait::Warp, mask, what, 0);
+  if (!(mask >> src_lane & 1u))
+    detail::fail(std::string(what) + ": source lane " + std::to_string(src_lane) + " is not in the mask");
+  T r;
+  std::memcpy(&r, &b.slots[(base + src_lane) * 2], sizeof(T));
+  detail::suspend(detail::Wait::Warp, mask, what, 0);  // nobody overwrites a slot before all have read
+  return r;
+}
+
+inline unsigned lane_id() { return detail::self().linear % 32; }
+
+// ---- atomics: fibers never preempt each other, so read-modify-write is atomic by construction;
+// the __atomic builtins keep it so if two OS threads ever share memory. ----
+template <class T>
+T atomic_rmw(T* p, T v, int op) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics on 4- and 8-byte types");
+  T old = *p, want;
+  do {
+    switch (op) {
+      case 0: want = old + v; break;
+      case 1: want = old < v ? v : old; break;
+      case 2: want = v < old ? v : old; break;
+      default: want = v; break;
+    }
+  } while (!__atomic_compare_exchange(p, &old, &want, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+  return old;
+}
+
+}  // namespace tandem::simt
+
+// ---- CUDA device intrinsics used by the kernels ----
+#define __syncthreads() ::tandem::simt::detail::suspend(::tandem::simt::detail::Wait::Block, 0u, __FILE__, __LINE__)
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  ::tandem::simt::detail::suspend(::tandem::simt::detail::Wait::Warp, mask, "__syncwarp", 0);
+}
+template <class T>
+T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+  unsigned lane = ::tandem::simt::lane_id();
+  unsigned seg = lane & ~static_cast<unsigned>(width - 1);
+  return ::tandem::simt::warp_exchange(mask, v, seg + (static_cast<unsigned>(src) & (width - 1)), "__shfl_sync");
+}
+template <class T>
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  unsigned lane = ::tandem::simt::lane_id();
+  unsigned src = (lane & (width - 1)) + delta >= static_cast<unsigned>(width) ? lane : lane + delta;
+  return ::tandem::simt::warp_exchange(mask, v, src, "__shfl_down_sync");
+}
+template <class T>
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  unsigned lane = ::tandem::simt::lane_id();
+  unsigned src = (lane & (width - 1)) < delta ? lane : lane - delta;
+  return ::tandem::simt::warp_exchange(mask, v, src, "__shfl_up_sync");
+}
+template <class T>
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  unsigned lane = ::tandem::simt::lane_id();
+  unsigned src = lane ^ static_cast<unsigned>(lane_mask);
+  if ((src & ~static_cast<unsigned>(width - 1)) != (lane & ~static_cast<unsigned>(width - 1))) src = lane;
+  return ::tandem::simt::warp_exchange(mask, v, src, "__shfl_xor_sync");
+}
+inline unsigned __ballot_sync(unsigned mask, int pred) {
+  unsigned lane = ::tandem::simt::lane_id();
+  unsigned bits = 0;
+  for (unsigned l = 0; l < 32; ++l)
+    if (mask >> l & 1u) bits |= (::tandem::simt::warp_exchange(mask, pred ? 1u : 0u, l, "__ballot_sync") << l);
+  (void)lane;
+  return bits;
+}
+template <class T>
+T atomicAdd(T* p, T v) { return ::tandem::simt::atomic_rmw(p, v, 0); }
+template <class T>
+T atomicMax(T* p, T v) { return ::tandem::simt::atomic_rmw(p, v, 1); }
+template <class T>
+T atomicMin(T* p, T v) { return ::tandem::simt::atomic_rmw(p, v, 2); }
+template <class T>
+T atomicExch(T* p, T v) { return ::tandem::simt::atomic_rmw(p, v, 3); }
+template <class T>
+T atomicCAS(T* p, T compare, T v) {
+  __atomic_compare_exchange(p, &compare, &v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return compare;  // the old value either way
+}
+template <class T>
+T __ldg(const T* p) { return *p; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __fdividef(float a, float b) { return a / b; }

@@ -1,0 +1,36 @@
+// Gradient clipping through kernels::optim_sum_squares / optim_scale on each gradient's device.
+#include "nn/optim/clip_grad.h"
+
+#include <cmath>
+
+#include "kernels/optim.h"
+#include "runtime/autograd.h"
+
+namespace tandem::nn {
+
+double grad_norm(const std::vector<Tensor>& params) {
+  double sum = 0.0;
+  for (const Tensor& p : params) {
+    Tensor g = p.grad();
+    if (g.defined()) sum += kernels::optim_sum_squares(g.device())(g);
+  }
+  return std::sqrt(sum);
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  TANDEM_CHECK(max_norm > 0.0, "clip_grad_norm: max_norm {} must be > 0", max_norm);
+  const double total = grad_norm(params);
+  TANDEM_CHECK(std::isfinite(total), "clip_grad_norm: the total gradient norm is {}; a gradient holds inf or nan",
+               total);
+  const double coef = max_norm / (total + 1e-6);
+  if (coef < 1.0) {
+    NoGradGuard no_grad;
+    for (const Tensor& p : params) {
+      Tensor g = p.grad();
+      if (g.defined()) kernels::optim_scale(g.device())(g, coef);
+    }
+  }
+  return total;
+}
+
+}  // namespace tandem::nn

@@ -1,0 +1,16 @@
+// Global-norm gradient clipping (torch.nn.utils.clip_grad_norm_ with norm_type 2).
+#pragma once
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace tandem::nn {
+
+// Returns the global L2 norm of the parameters' gradients (accumulated in f64; parameters without
+// a gradient are skipped). When it exceeds max_norm, scales every gradient in place by
+// max_norm / (total + 1e-6).
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+// The global L2 norm alone.
+double grad_norm(const std::vector<Tensor>& params);
+
+}  // namespace tandem::nn

@@ -1,0 +1,102 @@
+// DistributedDataParallel: wraps a module so that each rank trains a replica on its own share of the
+// batch and the replicas stay identical: parameters and buffers are broadcast from rank 0 at
+// construction (after checking that every rank has the same parameters), buffers again before each
+// training forward (broadcast_buffers), and gradients are averaged over ranks by the Reducer during
+// backward, overlapped with it. Semantics follow PyTorch's torch.nn.parallel.DistributedDataParallel.
+//
+//   DistributedDataParallel ddp(model, comm);
+//   Tensor loss = ops::cross_entropy(ddp(x), y);
+//   loss.backward();          // gradients are averaged over ranks when this returns
+//   optimizer.step();
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "nn/module.h"
+#include "nn/parallel/reducer.h"
+
+namespace tandem::nn::parallel {
+
+struct DDPOptions {
+  double bucket_cap_mb = 25.0;
+  double first_bucket_mb = 1.0;
+  // Search the graph of each forward for parameters that will get no gradient and reduce zeros for
+  // them (costs a graph traversal per forward).
+  bool find_unused_parameters = false;
+  // Gradients are views into the bucket buffers: no copy in or out.
+  bool gradient_as_bucket_view = false;
+  // Broadcast rank 0's buffers (BN running statistics) before each synchronised forward (grad
+  // enabled, outside no_sync()); forwards under NoGradGuard are local, so ranks may evaluate
+  // different numbers of batches.
+  bool broadcast_buffers = true;
+  // The set of used parameters is the same every iteration: found once (first iteration), then
+  // checked; no per-forward search even with unused parameters.
+  bool static_graph = false;
+  // Benchmarks only: same compute and copies, the all-reduce skipped (gradients stay local).
+  bool skip_allreduce = false;
+};
+
+class DistributedDataParallel final : public Module {
+ public:
+  // Collective: every rank of `comm` must construct it with the same module structure.
+  DistributedDataParallel(std::shared_ptr<Module> module, std::shared_ptr<comm::Communicator> comm,
+                          DDPOptions options = {});
+
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "DistributedDataParallel"; }
+  // Replicas are made by constructing DDP on every rank, not by cloning.
+  std::shared_ptr<Module> clone() const override;
+
+  Module& module() { return *module_; }
+  const std::shared_ptr<Module>& module_ptr() const { return module_; }
+  comm::Communicator& communicator() { return *comm_; }
+  const DDPOptions& options() const { return options_; }
+  Reducer& reducer() { return *reducer_; }
+
+  // While a NoSync is alive, backward passes accumulate gradients locally; the first backward of a
+  // forward run after it ends reduces the accumulated sum (PyTorch's `with ddp.no_sync():`).
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel& ddp) : ddp_(&ddp), prev_(ddp.require_backward_grad_sync_) {
+      ddp.require_backward_grad_sync_ = false;
+    }
+    ~NoSync() {
+      if (ddp_) ddp_->require_backward_grad_sync_ = prev_;
+    }
+    NoSync(NoSync&& o) noexcept : ddp_(o.ddp_), prev_(o.prev_) { o.ddp_ = nullptr; }
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    NoSync& operator=(NoSync&&) = delete;
+
+   private:
+    DistributedDataParallel* ddp_;
+    bool prev_;
+  };
+  [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
+  bool require_backward_grad_sync() const { return require_backward_grad_sync_; }
+
+  // Before optimizer.step(): throws the unused-parameter error now (rather than at the next forward)
+  // if the last backward did not reduce every bucket. Gradients are already averaged otherwise.
+  void finalize() const { reducer_->check_finished(); }
+
+  // Names of the parameters in each bucket (reducer order), for logs and tests.
+  std::vector<std::vector<std::string>> bucket_names() const;
+
+  // Collective: overwrites every rank's buffers (BN running statistics) with rank 0's. forward()
+  // does it when broadcast_buffers; call it before evaluating module() directly.
+  void sync_buffers();
+
+ private:
+  void verify_same_parameters(const NamedTensors& params);
+
+  std::shared_ptr<Module> module_;
+  std::shared_ptr<comm::Communicator> comm_;
+  DDPOptions options_;
+  std::vector<std::string> reduced_names_;
+  std::shared_ptr<Reducer> reducer_;
+  bool require_backward_grad_sync_ = true;
+};
+
+}  // namespace tandem::nn::parallel

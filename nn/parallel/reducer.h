@@ -1,0 +1,120 @@
+// Reducer: the gradient side of DistributedDataParallel. Parameters are packed into buckets (reverse
+// registration order, a small first bucket, then bucket_cap_mb; one dtype/device per bucket; an
+// oversized tensor alone). Each parameter's grad-ready hook copies its gradient into its bucket slot
+// (or, with gradient_as_bucket_view, makes the gradient that slot); when a bucket's last gradient
+// arrives its all-reduce (average) is launched asynchronously, strictly in bucket order so that
+// every rank issues the same collectives in the same order, and communication overlaps the rest of
+// backward. When the last bucket is launched the reducer waits for all of them and writes the
+// averaged gradients back.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "runtime/tensor.h"
+
+namespace tandem::nn::parallel {
+
+struct ReducerOptions {
+  double bucket_cap_mb = 25.0;
+  double first_bucket_mb = 1.0;  // a small first bucket starts communication early in backward
+  bool find_unused_parameters = false;
+  bool gradient_as_bucket_view = false;
+  bool static_graph = false;
+  // Benchmarks only: every copy and wait happens, the all-reduce itself is skipped.
+  bool skip_allreduce = false;
+};
+
+// Groups `tensors` (indices in `order`, e.g. reverse registration order) into buckets: one dtype and
+// device per bucket; a bucket closes once it reaches its byte limit (limits[0] for the first bucket
+// of a dtype/device, then limits.back()), so it may pass the limit by its last tensor, as PyTorch's;
+// a tensor at least as large as the limit sits alone. Buckets come out ordered by their first
+// tensor's position in `order`: the same on every rank given the same shapes.
+std::vector<std::vector<size_t>> compute_bucket_assignment(const std::vector<Tensor>& tensors,
+                                                           const std::vector<size_t>& order,
+                                                           const std::vector<size_t>& byte_limits);
+
+// What one iteration of communication cost (seconds), for benchmarks.
+struct ReducerStats {
+  int64_t iterations = 0;        // reductions finished
+  double wait_s = 0;             // last iteration: blocked waiting for all-reduces after the last launch
+  double finalize_s = 0;         // last iteration: wait + copying gradients back
+  double first_launch_to_done_s = 0;  // last iteration: first bucket launched .. all reduced
+  int64_t bytes = 0;             // bytes all-reduced per iteration
+};
+
+class Reducer : public std::enable_shared_from_this<Reducer> {
+ public:
+  // `params` are the parameters that require grad, `names` their names (for errors).
+  static std::shared_ptr<Reducer> create(std::vector<Tensor> params, std::vector<std::string> names,
+                                         std::shared_ptr<comm::Communicator> comm, ReducerOptions options);
+  ~Reducer();  // waits for collectives still in flight (their buffers live here)
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // At a forward that will be followed by a synchronised backward: checks that the previous
+  // reduction finished, resets the per-iteration state and expects hooks. `outputs` are the
+  // forward's outputs (searched for used parameters with find_unused_parameters / static_graph).
+  void prepare_for_backward(const std::vector<Tensor>& outputs);
+  // A forward under no_sync() or without grad: hooks of the coming backward are ignored.
+  void expect_no_hooks();
+  // Throws the unused-parameter error if a backward started but did not reduce every bucket.
+  void check_finished() const;
+
+  const std::vector<std::vector<size_t>>& bucket_indices() const { return bucket_params_; }
+  // Bytes of each bucket.
+  std::vector<int64_t> bucket_bytes() const;
+  const ReducerStats& stats() const { return stats_; }
+  bool finalized() const { return finalized_; }
+  // The bucket slot of parameter i (flat), for tests of gradient_as_bucket_view.
+  Tensor bucket_view(size_t param_index) const;
+
+ private:
+  struct Bucket {
+    Tensor buffer;  // flat [numel], dtype and device of its parameters
+    std::vector<size_t> params;
+    int64_t pending = 0;  // gradients still to arrive this iteration
+    comm::WorkPtr work;
+  };
+  Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::shared_ptr<comm::Communicator> comm,
+          ReducerOptions options);
+  void install_hooks();
+  void on_grad_ready(size_t index);
+  // Puts parameter `index`'s gradient (or zeros, when it has none) into its slot; counts it ready.
+  void mark_ready(size_t index, bool from_hook);
+  void launch_ready_buckets();
+  void finalize_backward();
+  void drain() noexcept;  // waits for any launched work, ignoring errors
+  std::vector<bool> find_used(const std::vector<Tensor>& outputs) const;
+  std::string names_of(const std::vector<size_t>& indices) const;
+
+  std::vector<Tensor> params_;
+  std::vector<std::string> names_;
+  std::shared_ptr<comm::Communicator> comm_;
+  ReducerOptions options_;
+
+  std::vector<Bucket> buckets_;
+  std::vector<std::vector<size_t>> bucket_params_;
+  std::vector<size_t> bucket_of_;   // param -> bucket
+  std::vector<Tensor> slots_;       // param -> flat view into its bucket
+  std::vector<Tensor> grad_views_;  // param -> slot viewed with the param's shape
+
+  // Per iteration.
+  bool expect_hooks_ = false;
+  bool backward_started_ = false;  // some hook fired since prepare
+  bool finalized_ = false;
+  size_t next_bucket_ = 0;
+  std::vector<char> ready_;
+  std::vector<char> locally_used_;      // find_unused / static_graph
+  Tensor used_counts_;                  // i32 [P], all-reduced: how many ranks used each param
+  comm::WorkPtr used_work_;
+  bool usage_known_ = false;            // static_graph: the first iteration recorded the used set
+  std::vector<char> static_used_;
+  double first_launch_time_ = 0;
+
+  ReducerStats stats_;
+};
+
+}  // namespace tandem::nn::parallel

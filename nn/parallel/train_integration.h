@@ -1,0 +1,69 @@
+// What a training app calls for --mode single|ddp|dp, --devices, --sync-bn, --bucket-cap-mb and
+// --accumulation-steps: one function that wraps the model (and makes the MPI communicator for
+// ddp), and the no_sync scope for gradient accumulation. The Trainer then runs forward on
+// ParallelSetup::model, builds its optimizer on model->parameters() (the same tensors as the bare
+// model's) and keeps checkpoints on ParallelSetup::inner (names without a "module." prefix).
+//
+//   ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.bucket_cap_mb, cfg.accumulation_steps};
+//   ParallelSetup ps = setup_parallel(pc, app::make_model(cfg));      // collective in ddp mode
+//   World world{ps.comm};                                             // rank/size for the sampler
+//   ... per optimizer step, for micro in [0, accumulation_steps):
+//   {
+//     auto scope = ps.accumulation_scope(micro);                      // no_sync but for the last
+//     Tensor loss = ops::cross_entropy(ps.model->forward(x), y) * (1.0 / accumulation_steps);
+//     loss.backward();
+//   }
+//   ps.before_optimizer_step();  optimizer.step();  optimizer.zero_grad();
+//   ... evaluation: ps.before_evaluation(); then ps.inner->eval() and forward under NoGradGuard.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "comm/communicator.h"
+#include "nn/module.h"
+#include "nn/parallel/data_parallel.h"
+#include "nn/parallel/ddp.h"
+
+namespace tandem::nn::parallel {
+
+struct ParallelConfig {
+  std::string mode = "single";  // single | ddp | dp
+  std::string devices;          // dp: "cpu:0,cpu:1" (empty: cpu:0,cpu:1)
+  bool sync_bn = false;         // ddp: BatchNorm -> SyncBatchNorm
+  double bucket_cap_mb = 25.0;
+  int64_t accumulation_steps = 1;
+  bool gradient_as_bucket_view = false;
+  bool find_unused_parameters = false;
+  bool static_graph = false;
+};
+
+struct ParallelSetup {
+  std::shared_ptr<comm::Communicator> comm;  // ddp: the world; null for single and dp
+  std::shared_ptr<Module> model;             // forward / parameters() / train() / eval() go here
+  std::shared_ptr<Module> inner;             // the bare model (state_dict, checkpoints)
+  DistributedDataParallel* ddp = nullptr;    // ddp mode only (owned by `model`)
+  int64_t accumulation_steps = 1;
+
+  int rank() const { return comm ? comm->rank() : 0; }
+  int world_size() const { return comm ? comm->size() : 1; }
+  // Held across forward and backward of micro-batch `micro` (counted from 0 within an optimizer
+  // step): in ddp mode every micro-batch but the last accumulates without communicating.
+  std::optional<DistributedDataParallel::NoSync> accumulation_scope(int64_t micro);
+  // Before optimizer.step(): in ddp mode, throws the clear unused-parameter error if the last
+  // backward did not reduce every gradient (gradients are already averaged otherwise).
+  void before_optimizer_step() const;
+  // Before evaluating: ranks evaluate `inner` on their own shards (unequal batch counts, so not
+  // through the DDP wrapper, whose forward is collective); in ddp mode this first gives every rank
+  // rank 0's BN running statistics (collective).
+  void before_evaluation() const;
+};
+
+// Validates the config (mode, accumulation >= 1, sync_bn only with ddp) and wraps `model`.
+// ddp: uses `comm` or makes comm::make_mpi_communicator(); converts BatchNorm to SyncBatchNorm
+// when sync_bn; constructs DistributedDataParallel (collective: every rank must call it).
+// dp: DataParallel over the parsed devices. single: the model itself.
+ParallelSetup setup_parallel(const ParallelConfig& config, std::shared_ptr<Module> model,
+                             std::shared_ptr<comm::Communicator> comm = nullptr);
+
+}  // namespace tandem::nn::parallel

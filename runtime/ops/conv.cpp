@@ -1,0 +1,73 @@
+// conv2d entry: validate, call the backend's whole-op conv tables, record a backward closure that
+// keeps x only when dW is needed and w only when dX is needed.
+#include "runtime/ops/conv.h"
+
+#include "kernels/conv.h"
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
+#include "runtime/ops/op_checks.h"
+
+namespace tandem::ops {
+
+Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, std::array<int64_t, 2> stride,
+              std::array<int64_t, 2> padding) {
+  using detail::describe;
+  detail::check_defined(x_in, "conv2d", "input");
+  detail::check_defined(w_in, "conv2d", "weight");
+  Tensor x = autocast_arg(x_in, AutocastCategory::LowPrecision);
+  Tensor w = autocast_arg(w_in, AutocastCategory::LowPrecision);
+  Tensor b = b_in.defined() ? autocast_arg(b_in, AutocastCategory::LowPrecision) : b_in;
+
+  TANDEM_CHECK(x.dim() == 4, "conv2d: input must be [N, C, H, W], got {}", describe(x));
+  TANDEM_CHECK(w.dim() == 4, "conv2d: weight must be [O, C, kh, kw], got {}", describe(w));
+  detail::check_floating("conv2d", x);
+  detail::check_compatible("conv2d", x, w);
+  TANDEM_CHECK(x.size(1) == w.size(1),
+               "conv2d: input {} has {} channels but weight {} expects {} (weight is [O, C, kh, kw])",
+               shape_str(x.shape()), x.size(1), shape_str(w.shape()), w.size(1));
+  TANDEM_CHECK(stride[0] >= 1 && stride[1] >= 1, "conv2d: stride must be >= 1, got [{}, {}]", stride[0], stride[1]);
+  TANDEM_CHECK(padding[0] >= 0 && padding[1] >= 0, "conv2d: padding must be >= 0, got [{}, {}]", padding[0],
+               padding[1]);
+  if (b.defined()) {
+    detail::check_compatible("conv2d", x, b);
+    TANDEM_CHECK(b.dim() == 1 && b.size(0) == w.size(0), "conv2d: bias must be [{}] for weight {}, got {}",
+                 w.size(0), shape_str(w.shape()), describe(b));
+  }
+
+  kernels::Conv2dGeometry g;
+  g.n = x.size(0); g.c = x.size(1); g.h = x.size(2); g.w = x.size(3);
+  g.o = w.size(0); g.kh = w.size(2); g.kw = w.size(3);
+  g.sh = stride[0]; g.sw = stride[1]; g.ph = padding[0]; g.pw = padding[1];
+  const int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw;
+  TANDEM_CHECK(g.kh <= hp && g.kw <= wp,
+               "conv2d: kernel {}x{} (weight {}) is larger than the padded input {}x{} (input {}, padding [{}, {}])",
+               g.kh, g.kw, shape_str(w.shape()), hp, wp, shape_str(x.shape()), g.ph, g.pw);
+  g.ho = (hp - g.kh) / g.sh + 1;
+  g.wo = (wp - g.kw) / g.sw + 1;
+
+  Tensor y = Tensor::empty({g.n, g.o, g.ho, g.wo}, x.dtype(), x.device());
+  kernels::conv2d_forward(x.device())(x, w, b, y, g);
+  if (!needs_grad({&x, &w, &b})) return y;
+
+  const bool gx = x.requires_grad(), gw = w.requires_grad(), gb = b.defined() && b.requires_grad();
+  Tensor x_saved = (gw || gb) ? x.detach() : Tensor();  // dW, db read x (db only through the shared call)
+  Tensor w_saved = gx ? w.detach() : Tensor();
+  const Shape w_shape = w.shape();
+  const Shape b_shape = b.defined() ? b.shape() : Shape{};
+  return record("Conv2dBackward", {x, w, b}, y, [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+    const Tensor& dy = grads[0];  // [N, O, Ho, Wo]
+    Tensor dx, dw, db;
+    if (gx) {
+      dx = Tensor::empty({g.n, g.c, g.h, g.w}, dy.dtype(), dy.device());
+      kernels::conv2d_backward_input(dy.device())(dy, w_saved, dx, g);
+    }
+    if (gw || gb) {
+      dw = Tensor::empty(w_shape, dy.dtype(), dy.device());
+      if (gb) db = Tensor::empty(b_shape, dy.dtype(), dy.device());
+      kernels::conv2d_backward_weight(dy.device())(x_saved, dy, dw, db, g);
+    }
+    return {dx, gw ? dw : Tensor(), db};
+  });
+}
+
+}  // namespace tandem::ops

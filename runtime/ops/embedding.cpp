@@ -1,0 +1,33 @@
+// embedding entry: gather rows of weight by index; backward scatter-adds into a dense dweight in index
+// order (deterministic).
+#include "kernels/embedding.h"
+#include "runtime/autograd.h"
+#include "runtime/ops/norm.h"
+#include "runtime/ops/op_checks.h"
+
+namespace tandem::ops {
+
+Tensor embedding(const Tensor& indices, const Tensor& weight) {
+  detail::check_defined(indices, "embedding", "indices");
+  detail::check_defined(weight, "embedding", "weight");
+  TANDEM_CHECK(indices.dtype() == DType::i32 || indices.dtype() == DType::i64,
+               "embedding: indices must be i32 or i64, got {}", detail::describe(indices));
+  TANDEM_CHECK(weight.dim() == 2, "embedding: weight must be [V, D], got {}", detail::describe(weight));
+  detail::check_floating("embedding", weight);
+  TANDEM_CHECK(indices.device() == weight.device(), "embedding: indices on {} but weight on {}",
+               indices.device().str(), weight.device().str());
+  Shape out_shape = indices.shape();
+  out_shape.push_back(weight.size(1));
+  Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());
+  kernels::embedding_forward(weight.device())(indices, weight, out);
+  if (!needs_grad({&weight})) return out;
+  const Shape w_shape = weight.shape();
+  return record("EmbeddingBackward", {weight}, out, [indices, w_shape](const std::vector<Tensor>& grads) {
+    const Tensor& dy = grads[0];  // [..., D]
+    Tensor dw = Tensor::empty(w_shape, dy.dtype(), dy.device());
+    kernels::embedding_backward(dy.device())(indices, dy, dw);
+    return std::vector<Tensor>{dw};
+  });
+}
+
+}  // namespace tandem::ops

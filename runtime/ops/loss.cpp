@@ -1,0 +1,84 @@
+// softmax, log_softmax, the fused cross_entropy and mse_loss entries (computed in f32 or wider
+// under autocast).
+#include "runtime/ops/loss.h"
+
+#include "kernels/loss.h"
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
+#include "runtime/ops/elementwise.h"
+#include "runtime/ops/op_checks.h"
+#include "runtime/ops/reduce.h"
+
+namespace tandem::ops {
+namespace {
+
+Tensor softmax_entry(const char* name, const Tensor& x_in, int64_t dim, bool log) {
+  detail::check_defined(x_in, name, "x");
+  Tensor x = autocast_arg(x_in, AutocastCategory::Float32);
+  detail::check_floating(name, x);
+  const int64_t rank = std::max<int64_t>(x.dim(), 1);  // a 0-dim tensor is one row of one element
+  const int64_t d = detail::normalize_dim(dim, rank, name);
+  detail::DimSplit s = x.dim() == 0 ? detail::DimSplit{} : detail::split_at(x.shape(), d);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  kernels::softmax(x.device())(x, y, s.outer, s.n, s.inner, log);
+  if (!needs_grad({&x})) return y;
+  Tensor y_saved = y.detach();
+  return record(log ? "LogSoftmaxBackward" : "SoftmaxBackward", {x}, y, [=](const std::vector<Tensor>& g) {
+    Tensor gx = Tensor::empty(g[0].shape(), g[0].dtype(), g[0].device());
+    kernels::softmax_backward(g[0].device())(g[0], y_saved, gx, s.outer, s.n, s.inner, log);
+    return std::vector<Tensor>{gx};
+  });
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_entry("softmax", x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_entry("log_softmax", x, dim, true); }
+
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t ignore_index, Reduction reduction) {
+  detail::check_defined(logits_in, "cross_entropy", "logits");
+  detail::check_defined(target, "cross_entropy", "target");
+  Tensor logits = autocast_arg(logits_in, AutocastCategory::Float32);
+  detail::check_floating("cross_entropy", logits);
+  TANDEM_CHECK(logits.dim() == 2, "cross_entropy: logits must be [N, C], got {}", shape_str(logits.shape()));
+  TANDEM_CHECK(target.dtype() == DType::i64 || target.dtype() == DType::i32,
+               "cross_entropy: target must hold class indices (i64 or i32), got {}", detail::describe(target));
+  TANDEM_CHECK(target.shape() == Shape{logits.size(0)}, "cross_entropy: target {} does not match logits {} (want [{}])",
+               shape_str(target.shape()), shape_str(logits.shape()), logits.size(0));
+  TANDEM_CHECK(target.device() == logits.device(), "cross_entropy: logits on {} but target on {}",
+               logits.device().str(), target.device().str());
+  const int64_t N = logits.size(0);
+  const DType acc = logits.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Tensor lse = Tensor::empty({N}, acc, logits.device());
+  Tensor loss = Tensor::empty(reduction == Reduction::None ? Shape{N} : Shape{}, logits.dtype(), logits.device());
+  kernels::cross_entropy(logits.device())(logits, target, loss, lse, ignore_index, reduction);
+  if (!needs_grad({&logits})) return loss;
+  Tensor logits_saved = logits.detach(), target_saved = target.detach();
+  return record("CrossEntropyBackward", {logits}, loss, [=](const std::vector<Tensor>& g) {
+    Tensor gx = Tensor::empty(logits_saved.shape(), logits_saved.dtype(), logits_saved.device());
+    kernels::cross_entropy_backward(gx.device())(g[0], logits_saved, target_saved, lse, gx, ignore_index, reduction);
+    return std::vector<Tensor>{gx};
+  });
+}
+
+Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  detail::check_defined(input_in, "mse_loss", "input");
+  detail::check_defined(target_in, "mse_loss", "target");
+  Tensor input = autocast_arg(input_in, AutocastCategory::Float32);
+  Tensor target = autocast_arg(target_in, AutocastCategory::Float32);
+  detail::check_compatible("mse_loss", input, target);
+  detail::check_floating("mse_loss", input);
+  TANDEM_CHECK(input.shape() == target.shape(), "mse_loss: input {} and target {} must have the same shape",
+               shape_str(input.shape()), shape_str(target.shape()));
+  // Composed from differentiable ops: (input - target)^2, then the reduction.
+  Tensor diff = sub(input, target);
+  Tensor sq = mul(diff, diff);
+  switch (reduction) {
+    case Reduction::None: return sq;
+    case Reduction::Sum: return sum(sq);
+    case Reduction::Mean: return mean(sq);
+  }
+  return sq;
+}
+
+}  // namespace tandem::ops

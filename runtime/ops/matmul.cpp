@@ -1,0 +1,140 @@
+// matmul and linear entries over the backend's GEMM; their backward is GEMMs too (and one column
+// sum for linear's bias).
+#include "runtime/ops/matmul.h"
+
+#include "kernels/gemm.h"
+#include "kernels/reduce.h"
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
+#include "runtime/ops/op_checks.h"
+
+namespace tandem::ops {
+namespace {
+
+// C[m, n] (+)= op(A) @ op(B) on contiguous row-major operands, `batch` times with the given
+// element strides. Handles the empty cases itself (k == 0 leaves zeros, or C untouched with beta 1).
+void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, int64_t m, int64_t n, int64_t k,
+          double beta = 0.0, int64_t batch = 1, int64_t stride_a = 0, int64_t stride_b = 0, int64_t stride_c = 0) {
+  if (m == 0 || n == 0 || batch == 0) return;
+  if (k == 0) {
+    if (beta == 0.0) c.zero_();
+    return;
+  }
+  kernels::GemmArgs args;
+  args.dtype = c.dtype();
+  args.trans_a = ta;
+  args.trans_b = tb;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.a = a.data_ptr();
+  args.lda = ta ? m : k;
+  args.b = b.data_ptr();
+  args.ldb = tb ? k : n;
+  args.c = c.data_ptr();
+  args.ldc = n;
+  args.beta = beta;
+  args.batch = batch;
+  args.stride_a = stride_a;
+  args.stride_b = stride_b;
+  args.stride_c = stride_c;
+  kernels::gemm(c.device())(c.device(), args);
+}
+
+void check_gemm_operands(const char* op, const Tensor& a, const Tensor& b) {
+  detail::check_compatible(op, a, b);
+  detail::check_floating(op, a);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  detail::check_defined(a_in, "matmul", "a");
+  detail::check_defined(b_in, "matmul", "b");
+  Tensor a = autocast_arg(a_in, AutocastCategory::LowPrecision);
+  Tensor b = autocast_arg(b_in, AutocastCategory::LowPrecision);
+  check_gemm_operands("matmul", a, b);
+  const int64_t ra = a.dim(), rb = b.dim();
+  TANDEM_CHECK((ra == 2 && rb == 2) || (ra == 3 && (rb == 2 || rb == 3)),
+               "matmul: supports [M, K] @ [K, N], [B, M, K] @ [B, K, N] and [B, M, K] @ [K, N]; got {} @ {}",
+               shape_str(a.shape()), shape_str(b.shape()));
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  TANDEM_CHECK(b.size(-2) == K, "matmul: inner dimensions differ: {} @ {} ({} vs {})", shape_str(a.shape()),
+               shape_str(b.shape()), K, b.size(-2));
+  const bool batched_b = rb == 3;
+  const int64_t B = ra == 3 ? a.size(0) : 1;
+  if (batched_b)
+    TANDEM_CHECK(b.size(0) == B, "matmul: batch sizes differ: {} @ {}", shape_str(a.shape()), shape_str(b.shape()));
+  Shape out_shape = ra == 3 ? Shape{B, M, N} : Shape{M, N};
+  Tensor out = Tensor::empty(out_shape, a.dtype(), a.device());
+  if (batched_b) gemm(a, false, b, false, out, M, N, K, 0.0, B, M * K, K * N, M * N);
+  else gemm(a, false, b, false, out, B * M, N, K);  // [B*M, K] @ [K, N]
+  if (!needs_grad({&a, &b})) return out;
+
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  Tensor a_saved = gb ? a.detach() : Tensor(), b_saved = ga ? b.detach() : Tensor();
+  const Shape sa = a.shape(), sb = b.shape();
+  return record("MatmulBackward", {a, b}, out, [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+    const Tensor& g = grads[0];  // [.., M, N]
+    Tensor da, db;
+    if (ga) {  // dA = g @ B^T
+      da = Tensor::empty(sa, g.dtype(), g.device());
+      if (batched_b) gemm(g, false, b_saved, true, da, M, K, N, 0.0, B, M * N, K * N, M * K);
+      else gemm(g, false, b_saved, true, da, B * M, K, N);
+    }
+    if (gb) {  // dB = A^T @ g (summed over the batch when B is shared: one GEMM over [B*M, K])
+      db = Tensor::empty(sb, g.dtype(), g.device());
+      if (batched_b) gemm(a_saved, true, g, false, db, K, N, M, 0.0, B, M * K, M * N, K * N);
+      else gemm(a_saved, true, g, false, db, K, N, B * M);
+    }
+    return {da, db};
+  });
+}
+
+Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
+  detail::check_defined(x_in, "linear", "x");
+  detail::check_defined(w_in, "linear", "weight");
+  Tensor x = autocast_arg(x_in, AutocastCategory::LowPrecision);
+  Tensor w = autocast_arg(w_in, AutocastCategory::LowPrecision);
+  Tensor bias = bias_in.defined() ? autocast_arg(bias_in, AutocastCategory::LowPrecision) : Tensor();
+  check_gemm_operands("linear", x, w);
+  TANDEM_CHECK(w.dim() == 2, "linear: weight must be [out, in], got {}", shape_str(w.shape()));
+  TANDEM_CHECK(x.dim() >= 1 && x.size(-1) == w.size(1),
+               "linear: input {} does not match weight {} (input's last dim must equal in = {})",
+               shape_str(x.shape()), shape_str(w.shape()), w.size(1));
+  const int64_t in = w.size(1), out_f = w.size(0), M = x.numel() / std::max<int64_t>(in, 1);
+  if (bias.defined()) {
+    detail::check_compatible("linear", w, bias);
+    TANDEM_CHECK(bias.shape() == Shape{out_f}, "linear: bias must be [{}] for weight {}, got {}", out_f,
+                 shape_str(w.shape()), shape_str(bias.shape()));
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = out_f;
+  Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
+  if (bias.defined()) kernels::expand(y.device())(bias, y, 1.0);  // y = b, then y += x W^T
+  gemm(x, false, w, true, y, M, out_f, in, bias.defined() ? 1.0 : 0.0);
+  if (!needs_grad({&x, &w, &bias})) return y;
+
+  const bool gx = x.requires_grad(), gw = w.requires_grad(), gbias = bias.defined() && bias.requires_grad();
+  Tensor x_saved = gw ? x.detach() : Tensor(), w_saved = gx ? w.detach() : Tensor();
+  const Shape sx = x.shape(), sw = w.shape();
+  return record("LinearBackward", {x, w, bias}, y, [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+    const Tensor& g = grads[0];  // [..., out]
+    Tensor dx, dw, db;
+    if (gx) {  // dx [M, in] = g [M, out] @ W [out, in]
+      dx = Tensor::empty(sx, g.dtype(), g.device());
+      gemm(g, false, w_saved, false, dx, M, in, out_f);
+    }
+    if (gw) {  // dW [out, in] = g^T [out, M] @ x [M, in]
+      dw = Tensor::empty(sw, g.dtype(), g.device());
+      gemm(g, true, x_saved, false, dw, out_f, in, M);
+    }
+    if (gbias) {  // db [out] = column sums of g
+      db = Tensor::empty({out_f}, g.dtype(), g.device());
+      kernels::sum_to(g.device())(g, db, 1.0);
+    }
+    return {dx, dw, db};
+  });
+}
+
+}  // namespace tandem::ops

@@ -1,0 +1,204 @@
+// batch_norm entry and its non-differentiable building blocks (the stages SyncBatchNorm reuses with
+// all-reduced statistics), and layer_norm.
+#include "runtime/ops/norm.h"
+
+#include "kernels/norm.h"
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
+#include "runtime/ops/op_checks.h"
+
+namespace tandem::ops {
+namespace {
+
+// weight, bias, running stats: [C], x's device, x's dtype or the statistics dtype.
+void check_channel_param(const char* op, const char* what, const Tensor& t, const Tensor& x, int64_t c) {
+  if (!t.defined()) return;
+  TANDEM_CHECK(t.dim() == 1 && t.size(0) == c, "{}: {} must have shape [{}] for input {}, got {}", op, what, c,
+               shape_str(x.shape()), detail::describe(t));
+  TANDEM_CHECK(t.device() == x.device(), "{}: {} is on {} but the input is on {}", op, what, t.device().str(),
+               x.device().str());
+  TANDEM_CHECK(t.dtype() == x.dtype() || t.dtype() == batch_norm_stat_dtype(x.dtype()),
+               "{}: {} has dtype {}; it must match the input ({}) or be {}", op, what, dtype_name(t.dtype()),
+               dtype_name(x.dtype()), dtype_name(batch_norm_stat_dtype(x.dtype())));
+}
+
+void check_bn_input(const char* op, const Tensor& x) {
+  detail::check_defined(x, op, "input");
+  TANDEM_CHECK(x.dim() >= 2, "{}: input must be [N, C] or [N, C, H, W], got {}", op, detail::describe(x));
+  detail::check_floating(op, x);
+}
+
+Tensor stat_tensor(const Tensor& x) {
+  return Tensor::empty({x.size(1)}, batch_norm_stat_dtype(x.dtype()), x.device());
+}
+
+}  // namespace
+
+DType batch_norm_stat_dtype(DType x_dtype) { return x_dtype == DType::f64 ? DType::f64 : DType::f32; }
+
+BatchNormStats batch_norm_stats(const Tensor& x) {
+  check_bn_input("batch_norm_stats", x);
+  BatchNormStats s{stat_tensor(x), stat_tensor(x), x.numel() / std::max<int64_t>(x.size(1), 1)};
+  kernels::batch_norm_stats(x.device())(x, s.mean, s.m2);
+  return s;
+}
+
+Tensor batch_norm_invstd(const Tensor& mean, const Tensor& m2, int64_t count, double eps, Tensor running_mean,
+                         Tensor running_var, double momentum) {
+  TANDEM_CHECK(count >= 1, "batch_norm_invstd: count must be >= 1, got {}", count);
+  Tensor invstd = Tensor::empty(m2.shape(), m2.dtype() == DType::f64 ? DType::f64 : DType::f32, m2.device());
+  kernels::batch_norm_finalize(m2.device())(mean, m2, count, eps, momentum, invstd, running_mean, running_var);
+  return invstd;
+}
+
+Tensor batch_norm_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                        const Tensor& bias) {
+  check_bn_input("batch_norm_apply", x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  kernels::batch_norm_apply(x.device())(x, mean, invstd, weight, bias, y);
+  return y;
+}
+
+BatchNormBackwardSums batch_norm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                                 const Tensor& invstd, const Tensor& weight, const Tensor& bias) {
+  check_bn_input("batch_norm_backward_reduce", x);
+  TANDEM_CHECK(dy.shape() == x.shape() && dy.dtype() == x.dtype(),
+               "batch_norm_backward_reduce: dy {} does not match x {}", detail::describe(dy), detail::describe(x));
+  BatchNormBackwardSums r;
+  r.sum_dy = stat_tensor(x);
+  r.sum_dy_xmu = stat_tensor(x);
+  if (weight.defined()) r.grad_weight = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
+  if (bias.defined()) r.grad_bias = Tensor::empty(bias.shape(), bias.dtype(), bias.device());
+  kernels::batch_norm_backward_reduce(x.device())(dy, x, mean, invstd, r.sum_dy, r.sum_dy_xmu, r.grad_weight,
+                                                  r.grad_bias);
+  return r;
+}
+
+Tensor batch_norm_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                                 const Tensor& weight, const Tensor& sum_dy, const Tensor& sum_dy_xmu,
+                                 int64_t count) {
+  check_bn_input("batch_norm_backward_elemt", x);
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+  kernels::batch_norm_backward_elemt(x.device())(dy, x, mean, invstd, weight, sum_dy, sum_dy_xmu, count, dx);
+  return dx;
+}
+
+Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, Tensor running_mean,
+                  Tensor running_var, bool training, double momentum, double eps) {
+  check_bn_input("batch_norm", x_in);
+  Tensor x = autocast_arg(x_in, AutocastCategory::Float32);
+  const int64_t c = x.size(1);
+  check_channel_param("batch_norm", "weight", weight, x, c);
+  check_channel_param("batch_norm", "bias", bias, x, c);
+  check_channel_param("batch_norm", "running_mean", running_mean, x, c);
+  check_channel_param("batch_norm", "running_var", running_var, x, c);
+  TANDEM_CHECK(running_mean.defined() == running_var.defined(),
+               "batch_norm: give both running_mean and running_var or neither");
+  const int64_t count = x.numel() / std::max<int64_t>(c, 1);
+
+  // On backends with the fused kernels (CPU), training visits each channel's data twice back to back
+  // (cache-hot); elsewhere the stages run one after another, exactly as SyncBatchNorm runs them.
+  const bool fused = training && kernels::batch_norm_forward_fused.has(x.device().kind) &&
+                     kernels::batch_norm_backward_fused.has(x.device().kind);
+  Tensor mean, invstd, y;
+  {
+    NoGradGuard no_grad;  // the statistics are computed from x inside this op's own backward
+    if (training) {
+      TANDEM_CHECK(count > 1, "batch_norm: expected more than 1 value per channel when training, got input {}",
+                   shape_str(x.shape()));
+      BatchNormStats s;
+      if (fused) {
+        s = {stat_tensor(x), stat_tensor(x), count};
+        invstd = stat_tensor(x);
+        y = Tensor::empty(x.shape(), x.dtype(), x.device());
+        kernels::batch_norm_forward_fused(x.device())(x, weight, bias, eps, y, s.mean, s.m2, invstd);
+        if (running_mean.defined())  // recomputes the same invstd and updates the running stats
+          invstd = batch_norm_invstd(s.mean, s.m2, count, eps, running_mean, running_var, momentum);
+      } else {
+        s = batch_norm_stats(x);
+        invstd = batch_norm_invstd(s.mean, s.m2, count, eps, running_mean, running_var, momentum);
+      }
+      mean = s.mean;
+    } else {
+      TANDEM_CHECK(running_mean.defined(), "batch_norm: eval mode needs running_mean and running_var");
+      // Copies in the statistics dtype: later training steps update the running stats in place.
+      const DType sd = batch_norm_stat_dtype(x.dtype());
+      mean = Tensor::empty({c}, sd, x.device());
+      mean.copy_(running_mean);
+      Tensor var = Tensor::empty({c}, sd, x.device());
+      var.copy_(running_var);
+      invstd = batch_norm_invstd(mean, var, 1, eps);
+    }
+  }
+  if (!y.defined()) y = batch_norm_apply(x, mean, invstd, weight, bias);
+  if (!needs_grad({&x, &weight, &bias})) return y;
+
+  const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
+             gb = bias.defined() && bias.requires_grad();
+  Tensor x_saved = x.detach(), w_saved = weight.defined() ? weight.detach() : Tensor();
+  const DType bias_dtype = bias.defined() ? bias.dtype() : x.dtype();
+  return record("BatchNormBackward", {x, weight, bias}, y,
+                [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+                  const Tensor& dy = grads[0];
+                  if (fused) {
+                    Tensor dx = gx ? Tensor::empty(x_saved.shape(), dy.dtype(), dy.device()) : Tensor();
+                    Tensor dw = gw ? Tensor::empty({c}, w_saved.dtype(), dy.device()) : Tensor();
+                    Tensor db = gb ? Tensor::empty({c}, bias_dtype, dy.device()) : Tensor();
+                    kernels::batch_norm_backward_fused(dy.device())(dy, x_saved, mean, invstd, w_saved, dx, dw, db);
+                    return {dx, dw, db};
+                  }
+                  // The reduce stage's bias argument only selects whether (and in which dtype) grad_bias is made.
+                  Tensor bias_like = gb ? Tensor::empty({c}, bias_dtype, dy.device()) : Tensor();
+                  BatchNormBackwardSums r = batch_norm_backward_reduce(dy, x_saved, mean, invstd,
+                                                                       gw ? w_saved : Tensor(), bias_like);
+                  Tensor dx;
+                  if (gx)
+                    dx = training ? batch_norm_backward_elemt(dy, x_saved, mean, invstd, w_saved, r.sum_dy,
+                                                              r.sum_dy_xmu, count)
+                                  : batch_norm_backward_elemt(dy, x_saved, mean, invstd, w_saved, Tensor(),
+                                                              Tensor(), count);
+                  return {dx, r.grad_weight, r.grad_bias};
+                });
+}
+
+Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  detail::check_defined(x_in, "layer_norm", "input");
+  Tensor x = autocast_arg(x_in, AutocastCategory::Float32);
+  detail::check_floating("layer_norm", x);
+  TANDEM_CHECK(normalized_dims >= 1 && normalized_dims <= x.dim(),
+               "layer_norm: normalized_dims must be in [1, {}] for input {}, got {}", x.dim(), shape_str(x.shape()),
+               normalized_dims);
+  const Shape norm_shape(x.shape().end() - normalized_dims, x.shape().end());
+  for (const Tensor* p : {&weight, &bias}) {
+    if (!p->defined()) continue;
+    TANDEM_CHECK(p->shape() == norm_shape, "layer_norm: {} must have shape {} (the last {} dims of input {}), got {}",
+                 p == &weight ? "weight" : "bias", shape_str(norm_shape), normalized_dims, shape_str(x.shape()),
+                 detail::describe(*p));
+    TANDEM_CHECK(p->device() == x.device() && (p->dtype() == x.dtype() || p->dtype() == batch_norm_stat_dtype(x.dtype())),
+                 "layer_norm: {} is {}; it must be on the input's device with its dtype ({})",
+                 p == &weight ? "weight" : "bias", detail::describe(*p), detail::describe(x));
+  }
+  const int64_t d = shape_numel(norm_shape), m = d ? x.numel() / d : 0;
+  const DType sd = batch_norm_stat_dtype(x.dtype());
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty({m}, sd, x.device()), rstd = Tensor::empty({m}, sd, x.device());
+  kernels::layer_norm_forward(x.device())(x, weight, bias, eps, y, mean, rstd);
+  if (!needs_grad({&x, &weight, &bias})) return y;
+
+  const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
+             gb = bias.defined() && bias.requires_grad();
+  Tensor x_saved = x.detach(), w_saved = weight.defined() ? weight.detach() : Tensor();
+  const DType wdt = weight.defined() ? weight.dtype() : x.dtype(), bdt = bias.defined() ? bias.dtype() : x.dtype();
+  return record("LayerNormBackward", {x, weight, bias}, y,
+                [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+                  const Tensor& dy = grads[0];
+                  Tensor dx = gx ? Tensor::empty(x_saved.shape(), dy.dtype(), dy.device()) : Tensor();
+                  Tensor dw = gw ? Tensor::empty(norm_shape, wdt, dy.device()) : Tensor();
+                  Tensor db = gb ? Tensor::empty(norm_shape, bdt, dy.device()) : Tensor();
+                  kernels::layer_norm_backward(dy.device())(dy, x_saved, mean, rstd, w_saved, dx, dw, db);
+                  return {dx, dw, db};
+                });
+}
+
+}  // namespace tandem::ops

@@ -1,0 +1,114 @@
+// Autocast policy: output dtypes per op under f16 and bf16, f64 and integers never cast, the
+// parameter cast cache (one cast per scope), gradients reaching f32 leaves in f32, nesting and
+// enabled=false.
+#include <gtest/gtest.h>
+
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
+#include "runtime/ops.h"
+
+using namespace tandem;
+
+namespace {
+Tensor leaf(const Shape& s, uint64_t seed, DType dtype = DType::f32) {
+  Generator g(seed);
+  Tensor t = rand_uniform(s, -1.0, 1.0, g, dtype);
+  t.set_requires_grad(true);
+  return t;
+}
+}  // namespace
+
+TEST(Autocast, OutputDtypesPerOp) {
+  for (DType low : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(low));
+    Tensor x = leaf({4, 8}, 1), w = leaf({3, 8}, 2), b = leaf({3}, 3);
+    Tensor img = leaf({2, 3, 6, 6}, 4), k = leaf({5, 3, 3, 3}, 5);
+    Tensor target = Tensor::from_vector<int64_t>({0, 2, 1, 0}, {4});
+    AutocastGuard guard(low);
+    // Low precision: matmul, linear, conv.
+    Tensor y = ops::linear(x, w, b);
+    EXPECT_EQ(y.dtype(), low);
+    EXPECT_EQ(ops::matmul(x, ops::transpose(w, 0, 1)).dtype(), low);
+    Tensor c = ops::conv2d(img, k);
+    EXPECT_EQ(c.dtype(), low);
+    // f32: softmax family, losses, norms, reductions (even on low-precision inputs).
+    EXPECT_EQ(ops::softmax(y, 1).dtype(), DType::f32);
+    EXPECT_EQ(ops::log_softmax(y, 1).dtype(), DType::f32);
+    EXPECT_EQ(ops::cross_entropy(y, target).dtype(), DType::f32);
+    EXPECT_EQ(ops::mse_loss(y, Tensor::zeros({4, 3})).dtype(), DType::f32);
+    EXPECT_EQ(ops::layer_norm(y, 1, Tensor(), Tensor()).dtype(), DType::f32);
+    Tensor rm = Tensor::zeros({5}), rv = Tensor::ones({5});
+    EXPECT_EQ(ops::batch_norm(c, Tensor(), Tensor(), rm, rv, true).dtype(), DType::f32);
+    EXPECT_EQ(ops::sum(y).dtype(), DType::f32);
+    EXPECT_EQ(ops::mean(y, 0).dtype(), DType::f32);
+    // Neither f64 nor integer tensors are cast.
+    Tensor xd = leaf({4, 8}, 6, DType::f64), wd = leaf({3, 8}, 7, DType::f64);
+    EXPECT_EQ(ops::linear(xd, wd).dtype(), DType::f64);
+    EXPECT_EQ(autocast_arg(target, AutocastCategory::LowPrecision).dtype(), DType::i64);
+  }
+}
+
+TEST(Autocast, OffOutsideTheScopeAndWhenDisabled) {
+  Tensor x = leaf({2, 4}, 1), w = leaf({3, 4}, 2);
+  EXPECT_EQ(ops::linear(x, w).dtype(), DType::f32);
+  {
+    AutocastGuard on(DType::bf16);
+    EXPECT_EQ(autocast_dtype(), DType::bf16);
+    {
+      AutocastGuard off(DType::bf16, /*enabled=*/false);
+      EXPECT_FALSE(autocast_dtype().has_value());
+      EXPECT_EQ(ops::linear(x, w).dtype(), DType::f32);
+    }
+    {
+      AutocastGuard inner(DType::f16);
+      EXPECT_EQ(ops::linear(x, w).dtype(), DType::f16);
+    }
+    EXPECT_EQ(ops::linear(x, w).dtype(), DType::bf16);
+  }
+  EXPECT_FALSE(autocast_dtype().has_value());
+  EXPECT_THROW(AutocastGuard bad(DType::f32), ValueError);
+}
+
+TEST(Autocast, ParametersAreCastOncePerScope) {
+  Tensor w = leaf({6, 6}, 3);
+  Tensor x = Tensor::ones({2, 6});  // not a leaf requiring grad: cast each time, never cached
+  autocast_reset_stats();
+  Tensor loss;
+  {
+    AutocastGuard guard(DType::bf16);
+    Tensor h = x;
+    for (int i = 0; i < 4; ++i) h = ops::linear(h, w);  // the same weight four times
+    loss = ops::sum(h);
+  }
+  AutocastStats s = autocast_stats();
+  // w: 1 cast + 3 hits; x: 1 cast (bf16 activations are not cast again); sum: 1 cast to f32.
+  EXPECT_EQ(s.cache_hits, 3);
+  EXPECT_EQ(s.casts, 3);
+  loss.backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_EQ(w.grad().dtype(), DType::f32) << "the gradient reaches the f32 parameter in f32";
+  // A new scope (the next step) casts again.
+  autocast_reset_stats();
+  {
+    AutocastGuard guard(DType::bf16);
+    ops::linear(x, w);
+    ops::linear(x, w);
+  }
+  EXPECT_EQ(autocast_stats().cache_hits, 1);
+}
+
+TEST(Autocast, GradientsMatchF32WithinLowPrecision) {
+  Tensor x = leaf({8, 16}, 11), w = leaf({4, 16}, 12), b = leaf({4}, 13);
+  Tensor target = Tensor::from_vector<int64_t>({0, 1, 2, 3, 0, 1, 2, 3}, {8});
+  ops::cross_entropy(ops::linear(x, w, b), target).backward();
+  std::vector<float> g32 = w.grad().to_vector<float>();
+  w.grad().zero_();
+  {
+    AutocastGuard guard(DType::bf16);
+    Tensor loss = ops::cross_entropy(ops::linear(x, w, b), target);
+    EXPECT_EQ(loss.dtype(), DType::f32);
+    loss.backward();
+  }
+  std::vector<float> g16 = w.grad().to_vector<float>();
+  for (size_t i = 0; i < g32.size(); ++i) EXPECT_NEAR(g16[i], g32[i], 2e-2 * (1 + std::abs(g32[i])));
+}

@@ -1,0 +1,146 @@
+// The CUDA multi-tensor kernels (kernels/cuda/multi_tensor_apply.cu) under the SIMT emulator
+// against the CPU ones: unscale + check, sum of squares, fused SGD/Adam (plain, folded factor,
+// bf16 model with f32 masters, skipped on found_inf), with lists long enough to split into
+// several chunks and launches; and FusedAdam end to end on a sim device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/multi_tensor.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/fused_adam.h"
+#include "runtime/random.h"
+
+using namespace tandem;
+
+namespace {
+const Device kSim{DeviceKind::SIM, 0};
+
+std::vector<Tensor> randoms(const std::vector<Shape>& shapes, DType dt, uint64_t seed, double lo = -1, double hi = 1) {
+  Generator g(seed);
+  std::vector<Tensor> out;
+  for (const auto& s : shapes) out.push_back(rand_uniform(s, lo, hi, g, dt));
+  return out;
+}
+std::vector<Tensor> to_sim(const std::vector<Tensor>& v) {
+  std::vector<Tensor> out;
+  for (const auto& t : v) out.push_back(t.to(kSim));
+  return out;
+}
+void expect_same(const std::vector<Tensor>& cpu, const std::vector<Tensor>& sim, const char* what) {
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    Tensor s = sim[i].to(kCPU);
+    EXPECT_EQ(std::memcmp(cpu[i].data_ptr(), s.data_ptr(), cpu[i].nbytes()), 0) << what << " tensor " << i;
+  }
+}
+// The update kernels may contract a*b+c into FMAs differently from the CPU loop (g++ and nvcc
+// both contract by default in C++), so their results are compared to a few ulps.
+void expect_close(const std::vector<Tensor>& cpu, const std::vector<Tensor>& sim, const char* what) {
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    auto c = cpu[i].to_vector<double>(), s = sim[i].to(kCPU).to_vector<double>();
+    for (size_t k = 0; k < c.size(); ++k)
+      ASSERT_NEAR(s[k], c[k], 1e-6 * (std::abs(c[k]) + 1e-3)) << what << " tensor " << i << " element " << k;
+  }
+}
+// Nine tensors, two of them past one emulated chunk (1024): several launches of <= 4 tensors.
+const std::vector<Shape> kShapes = {{3000}, {7, 5}, {1}, {33, 17}, {2500}, {4}, {9, 9}, {0}, {129}};
+}  // namespace
+
+TEST(MultiTensorSim, UnscaleAndSumSquaresMatchCpu) {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    auto cpu = randoms(kShapes, dt, 1, -100, 100);
+    auto sim = to_sim(cpu);
+    Tensor fc = Tensor::zeros({1}), fs = Tensor::zeros({1}, DType::f32, kSim);
+    double sc = kernels::multi_tensor_sum_squares_check(kCPU)(cpu, fc);
+    double ss = kernels::multi_tensor_sum_squares_check(kSim)(sim, fs);
+    EXPECT_NEAR(ss, sc, 1e-12 * sc);
+    kernels::multi_tensor_unscale(kCPU)(cpu, 1.0 / 1024, fc);
+    kernels::multi_tensor_unscale(kSim)(sim, 1.0 / 1024, fs);
+    expect_same(cpu, sim, "unscaled");
+    EXPECT_EQ(fs.item(), 0.0);
+    Tensor bad = sim[4].to(kCPU);
+    bad.data_ptr();
+    std::vector<double> v = bad.to_vector<double>();
+    v[2400] = std::numeric_limits<double>::infinity();  // in the third chunk of tensor 4
+    sim[4].copy_(Tensor::from_vector(v, bad.shape(), dt));
+    kernels::multi_tensor_unscale(kSim)(sim, 1.0, fs);
+    EXPECT_EQ(fs.item(), 1.0);
+    Tensor fs2 = Tensor::zeros({1}, DType::f32, kSim);
+    kernels::multi_tensor_sum_squares_check(kSim)(sim, fs2);
+    EXPECT_EQ(fs2.item(), 1.0);
+  }
+}
+
+TEST(MultiTensorSim, AdamAndSgdMatchCpu) {
+  for (bool master : {false, true}) {
+    SCOPED_TRACE(master ? "bf16 model, f32 masters" : "f32");
+    const DType gd = master ? DType::bf16 : DType::f32;
+    auto params = randoms(kShapes, DType::f32, 2);
+    auto grads = randoms(kShapes, gd, 3);
+    auto m = randoms(kShapes, DType::f32, 4, 0, 0.1), v = randoms(kShapes, DType::f32, 5, 0, 0.1);
+    std::vector<Tensor> model;
+    if (master)
+      for (auto& p : params) model.push_back(Tensor::zeros(p.shape(), gd));
+    kernels::MultiTensorAdamArgs a{params, grads, m, v, model, {}, 0.25, Tensor()};
+    for (size_t i = 0; i < params.size(); ++i)
+      a.hypers.push_back(adam_hyper(1e-2 * (1 + i), 0.9, 0.999, 1e-8, i % 2 ? 0.01 : 0.0, i % 3 == 0, 1 + i));
+    kernels::MultiTensorAdamArgs s{to_sim(params), to_sim(grads), to_sim(m), to_sim(v), to_sim(model), a.hypers,
+                                   0.25, Tensor::zeros({1}, DType::f32, kSim)};
+    kernels::multi_tensor_adam(kCPU)(a);
+    kernels::multi_tensor_adam(kSim)(s);
+    expect_close(a.params, s.params, "adam params");
+    expect_close(a.exp_avgs, s.exp_avgs, "adam exp_avg");
+    expect_close(a.exp_avg_sqs, s.exp_avg_sqs, "adam exp_avg_sq");
+    if (master) expect_close(a.model_params, s.model_params, "adam model");
+
+    kernels::MultiTensorSgdArgs b{a.params, grads, m, model, {}, 1.0, Tensor()};
+    for (size_t i = 0; i < params.size(); ++i) {
+      SgdHyper h;
+      h.lr = 0.1;
+      h.momentum = 0.9;
+      h.nesterov = i % 2;
+      h.weight_decay = 1e-3;
+      b.hypers.push_back(h);
+    }
+    kernels::MultiTensorSgdArgs t{s.params, s.grads, s.exp_avgs, s.model_params, b.hypers, 1.0, Tensor()};
+    kernels::multi_tensor_sgd(kCPU)(b);
+    kernels::multi_tensor_sgd(kSim)(t);
+    expect_close(b.params, t.params, "sgd params");
+    expect_close(b.momentum_bufs, t.momentum_bufs, "sgd momentum");
+  }
+}
+
+TEST(MultiTensorSim, FoundInfSkipsTheUpdateOnDevice) {
+  auto params = to_sim(randoms(kShapes, DType::f32, 6));
+  auto before = params;
+  std::vector<Tensor> snapshot;
+  for (auto& p : params) snapshot.push_back(p.to(kCPU));
+  kernels::MultiTensorSgdArgs t{params, to_sim(randoms(kShapes, DType::f32, 7)), {}, {}, {}, 1.0,
+                                Tensor::ones({1}, DType::f32, kSim)};
+  t.hypers.resize(params.size());
+  kernels::multi_tensor_sgd(kSim)(t);
+  expect_same(snapshot, params, "untouched");
+}
+
+TEST(MultiTensorSim, FusedAdamOnSimEqualsAdamOnCpu) {
+  auto cpu = randoms(kShapes, DType::f32, 8);
+  auto sim = to_sim(cpu);
+  for (auto* list : {&cpu, &sim})
+    for (auto& p : *list) p.set_requires_grad(true);
+  nn::AdamOptions o;
+  o.lr = 1e-2;
+  nn::Adam ref(cpu, o);
+  nn::FusedAdam fused(sim, o);
+  for (int step = 0; step < 3; ++step) {
+    auto g = randoms(kShapes, DType::f32, 100 + step);
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      cpu[i].set_grad(g[i]);
+      sim[i].set_grad(g[i].to(kSim));
+    }
+    ref.step();
+    fused.step();
+  }
+  expect_close(cpu, sim, "params");
+}

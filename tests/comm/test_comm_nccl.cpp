@@ -1,0 +1,51 @@
+// The NCCL communicator under mpirun (TANDEM_CUDA=ON builds only): ring and native collectives on
+// device buffers against values computed from the ranks. Skips, saying why, without a GPU.
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <gtest/gtest.h>
+
+#include "comm/nccl/nccl_comm.h"
+#include "tests/comm/comm_test_util.h"
+#include "tests/comm/mpi_test_env.h"
+
+namespace tandem::comm::test {
+namespace {
+
+std::shared_ptr<Communicator> nccl_world(Options::Algo algo) {
+  auto& c = held_communicators()["nccl/" + std::to_string(int(algo))];
+  if (!c) {
+    Options o;
+    o.algo = algo;
+    o.timeout_s = 60;
+    o.segment_bytes = 64 * 1024;
+    c = make_nccl_communicator(MPI_COMM_WORLD, o);
+  }
+  return c;
+}
+
+TEST(CommNccl, CollectivesOnDeviceBuffers) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible: the NCCL communicator needs a GPU";
+  for (auto algo : {Options::Algo::Ring, Options::Algo::Native}) {
+    auto c = nccl_world(algo);
+    ASSERT_EQ(c->device().kind, DeviceKind::CUDA);
+    const int n = c->size(), r = c->rank();
+    for (DType t : all_dtypes())
+      for (ReduceOp op : all_ops())
+        for (int64_t count : {0, 1, 7, 4099, 300007}) {
+          auto host = make_buffer(t, rank_values(t, r, count));
+          void* dev = nullptr;
+          ASSERT_EQ(cudaMalloc(&dev, host.size()), cudaSuccess);
+          cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice);
+          c->allreduce(dev, count, t, op)->wait();
+          cudaMemcpy(host.data(), dev, host.size(), cudaMemcpyDeviceToHost);
+          cudaFree(dev);
+          ASSERT_EQ(to_doubles(t, host.data(), count), expected_reduce(t, op, n, count))
+              << dtype_name(t) << " " << reduce_op_name(op) << " count " << count << " algo " << int(algo);
+        }
+    c->barrier()->wait();
+  }
+}
+
+}  // namespace
+}  // namespace tandem::comm::test

@@ -1,0 +1,75 @@
+// fill, copy, cast, axpy and the allocator on the CUDA backend vs the CPU backend.
+#include "kernels/core.h"
+#include "tests/cuda/backend_test.h"
+
+namespace tandem::testing {
+namespace {
+
+class CoreOps : public BackendTest {};
+
+TEST_P(CoreOps, CopyRoundTripsEveryDtypeAndSize) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8})
+    for (int64_t n : edge_sizes()) {
+      Tensor host = random_tensor({n}, dt, 1, 0, 100);
+      Tensor d = host.to(dev());
+      EXPECT_EQ(d.device(), dev());
+      Tensor d2 = d.clone();
+      expect_close(d2.to(kCPU), host, 0, std::string(dtype_name(dt)) + " n=" + std::to_string(n));
+    }
+}
+
+TEST_P(CoreOps, FillMatchesCpu) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8})
+    for (int64_t n : edge_sizes()) {
+      Tensor d = Tensor::full({n}, 3.14159, dt, dev());
+      expect_close(d, Tensor::full({n}, 3.14159, dt), 0, dtype_name(dt));
+    }
+}
+
+TEST_P(CoreOps, CastMatchesCpuForEveryDtypePair) {
+  const std::vector<DType> all{DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8};
+  for (DType from : all)
+    for (DType to : all)
+      for (int64_t n : {0, 1, 33, 1000}) {
+        Tensor host = random_tensor({n}, from, 7, 0, 200);
+        Tensor want = Tensor::empty({n}, to);
+        want.copy_(host);
+        Tensor got = Tensor::empty({n}, to, dev());
+        got.copy_(host.to(dev()));  // converts on the device
+        expect_close(got, want, 0, std::string(dtype_name(from)) + "->" + dtype_name(to));
+      }
+}
+
+TEST_P(CoreOps, AxpyMatchesCpu) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32})
+    for (int64_t n : edge_sizes()) {
+      Tensor a = random_tensor({n}, dt, 3), b = random_tensor({n}, dt, 4);
+      Tensor da = a.to(dev()), db = b.to(dev());
+      kernels::axpy(kCPU)(a, b, 0.75);
+      kernels::axpy(dev())(da, db, 0.75);
+      expect_close(da, a, tol(0, 1e-6), dtype_name(dt));
+    }
+}
+
+TEST_P(CoreOps, DeviceMemoryIsNotHostMemoryOnCuda) {
+  Tensor t = Tensor::zeros({5}, DType::f32, dev());
+  EXPECT_EQ(t.device().is_host_addressable(), emulated());
+}
+
+TEST(CudaDiscovery, ReportsCleanlyWithoutADevice) {
+  int n = cuda::device_count();
+  EXPECT_GE(n, 0);
+  std::string d = cuda::describe();
+  if (n == 0) {
+    EXPECT_NE(d.find("no CUDA device"), std::string::npos) << d;
+    EXPECT_EQ(cuda::default_device(), kCPU);
+    EXPECT_THROW(cuda::default_device(true), NotSupportedError);
+  } else {
+    EXPECT_EQ(cuda::default_device().kind, DeviceKind::CUDA);
+  }
+}
+
+TANDEM_BACKEND_SUITE(CoreOps);
+
+}  // namespace
+}  // namespace tandem::testing

@@ -1,0 +1,234 @@
+// The SIMT emulator's own tests: CUDA's execution model (indices, barriers, shared memory, warp
+// shuffles, atomics) and the bugs it must report instead of hanging: a barrier reached by some
+// threads only, a missing __syncthreads, out-of-bounds shared memory, bad warp masks.
+#include "kernels/cuda/simt/simt.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+using tandem::simt::KernelError;
+#define LAUNCH(...) ::tandem::simt::launch(__FILE__, __LINE__, __VA_ARGS__)
+
+namespace {
+
+__global__ void record_indices(unsigned* out) {
+  unsigned b = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  unsigned t = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  out[b * blockDim.x * blockDim.y * blockDim.z + t] = b * 10000 + t;
+}
+
+TEST(Simt, EveryThreadOfEveryBlockRunsOnceWithItsIndices) {
+  dim3 grid(3, 2, 1), block(5, 3, 2);
+  std::vector<unsigned> out(6 * 30, 0xdeadu);
+  LAUNCH(record_indices, grid, block, 0, out.data());
+  for (unsigned b = 0; b < 6; ++b)
+    for (unsigned t = 0; t < 30; ++t) EXPECT_EQ(out[b * 30 + t], b * 10000 + t);
+}
+
+// Tree reduction through static shared memory; `sync` false drops the barriers (a planted bug).
+template <bool sync>
+__global__ void block_sum_static(const float* in, float* out, int n) {
+  __shared__ float buf[64];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  buf[threadIdx.x] = i < n ? in[i] : 0.0f;
+  if (sync) __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];
+    if (sync) __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = buf[0];
+}
+
+TEST(Simt, StaticSharedReductionWithBarriersIsRight) {
+  std::vector<float> in(150);
+  std::iota(in.begin(), in.end(), 1.0f);
+  std::vector<float> out(3);
+  LAUNCH(block_sum_static<true>, dim3(3), dim3(64), 0, in.data(), out.data(), 150);
+  EXPECT_EQ(out[0], 64.0f * 65 / 2);
+  EXPECT_EQ(out[1], (128.0f * 129 - 64.0f * 65) / 2);
+  EXPECT_EQ(out[2], (150.0f * 151 - 128.0f * 129) / 2);
+}
+
+TEST(Simt, MissingSyncthreadsGivesAWrongResult) {
+  std::vector<float> in(64, 1.0f);
+  std::vector<float> out(1, 0.0f);
+  LAUNCH(block_sum_static<false>, dim3(1), dim3(64), 0, in.data(), out.data(), 64);
+  EXPECT_NE(out[0], 64.0f);  // thread 0 ran ahead of the others' writes
+}
+
+template <bool sync>
+__global__ void block_sum_dynamic(const float* in, float* out) {
+  auto buf = tandem::simt::dynamic_shared<float>();
+  buf[threadIdx.x] = in[threadIdx.x];
+  if (sync) __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0;
+    for (unsigned j = 0; j < blockDim.x; ++j) s += buf[j];
+    out[0] = s;
+  }
+}
+
+TEST(Simt, MissingSyncthreadsOnDynamicSharedIsReported) {
+  std::vector<float> in(40, 2.0f), out(1);
+  LAUNCH(block_sum_dynamic<true>, dim3(1), dim3(40), 40 * sizeof(float), in.data(), out.data());
+  EXPECT_EQ(out[0], 80.0f);
+  try {
+    LAUNCH(block_sum_dynamic<false>, dim3(1), dim3(40), 40 * sizeof(float), in.data(), out.data());
+    FAIL() << "the missing barrier went unnoticed";
+  } catch (const KernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing __syncthreads"), std::string::npos) << e.what();
+  }
+}
+
+__global__ void racy_neighbour_read(float* out) {
+  auto buf = tandem::simt::dynamic_shared<float>();
+  buf[threadIdx.x] = static_cast<float>(threadIdx.x);
+  // No barrier: thread t reads what thread t-1 wrote in the same phase.
+  out[threadIdx.x] = threadIdx.x > 0 ? static_cast<float>(buf[threadIdx.x - 1]) : 0.0f;
+}
+
+TEST(Simt, ReadAfterAnotherThreadsWriteWithoutBarrierIsARace) {
+  std::vector<float> out(32);
+  EXPECT_THROW(LAUNCH(racy_neighbour_read, dim3(1), dim3(32), 32 * sizeof(float), out.data()), KernelError);
+}
+
+__global__ void read_past_shared(float* out, int extra) {
+  auto buf = tandem::simt::dynamic_shared<float>();
+  buf[threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = buf[threadIdx.x + extra];
+}
+
+TEST(Simt, OutOfBoundsSharedReadIsReported) {
+  std::vector<float> out(32);
+  LAUNCH(read_past_shared, dim3(1), dim3(32), 32 * sizeof(float), out.data(), 0);
+  try {
+    LAUNCH(read_past_shared, dim3(1), dim3(32), 32 * sizeof(float), out.data(), 1);
+    FAIL() << "the out-of-bounds read went unnoticed";
+  } catch (const KernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of bounds"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("thread (31,0,0)"), std::string::npos) << e.what();
+  }
+}
+
+__global__ void barrier_after_early_exit(int* out, int n) {
+  if (static_cast<int>(threadIdx.x) >= n) return;
+  __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+TEST(Simt, BarrierReachedBySomeThreadsIsReportedNotHung) {
+  std::vector<int> out(64);
+  LAUNCH(barrier_after_early_exit, dim3(1), dim3(64), 0, out.data(), 64);
+  try {
+    LAUNCH(barrier_after_early_exit, dim3(1), dim3(64), 0, out.data(), 40);
+    FAIL() << "a barrier in divergent code went unnoticed";
+  } catch (const KernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("reached by 40 of 64"), std::string::npos) << e.what();
+  }
+}
+
+__global__ void divergent_barriers(int* out) {
+  if (threadIdx.x % 2) {
+    __syncthreads();
+  } else {
+    __syncthreads();
+  }
+  out[threadIdx.x] = 1;
+}
+
+TEST(Simt, ThreadsAtDifferentBarriersAreReported) {
+  std::vector<int> out(32);
+  EXPECT_THROW(LAUNCH(divergent_barriers, dim3(1), dim3(32), 0, out.data()), KernelError);
+}
+
+__global__ void warp_sums(const int* in, int* out) {
+  int v = in[threadIdx.x];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  int down = in[threadIdx.x];
+  for (int o = 16; o > 0; o /= 2) down += __shfl_down_sync(0xffffffffu, down, o);
+  int first = __shfl_sync(0xffffffffu, in[threadIdx.x], 0);
+  int up = __shfl_up_sync(0xffffffffu, in[threadIdx.x], 1);
+  unsigned ballot = __ballot_sync(0xffffffffu, in[threadIdx.x] % 2);
+  out[threadIdx.x * 5 + 0] = v;
+  out[threadIdx.x * 5 + 1] = down;
+  out[threadIdx.x * 5 + 2] = first;
+  out[threadIdx.x * 5 + 3] = up;
+  out[threadIdx.x * 5 + 4] = static_cast<int>(ballot);
+}
+
+TEST(Simt, WarpShufflesExchangeAmongTheWarpsLanes) {
+  std::vector<int> in(64);
+  std::iota(in.begin(), in.end(), 0);
+  std::vector<int> out(64 * 5);
+  LAUNCH(warp_sums, dim3(1), dim3(64), 0, in.data(), out.data());
+  for (int w = 0; w < 2; ++w) {
+    int total = 0;
+    for (int l = 0; l < 32; ++l) total += in[w * 32 + l];
+    for (int l = 0; l < 32; ++l) {
+      int t = w * 32 + l;
+      EXPECT_EQ(out[t * 5 + 0], total);
+      if (l == 0) EXPECT_EQ(out[t * 5 + 1], total);
+      EXPECT_EQ(out[t * 5 + 2], w * 32);
+      EXPECT_EQ(out[t * 5 + 3], l == 0 ? t : t - 1);
+      EXPECT_EQ(static_cast<unsigned>(out[t * 5 + 4]), 0xaaaaaaaau);
+    }
+  }
+}
+
+__global__ void full_mask_shuffle(int* out) { out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1, 1); }
+
+TEST(Simt, FullMaskShuffleInAPartialWarpIsReported) {
+  std::vector<int> out(48);
+  EXPECT_THROW(LAUNCH(full_mask_shuffle, dim3(1), dim3(48), 0, out.data()), KernelError);
+}
+
+__global__ void shuffle_after_exit(int* out) {
+  if (threadIdx.x == 3) return;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
+}
+
+TEST(Simt, ShuffleWaitingForAnExitedLaneIsReportedNotHung) {
+  std::vector<int> out(32);
+  EXPECT_THROW(LAUNCH(shuffle_after_exit, dim3(1), dim3(32), 0, out.data()), KernelError);
+}
+
+__global__ void count_atomically(int* counter, float* fsum) {
+  atomicAdd(counter, 1);
+  atomicAdd(fsum, 0.5f);
+  atomicMax(counter + 1, static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x));
+}
+
+TEST(Simt, Atomics) {
+  int counter[2] = {0, 0};
+  float fsum = 0;
+  LAUNCH(count_atomically, dim3(3), dim3(33), 0, counter, &fsum);
+  EXPECT_EQ(counter[0], 99);
+  EXPECT_EQ(counter[1], 98);
+  EXPECT_EQ(fsum, 49.5f);
+}
+
+__global__ void nothing(int) {}
+
+TEST(Simt, InvalidLaunchConfigurationsAreReported) {
+  EXPECT_THROW(LAUNCH(nothing, dim3(1), dim3(1025), 0, 0), KernelError);
+  EXPECT_THROW(LAUNCH(nothing, dim3(0), dim3(32), 0, 0), KernelError);
+  EXPECT_THROW(LAUNCH(nothing, dim3(1), dim3(32), 64 * 1024, 0), KernelError);
+}
+
+__global__ void throws_in_kernel(int* out) {
+  if (threadIdx.x == 7) throw std::runtime_error("boom");
+  __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+TEST(Simt, AnExceptionInOneThreadUnwindsTheBlock) {
+  std::vector<int> out(64);
+  EXPECT_THROW(LAUNCH(throws_in_kernel, dim3(2), dim3(64), 0, out.data()), std::runtime_error);
+  LAUNCH(record_indices, dim3(1), dim3(4), 0, reinterpret_cast<unsigned*>(out.data()));  // still usable
+  EXPECT_EQ(out[3], 3);
+}
+
+}  // namespace
