@@ -7,6 +7,9 @@ namespace tandem::comm {
 
 namespace {
 int mod(int64_t a, int n) { return static_cast<int>(((a % n) + n) % n); }
+// Up to this many bytes, power-of-two groups of more than 2 ranks use recursive doubling: fewer
+// dependent hops matter more than bandwidth there (and much more with ranks sharing cores).
+constexpr int64_t kDoublingMaxBytes = 32 * 1024;
 }  // namespace
 
 Ring::Ring(Transport& t, int64_t segment_bytes)
@@ -91,20 +94,40 @@ void Ring::passes(char* buf, int64_t count, DType dtype, ReduceOp op, int q, boo
   }
 }
 
+void Ring::recursive_doubling(char* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
+  const int n = t_.size(), r = t_.rank();
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
+  char* theirs = static_cast<char*>(partner_.get(t_, bytes));
+  for (int d = 1; d < n; d <<= 1) {
+    // Exchange partial sums with the partner across bit d; both then hold mine + theirs.
+    t_.send(buf, bytes, r ^ d);
+    t_.recv(theirs, bytes, r ^ d);
+    t_.wait(info);
+    t_.reduce(buf, theirs, count, dtype, op);
+  }
+  if (op == ReduceOp::Avg) t_.divide(buf, count, dtype, n);
+}
+
 void Ring::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
   const int n = t_.size();
   if (count == 0 || n == 1) return;  // a one-rank sum, max, min or average is the input itself
-  if (is_low_precision(dtype)) {
-    // f16/bf16: sum in f32 along the same fixed ring order, round once at the end.
+  const DType wdt = is_low_precision(dtype) ? DType::f32 : dtype;
+  const bool doubling = n > 2 && (n & (n - 1)) == 0 && count * int64_t(dtype_size(wdt)) <= kDoublingMaxBytes;
+  auto run = [&](char* data) {
+    if (doubling) return recursive_doubling(data, count, wdt, op, info);
+    // Phase 1 (reduce-scatter): rank r ends owning the reduced chunk r+1.
+    // Phase 2 (all-gather): the owned chunks travel once around the ring.
+    passes(data, count, wdt, op, t_.rank(), true, true, info);
+  };
+  if (wdt != dtype) {
+    // f16/bf16: sum in f32 along the same fixed order, round once at the end.
     float* wide = static_cast<float*>(wide_.get(t_, static_cast<size_t>(count) * 4));
     t_.convert(wide, DType::f32, buf, dtype, count);
-    passes(reinterpret_cast<char*>(wide), count, DType::f32, op, t_.rank(), true, true, info);
+    run(reinterpret_cast<char*>(wide));
     t_.convert(buf, dtype, wide, DType::f32, count);
     return;
   }
-  // Phase 1 (reduce-scatter): rank r ends owning the reduced chunk r+1.
-  // Phase 2 (all-gather): the owned chunks travel once around the ring.
-  passes(static_cast<char*>(buf), count, dtype, op, t_.rank(), true, true, info);
+  run(static_cast<char*>(buf));
 }
 
 void Ring::reduce_scatter(const void* send, void* recv, int64_t recv_count, DType dtype, ReduceOp op,
@@ -122,7 +145,6 @@ void Ring::reduce_scatter(const void* send, void* recv, int64_t recv_count, DTyp
   else
     t_.copy(work, send, static_cast<size_t>(total) * wsz);
   passes(work, total, wdt, op, mod(r - 1, n), true, false, info);
-  if (n == 1 && op == ReduceOp::Avg) {}  // nothing to divide: one rank
   char* mine = work + static_cast<size_t>(recv_count) * r * wsz;
   if (low)
     t_.convert(recv, dtype, mine, DType::f32, recv_count);

@@ -28,12 +28,18 @@ class Ring {
   void passes(char* buf, int64_t count, DType dtype, ReduceOp op, int q, bool do_rs, bool do_ag,
               const OpInfo& info);
 
+  // Small buffers on a power-of-two number (> 2) of ranks: recursive doubling, log2(n) exchanges of
+  // the whole buffer instead of 2(n-1) ring steps. Partners add the same two partial sums (IEEE
+  // addition commutes), so all ranks still end bitwise identical, and reruns repeat.
+  void recursive_doubling(char* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info);
+
   Transport& t_;
   int64_t segment_bytes_;
   Scratch recv_tmp_[2];  // double-buffered landing zone of received reduce-scatter segments
   Scratch wide_;         // f32 copy of f16/bf16 data (sums accumulate in f32)
   Scratch work_;         // reduce-scatter working copy of the send buffer
   Scratch token_;        // the barrier's token
+  Scratch partner_;      // recursive doubling: the partner's partial sum
 };
 
 }  // namespace tandem::comm

@@ -4,6 +4,7 @@
 
 #include "apps/common/cli.h"
 #include "apps/common/factory.h"
+#include "apps/common/host_memory.h"
 #include "apps/common/trainer.h"
 #include "runtime/data/dataset.h"
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   if (auto rc = app::parse_cli(cli, argc, argv)) return *rc;
 
   return app::run_guarded("tandem-train", [&] {
+    app::keep_freed_host_memory();
     int threads = app::apply_threads(cfg.threads);
     // One process for now; a DDP mode sets world.comm (comm::make_mpi_communicator()) and wraps the model.
     app::World world;

@@ -2,7 +2,7 @@
 // ring (--algo ring), the communicator's native path (--algo native: MPI_Iallreduce) and plain
 // blocking MPI_Allreduce (--algo mpi). One JSON line per size and algo; time is the median over
 // iterations (each the slowest rank's) after warm-up; busbw = algbw * 2(n-1)/n as nccl-tests.
-// Also prints single-core memcpy bandwidth for comparison. Run: mpirun -np 2 tandem-bench-allreduce
+// Also prints single-core memcpy bandwidth for comparison (alone, and with every rank copying). Run: mpirun -np 2 tandem-bench-allreduce
 #include <mpi.h>
 
 #include <algorithm>
@@ -91,11 +91,18 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   using namespace tandem::comm;
   {
-    if (rank == 0)
-      for (size_t bytes : {size_t(16) << 20, size_t(64) << 20})
-        std::printf("{\"memcpy_bytes\":%zu,\"memcpy_GBps\":%.3f}\n", bytes, memcpy_gbps(bytes));
-    std::fflush(stdout);
-    MPI_Barrier(MPI_COMM_WORLD);
+    // memcpy on rank 0 alone (the others wait), then on every rank at once (what each core gets
+    // while all of them stream memory, as during an all-reduce).
+    for (size_t bytes : {size_t(16) << 20, size_t(64) << 20}) {
+      double alone = rank == 0 ? memcpy_gbps(bytes) : 0.0;
+      MPI_Barrier(MPI_COMM_WORLD);
+      double together = memcpy_gbps(bytes);
+      if (rank == 0)
+        std::printf("{\"memcpy_bytes\":%zu,\"memcpy_GBps\":%.3f,\"memcpy_all_ranks_GBps\":%.3f}\n", bytes,
+                    alone, together);
+      std::fflush(stdout);
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
 
     Options ring_opts, native_opts;
     ring_opts.segment_bytes = args.segment_bytes;

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tandem-bench-scaling: DDP step time with and without communication (run under mpirun)",
                "tandem-bench-scaling"};
   std::string model = "mlp";
-  int64_t batch = 128, steps = 30, warmup = 5, rounds = 3;
+  int64_t batch = 128, steps = 10, warmup = 5, rounds = 9;
   int threads = 1;
   double bucket_cap_mb = 25.0;
   bool as_view = false;
@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
                        {"batch_per_rank", batch},
                        {"threads_per_rank", threads},
                        {"buckets", static_cast<int64_t>(buffers.size())},
+                       {"buckets_launched_during_backward", with_comm.ddp->reducer().stats().launched_early},
                        {"grad_bytes", grad_bytes},
                        {"gradient_as_bucket_view", as_view},
                        {"step_ms", 1e3 * step},

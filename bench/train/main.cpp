@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/common/host_memory.h"
 #include "bench/common/peak.h"
 #include "bench/train/profile.h"
 #include "nn/models.h"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   }
   try {
     omp_set_num_threads(threads);
+    app::keep_freed_host_memory();  // as tandem-train does
     Generator gen(0);
     auto net = nn::make_model(model, gen);
     nn::SGDOptions so;

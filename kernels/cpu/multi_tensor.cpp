@@ -1,6 +1,7 @@
 // CPU multi-tensor kernels: the chunk list of kernels/multi_tensor.h, one OpenMP iteration per
 // chunk. Elementwise math is kernels/common/adam_step.h, so results equal the per-tensor kernels;
 // sums of squares are added chunk by chunk in list order (deterministic for any thread count).
+// A list of one chunk runs on the calling thread: a parallel region costs more than it saves.
 #include <cmath>
 
 #include "kernels/multi_tensor.h"
@@ -38,7 +39,7 @@ bool skip_step(const Tensor& found_inf) { return found_inf.defined() && found_in
 void cpu_unscale(const std::vector<Tensor>& grads, double inv_scale, Tensor& found_inf) {
   std::vector<TensorChunk> chunks = make_chunks(grads);
   int any = 0;
-#pragma omp parallel for schedule(static) reduction(| : any)
+#pragma omp parallel for schedule(static) reduction(| : any) if (chunks.size() > 1)
   for (size_t c = 0; c < chunks.size(); ++c) {
     const TensorChunk& ch = chunks[c];
     const Tensor& g = grads[static_cast<size_t>(ch.tensor)];
@@ -61,7 +62,7 @@ double cpu_sum_squares_check(const std::vector<Tensor>& grads, Tensor& found_inf
   std::vector<TensorChunk> chunks = make_chunks(grads);
   std::vector<double> partial(chunks.size(), 0.0);
   int any = 0;
-#pragma omp parallel for schedule(static) reduction(| : any)
+#pragma omp parallel for schedule(static) reduction(| : any) if (chunks.size() > 1)
   for (size_t c = 0; c < chunks.size(); ++c) {
     const TensorChunk& ch = chunks[c];
     const Tensor& g = grads[static_cast<size_t>(ch.tensor)];
@@ -97,7 +98,7 @@ void cpu_adam(const MultiTensorAdamArgs& a) {
   if (skip_step(a.found_inf) || a.params.empty()) return;
   const bool master = !a.model_params.empty();
   std::vector<TensorChunk> chunks = make_chunks(a.params);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (chunks.size() > 1)
   for (size_t c = 0; c < chunks.size(); ++c) {
     const TensorChunk& ch = chunks[c];
     const size_t t = static_cast<size_t>(ch.tensor);
@@ -135,7 +136,7 @@ void cpu_sgd(const MultiTensorSgdArgs& a) {
   const bool master = !a.model_params.empty();
   const bool momentum = !a.momentum_bufs.empty();
   std::vector<TensorChunk> chunks = make_chunks(a.params);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (chunks.size() > 1)
   for (size_t c = 0; c < chunks.size(); ++c) {
     const TensorChunk& ch = chunks[c];
     const size_t t = static_cast<size_t>(ch.tensor);

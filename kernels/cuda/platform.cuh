@@ -38,7 +38,7 @@ inline unsigned grid_for(int64_t n, int64_t per_block) {
 #ifdef TANDEM_SIMT_EMULATOR
 template <class T>
 inline simt::SharedPtr<T> dynamic_shared() { return simt::dynamic_shared<T>(); }
-#else
+#elif defined(__CUDACC__)
 template <class T>
 __device__ __forceinline__ T* dynamic_shared() {
   extern __shared__ __align__(16) unsigned char tandem_dynamic_smem[];
@@ -47,7 +47,9 @@ __device__ __forceinline__ T* dynamic_shared() {
 #endif
 
 // Runs kernel<<<grid, block, shared_bytes, stream>>>(args...) and checks the launch; under the
-// emulator runs it to completion and turns an emulator report into a BackendError.
+// emulator runs it to completion and turns an emulator report into a BackendError. (Host-only C++
+// files of the CUDA build, such as runtime_cuda.cpp, see no launch.)
+#if defined(TANDEM_SIMT_EMULATOR) || defined(__CUDACC__)
 template <class... P, class... A>
 void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared_bytes,
             Stream stream, A&&... args) {
@@ -64,6 +66,7 @@ void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 bl
   if (err != cudaSuccess) throw_call_error("kernel launch", file, line, cudaGetErrorString(err));
 #endif
 }
+#endif
 
 }  // namespace tandem::TANDEM_CUDA_NS
 

@@ -7,9 +7,9 @@
 // updated, and the model's tensors receive the rounded values. Their state (moments in f32, the
 // "master" copies) goes through state_tensors()/load_state_tensors() like any optimizer state.
 //
-// Optimizer::step() is not virtual: call step() on the fused type (or through GradScaler::step, or
-// nn::optimizer_step), not through an Optimizer& (which would take the per-tensor path, and in
-// master-weights mode would find no gradients on the f32 copies).
+// Optimizer::step() and zero_grad() are virtual, so calls through an Optimizer& take the fused
+// path too (step: one launch per device; zero_grad: the model's gradients, which in master-weights
+// mode are not on the group params). nn::optimizer_step(opt) is the same call, kept for callers.
 #pragma once
 #include <vector>
 

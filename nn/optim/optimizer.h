@@ -27,9 +27,9 @@ class Optimizer {
 
   // Updates every parameter that has a gradient (parameters without one are skipped, as PyTorch),
   // under NoGradGuard, on the parameter's device. Counts steps.
-  void step();
+  virtual void step();  // virtual: the fused optimizers replace the per-tensor loop
   // Zeros gradients in place (keeps their storage: DDP bucket views stay valid).
-  void zero_grad();
+  virtual void zero_grad();
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }

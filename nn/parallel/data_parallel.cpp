@@ -94,6 +94,12 @@ DataParallel::DataParallel(std::shared_ptr<Module> module, std::vector<Device> d
     : devices_(std::move(devices)) {
   TANDEM_CHECK(module != nullptr, "DataParallel: no module given");
   TANDEM_CHECK(!devices_.empty(), "DataParallel: no devices given");
+  for (const Device& d : devices_)
+    if (!d.is_host_addressable())
+      TANDEM_FAIL(NotSupported,
+                  "DataParallel on {}: the in-process ring (comm::make_local_group) moves host memory only; use cpu:k "
+                  "devices here, or DDP with one process per GPU",
+                  d.str());
   for (size_t i = 0; i < devices_.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       TANDEM_CHECK(devices_[i] != devices_[j], "DataParallel: device {} is listed twice", devices_[i].str());

@@ -209,6 +209,8 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   check_finished();
   drain();  // a forward without a backward may have left launched work behind
   std::fill(ready_.begin(), ready_.end(), 0);
+  ready_count_ = 0;
+  stats_.launched_early = 0;
   for (auto& b : buckets_) b.pending = static_cast<int64_t>(b.params.size());
   next_bucket_ = 0;
   finalized_ = false;
@@ -271,6 +273,7 @@ void Reducer::mark_ready(size_t i, bool) {
     slot.zero_();
   }
   ready_[i] = 1;
+  ++ready_count_;
   Bucket& b = buckets_[bucket_of_[i]];
   if (--b.pending == 0) launch_ready_buckets();
 }
@@ -280,6 +283,7 @@ void Reducer::launch_ready_buckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     Bucket& b = buckets_[next_bucket_];
     if (next_bucket_ == 0) first_launch_time_ = now_s();
+    if (ready_count_ < params_.size()) ++stats_.launched_early;
     if (!options_.skip_allreduce)
       b.work = comm_->allreduce(b.buffer.data_ptr(), b.buffer.numel(), b.buffer.dtype(), comm::ReduceOp::Avg);
     ++next_bucket_;

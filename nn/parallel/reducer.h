@@ -43,6 +43,8 @@ struct ReducerStats {
   double finalize_s = 0;         // last iteration: wait + copying gradients back
   double first_launch_to_done_s = 0;  // last iteration: first bucket launched .. all reduced
   int64_t bytes = 0;             // bytes all-reduced per iteration
+  // Last iteration: buckets launched while some gradients were still to come (overlap).
+  int64_t launched_early = 0;
 };
 
 class Reducer : public std::enable_shared_from_this<Reducer> {
@@ -106,6 +108,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   bool backward_started_ = false;  // some hook fired since prepare
   bool finalized_ = false;
   size_t next_bucket_ = 0;
+  size_t ready_count_ = 0;
   std::vector<char> ready_;
   std::vector<char> locally_used_;      // find_unused / static_graph
   Tensor used_counts_;                  // i32 [P], all-reduced: how many ranks used each param

@@ -7,7 +7,11 @@
 namespace tandem::nn::parallel {
 
 std::optional<DistributedDataParallel::NoSync> ParallelSetup::accumulation_scope(int64_t micro) {
-  if (!ddp || (micro + 1) % accumulation_steps == 0) return std::nullopt;
+  return no_sync_unless((micro + 1) % accumulation_steps == 0);
+}
+
+std::optional<DistributedDataParallel::NoSync> ParallelSetup::no_sync_unless(bool reduce) {
+  if (!ddp || reduce) return std::nullopt;
   return ddp->no_sync();
 }
 

@@ -50,6 +50,9 @@ struct ParallelSetup {
   // Held across forward and backward of micro-batch `micro` (counted from 0 within an optimizer
   // step): in ddp mode every micro-batch but the last accumulates without communicating.
   std::optional<DistributedDataParallel::NoSync> accumulation_scope(int64_t micro);
+  // The same with the decision made by the caller: `reduce` is true for the micro-batch right
+  // before an optimizer step (e.g. also for the last, shorter group of an epoch).
+  std::optional<DistributedDataParallel::NoSync> no_sync_unless(bool reduce);
   // Before optimizer.step(): in ddp mode, throws the clear unused-parameter error if the last
   // backward did not reduce every gradient (gradients are already averaged otherwise).
   void before_optimizer_step() const;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/executor.h"
 #include "tests/comm/comm_test_util.h"
 
 namespace tandem::comm::test {
@@ -168,6 +169,37 @@ TEST(CommLocal, DesyncCheckNamesTheRank) {
     EXPECT_NE(m.find("ranks 2 differ"), std::string::npos) << m;
     EXPECT_NE(m.find("rank 2: #1 allgather(count=0"), std::string::npos) << m;
   }
+}
+
+// The executor without a thread (MPI below MPI_THREAD_MULTIPLE): work runs inside submit(); an
+// error is kept for wait() and breaks the executor for later work.
+TEST(CommExecutor, InlineModeRunsInsideSubmitAndKeepsErrors) {
+  auto ex = std::make_shared<Executor>(/*use_thread=*/false);
+  int ran = 0;
+  WorkPtr a = ex->submit([&] { ++ran; });
+  EXPECT_EQ(ran, 1);
+  EXPECT_TRUE(a->is_completed());
+  WorkPtr b = ex->submit([&] { TANDEM_FAIL(Comm, "boom"); });
+  EXPECT_TRUE(b->is_completed());
+  EXPECT_THROW(b->wait(), CommError);
+  EXPECT_TRUE(ex->broken());
+  WorkPtr c = ex->submit([&] { ++ran; });
+  EXPECT_THROW(c->wait(), CommError);
+  EXPECT_EQ(ran, 1);
+  ex->shutdown();
+}
+
+TEST(CommExecutor, ThreadedModeRunsInOrderAndWaitCanSteal) {
+  auto ex = std::make_shared<Executor>(/*use_thread=*/true);
+  std::vector<int> order;
+  std::vector<WorkPtr> works;
+  for (int i = 0; i < 50; ++i) works.push_back(ex->submit([&order, i] { order.push_back(i); }));
+  works.back()->wait();
+  for (auto& w : works) EXPECT_TRUE(w->is_completed());
+  std::vector<int> want(50);
+  for (int i = 0; i < 50; ++i) want[i] = i;
+  EXPECT_EQ(order, want);
+  ex->shutdown();
 }
 
 }  // namespace

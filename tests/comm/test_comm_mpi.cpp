@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -91,23 +92,38 @@ TEST(CommMpi, AllreduceMatchesMpiAllreduce) {
     MPI_Allreduce(iv.data(), iref.data(), static_cast<int>(count), MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
     c.allreduce(iv.data(), count, DType::i64, ReduceOp::Max)->wait();
     ASSERT_EQ(iv, iref);
+    std::vector<int32_t> jv(static_cast<size_t>(count)), jref(jv.size());
+    for (int64_t i = 0; i < count; ++i) jv[i] = int32_t((i * 7919 + c.rank() * 31) % 65521) - 30000;
+    MPI_Allreduce(jv.data(), jref.data(), static_cast<int>(count), MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+    c.allreduce(jv.data(), count, DType::i32, ReduceOp::Sum)->wait();
+    ASSERT_EQ(jv, jref);
+    std::vector<double> dv(v.size()), dref(v.size());
+    for (int64_t i = 0; i < count; ++i) dv[i] = std::sin(double(i) + c.rank());
+    MPI_Allreduce(dv.data(), dref.data(), static_cast<int>(count), MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    c.allreduce(dv.data(), count, DType::f64, ReduceOp::Min)->wait();
+    ASSERT_EQ(dv, dref);  // min is exact
+    for (int64_t i = 0; i < count; ++i) dv[i] = std::sin(double(i) + c.rank());
+    MPI_Allreduce(dv.data(), dref.data(), static_cast<int>(count), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    c.allreduce(dv.data(), count, DType::f64, ReduceOp::Sum)->wait();
+    for (int64_t i = 0; i < count; ++i) ASSERT_NEAR(dv[i], dref[i], 1e-12 * (1 + std::abs(dref[i])));
   }
 }
 
 TEST(CommMpi, BitwiseIdenticalAcrossRanksAndReruns) {
   for (int variant = 0; variant < 3; ++variant) {
-    Communicator& c = variant == 0 ? world(Algo::Ring, 4096) : variant == 1 ? world(Algo::Ring, 0)
-                                                                            : world(Algo::Ring, 4096, false);
-    for (DType t : {DType::f32, DType::bf16, DType::f16, DType::f64}) {
-      const int64_t count = 100003;
-      auto v = random_floats(count, 99u + 17u * c.rank());
-      std::vector<double> dv(v.begin(), v.end());
-      auto a = make_buffer(t, dv), b = make_buffer(t, dv);
-      c.allreduce(a.data(), count, t, ReduceOp::Sum)->wait();
-      c.allreduce(b.data(), count, t, ReduceOp::Sum)->wait();
-      EXPECT_EQ(a, b) << "rerun differs, " << dtype_name(t);
-      EXPECT_TRUE(same_on_all_ranks(a.data(), a.size())) << "ranks differ, " << dtype_name(t);
-    }
+    Communicator& c = variant == 0 ? world(Algo::Ring, 4096)
+                      : variant == 1 ? world(Algo::Ring, 0)
+                                     : world(Algo::Ring, 4096, /*shared_memory=*/false);
+    for (DType t : {DType::f32, DType::bf16, DType::f16, DType::f64})
+      for (int64_t count : {1000, 100003}) {  // small: recursive doubling on 4 ranks; large: ring
+        auto v = random_floats(count, 99u + 17u * c.rank());
+        std::vector<double> dv(v.begin(), v.end());
+        auto a = make_buffer(t, dv), b = make_buffer(t, dv);
+        c.allreduce(a.data(), count, t, ReduceOp::Sum)->wait();
+        c.allreduce(b.data(), count, t, ReduceOp::Sum)->wait();
+        EXPECT_EQ(a, b) << "rerun differs, " << dtype_name(t) << " count " << count;
+        EXPECT_TRUE(same_on_all_ranks(a.data(), a.size())) << "ranks differ, " << dtype_name(t) << " count " << count;
+      }
   }
 }
 

@@ -22,8 +22,15 @@ class BackendTest : public ::testing::TestWithParam<DeviceKind> {
   }
   Device dev() const { return Device(GetParam(), 0); }
   bool emulated() const { return GetParam() == DeviceKind::SIM; }
-  // Relative tolerance: `exact_ok` ops are bitwise on SIM; CUDA gets `gpu_tol`.
+  // Relative tolerance: sim_tol on SIM (0: bitwise), gpu_tol on a GPU (its own libm and FMAs).
   double tol(double sim_tol, double gpu_tol = 1e-5) const { return emulated() ? sim_tol : gpu_tol; }
+  // A few units in the last place of dt: the same formula in the same order can still differ by
+  // that much where the host compiler contracts a*b+c into an FMA in one build and not the other
+  // (g++ contracts by default in C++ mode).
+  double ulps(DType dt) const {
+    double eps = dt == DType::f64 ? 2.2e-16 : dt == DType::f16 ? 9.8e-4 : dt == DType::bf16 ? 7.8e-3 : 1.2e-7;
+    return emulated() ? 4 * eps : std::max(4 * eps, 1e-5);
+  }
 };
 
 inline std::string kind_name(const ::testing::TestParamInfo<DeviceKind>& info) {

@@ -149,8 +149,14 @@ TEST(DDP, BucketsFollowReverseParameterOrder) {
   ASSERT_FALSE(names.empty());
   EXPECT_EQ(names.front().front(), "4.bias");  // the last parameter comes first
   EXPECT_EQ(names.back().back(), "0.weight");
-  // 4.bias (20 B) then 4.weight (320 B) would pass 100 B: the first bucket is 4.bias alone.
+  // 4.weight (320 B) is larger than the 100 B first limit: 4.bias and 4.weight are alone.
   EXPECT_EQ(names.front().size(), 1u);
+  // Buckets launch during backward, as soon as their gradients are in: all but the last one
+  // before the last gradient arrives.
+  Batch b = make_batch(5, {8, 12}, 5);
+  ops::cross_entropy(ddp.forward(b.x), b.y).backward();
+  EXPECT_TRUE(ddp.reducer().finalized());
+  EXPECT_EQ(ddp.reducer().stats().launched_early, static_cast<int64_t>(names.size()) - 1);
 }
 
 TEST(DDP, FindUnusedParametersWithRankDependentUse) {
