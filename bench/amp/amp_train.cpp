@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
     int64_t correct = 0;
     {
       NoGradGuard ng;
+      test_loader.set_epoch(0);
       for (int64_t b = 0; b < test_loader.num_batches(); ++b) {
         data::Batch bt = test_loader.batch(b);
         std::optional<AutocastGuard> ac;

@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
   std::string model = "mlp";
   int64_t batch = 128, steps = 10, warmup = 5, rounds = 9;
   int threads = 1;
-  double bucket_cap_mb = 25.0;
-  bool as_view = false;
+  double bucket_cap_mb = 25.0, first_bucket_mb = 1.0;
+  bool as_view = false, no_broadcast_buffers = false;
   app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
   app.add_option("--batch-size", batch, "samples per step per rank")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--steps", steps, "timed steps per round and mode")->check(CLI::PositiveNumber)->capture_default_str();
@@ -108,7 +108,9 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "rounds alternating the two modes")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--threads", threads, "compute threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--bucket-cap-mb", bucket_cap_mb, "DDP bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--first-bucket-mb", first_bucket_mb, "DDP first bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_flag("--gradient-as-bucket-view", as_view, "gradients live in the buckets");
+  app.add_flag("--no-broadcast-buffers", no_broadcast_buffers, "skip DDP's per-forward broadcast of BN buffers");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -123,7 +125,9 @@ int main(int argc, char** argv) {
     const int rank = comm->rank(), world = comm->size();
     Setup setup{model, batch, {}};
     setup.ddp.bucket_cap_mb = bucket_cap_mb;
+    setup.ddp.first_bucket_mb = first_bucket_mb;
     setup.ddp.gradient_as_bucket_view = as_view;
+    setup.ddp.broadcast_buffers = !no_broadcast_buffers;
     Runner with_comm(setup, comm, false), without_comm(setup, comm, true);
 
     // Per-rank data (ranks see different samples, as under a DistributedSampler).
@@ -193,6 +197,7 @@ int main(int argc, char** argv) {
                        {"buckets_launched_during_backward", with_comm.ddp->reducer().stats().launched_early},
                        {"grad_bytes", grad_bytes},
                        {"gradient_as_bucket_view", as_view},
+                       {"broadcast_buffers", !no_broadcast_buffers},
                        {"step_ms", 1e3 * step},
                        {"step_ms_nocomm", 1e3 * step_nocomm},
                        {"samples_per_s", static_cast<double>(batch * world) / step},

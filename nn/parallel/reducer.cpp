@@ -234,7 +234,7 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   const std::vector<char>& used = options_.static_graph ? static_used_ : locally_used_;
   if (search || options_.static_graph)
     for (size_t i = 0; i < params_.size(); ++i)
-      if (!used[i]) mark_ready(i, false);
+      if (!used[i]) mark_ready(i);
 }
 
 void Reducer::on_grad_ready(size_t i) {
@@ -255,10 +255,10 @@ void Reducer::on_grad_ready(size_t i) {
                 "DistributedDataParallel before each backward, and use no_sync() to accumulate gradients.",
                 names_[i], i);
   backward_started_ = true;
-  mark_ready(i, true);
+  mark_ready(i);
 }
 
-void Reducer::mark_ready(size_t i, bool) {
+void Reducer::mark_ready(size_t i) {
   NoGradGuard no_grad;
   Tensor& p = params_[i];
   Tensor g = p.grad();

@@ -85,7 +85,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void install_hooks();
   void on_grad_ready(size_t index);
   // Puts parameter `index`'s gradient (or zeros, when it has none) into its slot; counts it ready.
-  void mark_ready(size_t index, bool from_hook);
+  void mark_ready(size_t index);
   void launch_ready_buckets();
   void finalize_backward();
   void drain() noexcept;  // waits for any launched work, ignoring errors

@@ -14,7 +14,8 @@
 //     loss.backward();
 //   }
 //   ps.before_optimizer_step();  optimizer.step();  optimizer.zero_grad();
-//   ... evaluation: ps.before_evaluation(); then ps.inner->eval() and forward under NoGradGuard.
+//   ... evaluation: ps.before_evaluation() (all ranks), then forwards under NoGradGuard through
+//   ps.model or ps.inner: local, so ranks may run different numbers of batches.
 #pragma once
 #include <memory>
 #include <optional>
@@ -56,9 +57,9 @@ struct ParallelSetup {
   // Before optimizer.step(): in ddp mode, throws the clear unused-parameter error if the last
   // backward did not reduce every gradient (gradients are already averaged otherwise).
   void before_optimizer_step() const;
-  // Before evaluating: ranks evaluate `inner` on their own shards (unequal batch counts, so not
-  // through the DDP wrapper, whose forward is collective); in ddp mode this first gives every rank
-  // rank 0's BN running statistics (collective).
+  // Before evaluating (collective in ddp mode): every rank gets rank 0's BN running statistics.
+  // Evaluation forwards under NoGradGuard are then local (DDP's forward communicates only when its
+  // backward will be reduced), so ranks may evaluate different numbers of batches.
   void before_evaluation() const;
 };
 

@@ -47,7 +47,7 @@ TEST_P(CoreOps, AxpyMatchesCpu) {
       Tensor da = a.to(dev()), db = b.to(dev());
       kernels::axpy(kCPU)(a, b, 0.75);
       kernels::axpy(dev())(da, db, 0.75);
-      expect_close(da, a, tol(0, 1e-6), dtype_name(dt));
+      expect_close(da, a, tol(0, ulps(dt)), dtype_name(dt));
     }
 }
 

@@ -28,7 +28,7 @@ TEST_P(ElementwiseOps, BinaryBroadcastMatchesCpuExactly) {
         Tensor want = Tensor::empty(so, dt), got = Tensor::empty(so, dt, dev());
         kernels::binary(kCPU)(op, a, b, want);
         kernels::binary(dev())(op, a.to(dev()), b.to(dev()), got);
-        expect_close(got, want, tol(0, 1e-6),
+        expect_close(got, want, tol(0, ulps(dt)),
                      std::string(dtype_name(dt)) + " op " + std::to_string(int(op)) + " " + shape_str(sa) + shape_str(sb));
       }
     }
@@ -65,11 +65,11 @@ TEST_P(ElementwiseOps, UnaryAndBackwardMatchCpu) {
           kernels::unary(dev())(op, x.to(dev()), dy, alpha);
           std::string what = std::string(dtype_name(dt)) + " unary " + std::to_string(int(op)) + " n=" + std::to_string(n);
           // SIM: the same libm, so exact; a GPU's exp/erf/tanh are within a few ulps.
-          expect_close(dy, y, tol(0, 1e-5), what);
+          expect_close(dy, y, tol(0, 4 * ulps(dt)), what);
           Tensor gx = Tensor::empty({n}, dt), dgx = Tensor::empty({n}, dt, dev());
           kernels::unary_backward(kCPU)(op, gy, x, y, gx, alpha);
           kernels::unary_backward(dev())(op, gy.to(dev()), x.to(dev()), dy, dgx, alpha);
-          expect_close(dgx, gx, tol(0, 1e-5), what + " backward");
+          expect_close(dgx, gx, tol(0, 4 * ulps(dt)), what + " backward");
         }
 }
 
