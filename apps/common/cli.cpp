@@ -40,6 +40,45 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--data-dir", cfg.data_dir, "folder with the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--metrics", cfg.metrics_path, "write JSON-lines metrics to FILE");
   app.add_flag("--quiet", cfg.quiet, "no per-epoch lines");
+
+  app.add_option("--mode", cfg.mode, "single, ddp (one process per rank under mpirun) or dp (--devices); "
+                                      "default: ddp under mpirun with > 1 rank, else single")
+      ->check(CLI::IsMember({"single", "ddp", "dp"}));
+  app.add_option("--devices", cfg.devices, "dp: comma-separated devices, e.g. cpu:0,cpu:1");
+  app.add_flag("--sync-bn", cfg.sync_bn, "ddp: BatchNorm statistics over all ranks (SyncBatchNorm)");
+  app.add_option("--bucket-cap-mb", cfg.bucket_cap_mb, "ddp: gradient bucket size in MiB")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--accumulation-steps", cfg.accumulation_steps, "micro-batches per optimizer step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--amp", cfg.amp, "mixed precision: off, f16 (with loss scaling) or bf16")
+      ->check(CLI::IsMember({"off", "f16", "bf16"}))
+      ->capture_default_str();
+  app.add_option("--grad-clip", cfg.grad_clip, "clip the global gradient norm to this (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--checkpoint-activations{2}", cfg.checkpoint_activations,
+               "recompute activations in backward (checkpoint_sequential; =N: N segments, default 2)");
+  app.add_option("--ema", cfg.ema_decay, "keep an EMA of the weights with this decay and evaluate with it")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--save", cfg.save_dir, "write checkpoints to DIR/step-N");
+  app.add_option("--save-every", cfg.save_every, "steps between checkpoints (0: only at the end)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--resume", cfg.resume_dir, "continue from a checkpoint folder (DIR/step-N)");
+
+  // Combinations that make no sense are usage errors (exit 2), not run-time failures.
+  app.final_callback([&cfg] {
+    if (cfg.mode == "dp" && cfg.devices.empty())
+      throw CLI::ValidationError("--mode dp", "needs --devices, e.g. --devices cpu:0,cpu:1");
+    if (!cfg.devices.empty() && cfg.mode != "dp")
+      throw CLI::ValidationError("--devices", "only applies to --mode dp");
+    if (cfg.sync_bn && cfg.mode != "ddp" && !cfg.mode.empty())
+      throw CLI::ValidationError("--sync-bn", "only applies to --mode ddp");
+    if (cfg.save_every > 0 && cfg.save_dir.empty())
+      throw CLI::ValidationError("--save-every", "needs --save DIR");
+  });
 }
 
 std::optional<int> parse_cli(CLI::App& app, int argc, char** argv) {

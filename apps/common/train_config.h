@@ -29,9 +29,20 @@ struct TrainConfig {
   std::string metrics_path;  // JSON lines; empty: none
   bool quiet = false;        // no per-epoch lines
 
-  // Seams for later work (filled by their flags when they land):
-  //   mode (single | ddp | dp), amp dtype and GradScaler settings, checkpoint save/resume paths,
-  //   EMA decay. The Trainer reads them through TrainerCallbacks (trainer.h).
+  // data parallelism (nn/parallel/train_integration.h)
+  std::string mode;          // single | ddp | dp; empty: ddp under mpirun with > 1 rank, else single
+  std::string devices;       // dp: "cpu:0,cpu:1"
+  bool sync_bn = false;      // ddp: BatchNorm -> SyncBatchNorm
+  double bucket_cap_mb = 25.0;
+  int64_t accumulation_steps = 1;  // micro-batches per optimizer step
+  // mixed precision, clipping, activation checkpointing, EMA, checkpoints (nn/amp/train_integration.h)
+  std::string amp = "off";   // off | f16 | bf16
+  double grad_clip = 0;      // max global gradient norm (0: no clipping)
+  int checkpoint_activations = 0;  // segments of checkpoint_sequential (0: off)
+  double ema_decay = 0;      // 0: no EMA; otherwise evaluation uses the EMA weights
+  std::string save_dir;      // checkpoints go to save_dir/step-N
+  int64_t save_every = 0;    // optimizer steps between checkpoints (0: only at the end)
+  std::string resume_dir;    // a save_dir/step-N folder to continue from
 };
 
 }  // namespace tandem::app

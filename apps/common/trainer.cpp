@@ -73,7 +73,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
 
   train_loader_->set_epoch(0);
   if (config_.lr_schedule == "cosine") {
-    int64_t total = config_.epochs * train_loader_->num_batches();
+    int64_t total = config_.epochs * steps_per_epoch();
     if (config_.max_steps > 0) total = std::min(total, config_.max_steps);
     scheduler_ = std::make_unique<nn::CosineAnnealingLR>(*optimizer_, std::max<int64_t>(total, 1));
   }
@@ -88,30 +88,46 @@ void Trainer::backward(const Tensor& loss) { loss.backward(); }
 
 void Trainer::optimizer_step() { optimizer_->step(); }
 
+int64_t Trainer::steps_per_epoch() const {
+  const int64_t accum = std::max<int64_t>(config_.accumulation_steps, 1);
+  return (train_loader_->num_batches() + accum - 1) / accum;
+}
+
 bool Trainer::train_epoch(EpochStats& stats) {
   model_->train();
   train_loader_->set_epoch(state_.epoch);
   const int64_t nb = train_loader_->num_batches();
+  const int64_t accum = std::max<int64_t>(config_.accumulation_steps, 1);
   double loss_sum = 0, samples = 0;
   double t0 = now_s();
   bool more = true;
-  for (int64_t b = state_.batch_in_epoch; b < nb; ++b) {
+  // One optimizer step per group of `accum` batches; batch_in_epoch stays on group boundaries, so a
+  // checkpoint taken after a step resumes at the next group.
+  for (int64_t g = state_.batch_in_epoch; g < nb; g += accum) {
     if ((config_.max_steps > 0 && state_.step >= config_.max_steps) || stop_) {
       more = false;
       break;
     }
-    data::Batch batch = train_loader_->batch(b);
+    const int64_t group_end = std::min(g + accum, nb);
+    const double weight = 1.0 / static_cast<double>(group_end - g);  // the step's gradient is the group mean
     optimizer_->zero_grad();
-    Tensor loss = forward_loss(batch);
-    last_loss_ = loss.item();
-    loss_sum += last_loss_ * static_cast<double>(batch.size());
-    samples += static_cast<double>(batch.size());
-    backward(loss);
+    double group_loss = 0;
+    for (int64_t b = g; b < group_end; ++b) {
+      data::Batch batch = train_loader_->batch(b);
+      auto scope = micro_batch_scope(b + 1 == group_end);
+      Tensor loss = forward_loss(batch);
+      double l = loss.item();
+      group_loss += l * weight;
+      loss_sum += l * static_cast<double>(batch.size());
+      samples += static_cast<double>(batch.size());
+      backward(weight == 1.0 ? loss : loss * weight);
+    }
+    last_loss_ = group_loss;
     for (auto& cb : callbacks_) cb->after_backward(*this);
     optimizer_step();
     if (scheduler_) scheduler_->step();
     ++state_.step;
-    state_.batch_in_epoch = b + 1;
+    state_.batch_in_epoch = group_end;
     for (auto& cb : callbacks_) cb->after_step(*this);
   }
   if (config_.max_steps > 0 && state_.step >= config_.max_steps) more = false;
@@ -129,6 +145,7 @@ bool Trainer::train_epoch(EpochStats& stats) {
 }
 
 EvalResult Trainer::evaluate() {
+  auto scope = evaluation_scope();
   NoGradGuard no_grad;
   bool was_training = model_->is_training();
   model_->eval();
@@ -157,7 +174,7 @@ TrainResult Trainer::fit() {
   TrainResult result;
   for (auto& cb : callbacks_) cb->on_train_begin(*this);
   log_.info("training {} on {} samples ({} process{}), {} steps per epoch, batch {} per process", config_.model,
-            train_set_.size(), world_.size(), world_.size() > 1 ? "es" : "", train_loader_->num_batches(),
+            train_set_.size(), world_.size(), world_.size() > 1 ? "es" : "", steps_per_epoch(),
             config_.batch_size);
   while (state_.epoch < config_.epochs) {
     for (auto& cb : callbacks_) cb->on_epoch_begin(*this, state_.epoch);
@@ -187,7 +204,7 @@ TrainResult Trainer::fit() {
     result.history.push_back(stats);
     result.samples += stats.samples;
     result.train_seconds += stats.train_seconds;
-    if (state_.batch_in_epoch < steps_per_epoch()) break;  // stopped mid-epoch: the state stays there
+    if (state_.batch_in_epoch < batches_per_epoch()) break;  // stopped mid-epoch: the state stays there
     ++state_.epoch;
     state_.batch_in_epoch = 0;
     if (!more) break;
@@ -203,6 +220,7 @@ TrainResult Trainer::fit() {
                       {"test_acc", result.evaluated ? nlohmann::json(result.test_acc) : nlohmann::json()},
                       {"train_samples_per_s", result.samples_per_s},
                       {"peak_rss_mb", peak_rss_mb()}};
+  fill_done_record(done);
   metrics_.write(done);
   for (auto& cb : callbacks_) cb->on_train_end(*this, result);
   return result;

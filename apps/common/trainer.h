@@ -91,7 +91,9 @@ class Trainer {
   const World& world() const { return world_; }
   const Logger& log() const { return log_; }
   MetricsWriter& metrics() { return metrics_; }
-  int64_t steps_per_epoch() const { return train_loader_->num_batches(); }
+  int64_t batches_per_epoch() const { return train_loader_->num_batches(); }
+  // Optimizer steps per epoch: batches grouped by accumulation_steps (the last group may be short).
+  int64_t steps_per_epoch() const;
   // The loss of the latest training step (this rank's batch mean), for callbacks.
   double last_loss() const { return last_loss_; }
   void request_stop() { stop_ = true; }
@@ -102,6 +104,13 @@ class Trainer {
   virtual Tensor forward_loss(const data::Batch& batch);
   virtual void backward(const Tensor& loss);
   virtual void optimizer_step();
+  // Held across forward and backward of one micro-batch; `reduce` is true for the last micro-batch
+  // before an optimizer step (DDP's no_sync otherwise). Default: nothing.
+  virtual std::shared_ptr<void> micro_batch_scope(bool /*reduce*/) { return nullptr; }
+  // Held while evaluating (e.g. EMA weights swapped in). Collective calls allowed (every rank).
+  virtual std::shared_ptr<void> evaluation_scope() { return nullptr; }
+  // Extra fields of the final "done" metrics record (e.g. a parameter hash).
+  virtual void fill_done_record(nlohmann::json& /*record*/) {}
 
  private:
   // Trains one epoch from state_.batch_in_epoch; returns false when max_steps or a stop ended it.

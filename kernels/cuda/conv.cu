@@ -1,12 +1,14 @@
 // Convolution (NCHW) of the CUDA backend: im2col / col2im kernels and the whole op as im2col + GEMM
 // (cuBLAS on the GPU, the CPU GEMM under the emulator). col2im gathers per input pixel over the
 // kernel taps in the CPU's order, so it needs no atomics and is bitwise the CPU's. f16/bf16 are
-// widened to f32, computed, and rounded once, as on the CPU.
+// widened to f32, computed, and rounded once, as on the CPU. On the GPU the whole-op tables are
+// filled by cuDNN (conv_cudnn.cpp), which calls these through conv_im2col.h for comparison.
 #include <algorithm>
 
 #include "kernels/conv.h"
 #include "kernels/core.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/conv_im2col.h"
 #include "kernels/gemm.h"
 #include "kernels/reduce.h"
 
@@ -210,9 +212,21 @@ void conv_backward_weight(const Tensor& x16, const Tensor& dy16, Tensor& dw16, T
 
 TANDEM_REGISTER_KERNEL(kernels::im2col, kKind, im2col);
 TANDEM_REGISTER_KERNEL(kernels::col2im, kKind, col2im);
+#ifdef TANDEM_SIMT_EMULATOR  // the GPU build registers cuDNN instead (conv_cudnn.cpp)
 TANDEM_REGISTER_KERNEL(kernels::conv2d_forward, kKind, conv_forward);
 TANDEM_REGISTER_KERNEL(kernels::conv2d_backward_input, kKind, conv_backward_input);
 TANDEM_REGISTER_KERNEL(kernels::conv2d_backward_weight, kKind, conv_backward_weight);
+#endif
 
 }  // namespace
+
+void conv2d_forward_im2col(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const Conv2dGeometry& g) {
+  conv_forward(x, w, b, y, g);
+}
+void conv2d_backward_input_im2col(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dGeometry& g) {
+  conv_backward_input(dy, w, dx, g);
+}
+void conv2d_backward_weight_im2col(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db, const Conv2dGeometry& g) {
+  conv_backward_weight(x, dy, dw, db, g);
+}
 }  // namespace tandem::TANDEM_CUDA_NS

@@ -1,0 +1,59 @@
+// The full training run of tandem-train: the Trainer with data parallelism (single | ddp | dp,
+// accumulation), mixed precision (autocast + GradScaler), gradient clipping, activation
+// checkpointing, EMA, periodic checkpoints and exact resume, and a parameter hash for checking it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "apps/common/trainer.h"
+#include "nn/amp/train_integration.h"
+#include "nn/parallel/train_integration.h"
+
+namespace tandem::app {
+
+// "single" | "ddp" | "dp": the configured mode, or ddp when launched by mpirun/PMI with > 1 rank
+// (OMPI_COMM_WORLD_SIZE / PMI_SIZE), else single.
+std::string resolve_mode(const std::string& configured);
+
+// FNV-1a (64 bit) over the bytes of every tensor of `model.state_dict()` in order, as 16 hex digits.
+std::string param_hash(const nn::Module& model);
+
+// The model for the run: make_model(cfg), wrapped for --checkpoint-activations (same state_dict names).
+std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg);
+
+class FullTrainer : public Trainer {
+ public:
+  // `ps` from setup_parallel over make_run_model(cfg); the optimizer over ps.model->parameters().
+  FullTrainer(const TrainConfig& cfg, nn::parallel::ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
+              data::Dataset train_set, data::Dataset test_set);
+
+  // --resume: restores model, optimizer, scaler, schedule, EMA, RNG and the loop position.
+  void resume(const std::string& path);
+  // Rank 0 writes cfg.save_dir/ckpt-<step>; the others wait (collective).
+  void save();
+  std::string param_hash() const { return app::param_hash(*ps_.inner); }
+  const nn::parallel::ParallelSetup& parallel() const { return ps_; }
+
+ protected:
+  Tensor forward_loss(const data::Batch& batch) override;
+  void backward(const Tensor& loss) override;
+  void optimizer_step() override;
+  std::shared_ptr<void> micro_batch_scope(bool reduce) override;
+  std::shared_ptr<void> evaluation_scope() override;
+  void fill_done_record(nlohmann::json& record) override;
+
+ private:
+  nn::TrainComponents components();
+  nn::TrainProgress progress();
+  void barrier();
+
+  nn::parallel::ParallelSetup ps_;
+  nn::AmpConfig amp_;
+  nn::GradScaler scaler_;
+  std::unique_ptr<nn::EMA> ema_;
+  int64_t last_saved_step_ = -1;
+  friend class FullTrainerHooks;
+};
+
+}  // namespace tandem::app
