@@ -317,7 +317,10 @@ void cpu_ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, cons
   with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
-    const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
+    // With no rows (M = 0) the normalised size comes from the parameter gradients, which are zeros.
+    const int64_t M = mean.numel();
+    const int64_t D = M ? x.numel() / M
+                        : (dweight.defined() ? dweight.numel() : dbias.defined() ? dbias.numel() : 0);
     std::vector<S> w = vec<S>(weight, D, 1), mv = vec<S>(mean, M, 0), rv = vec<S>(rstd, M, 1);
     const T* px = static_cast<const T*>(x.data_ptr());
     const T* pd = static_cast<const T*>(dy.data_ptr());

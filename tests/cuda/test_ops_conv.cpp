@@ -2,6 +2,7 @@
 // (backend, shape): cuDNN on a GPU (skipped without one), im2col + GEMM under the emulator. Shapes
 // cover stride 2, padding, odd and non-square sizes, 1x1 and even kernels, with and without bias.
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <tuple>
 
@@ -23,6 +24,9 @@ struct ConvCase {
     return g;
   }
 };
+
+// gtest prints a failing parameter through this (instead of its bytes).
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
 
 const ConvCase kCases[] = {
     {"Stride2Pad1", 2, 3, 9, 7, 5, 3, 3, 2, 2, 1, 1, true},

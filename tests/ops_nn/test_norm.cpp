@@ -148,4 +148,18 @@ TEST(LayerNorm, Errors) {
   expect_value_error([&] { ops::layer_norm(x, 4, Tensor(), Tensor()); }, {"normalized_dims"});
 }
 
+// No rows: the output is empty and the parameter gradients are zeros of the parameters' shape.
+TEST(LayerNorm, EmptyBatchGivesZeroParameterGradients) {
+  Tensor x = Tensor::zeros({0, 4}, DType::f32);
+  x.set_requires_grad(true);
+  Tensor w = Tensor::ones({4}), b = Tensor::zeros({4});
+  w.set_requires_grad(true);
+  b.set_requires_grad(true);
+  Tensor y = ops::layer_norm(x, 1, w, b);
+  EXPECT_EQ(y.shape(), (Shape{0, 4}));
+  ops::sum(y).backward();
+  EXPECT_EQ(w.grad().to_vector<float>(), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(b.grad().to_vector<float>(), std::vector<float>(4, 0.0f));
+}
+
 }  // namespace tandem::testing
