@@ -30,6 +30,9 @@ class CheckpointedSequential final : public nn::Module {
   }
   Tensor forward(const Tensor& x) override { return nn::checkpoint_sequential(*seq_, segments_, x); }
   std::string type_name() const override { return "CheckpointedSequential"; }
+  std::shared_ptr<Module> clone() const override {
+    return std::make_shared<CheckpointedSequential>(std::static_pointer_cast<nn::Sequential>(seq_->clone()), segments_);
+  }
 
  private:
   std::shared_ptr<nn::Sequential> seq_;
@@ -111,7 +114,8 @@ void FullTrainer::optimizer_step() {
   ps_.before_optimizer_step();
   if (config().grad_clip > 0) {
     scaler_.unscale_(optimizer());  // clip the true gradients (a no-op when the scaler is disabled)
-    nn::clip_grad_norm(ps_.model->parameters(), config().grad_clip);
+    // A step with inf/nan gradients (f16 loss scale too high) is skipped by step(); nothing to clip.
+    if (!scaler_.found_inf()) nn::clip_grad_norm(ps_.model->parameters(), config().grad_clip);
   }
   scaler_.step(optimizer());
   scaler_.update();

@@ -185,8 +185,10 @@ TrainResult Trainer::fit() {
       stats.evaluated = true;
       stats.test_acc = ev.accuracy;
       stats.test_loss = ev.loss;
+      stats.test_samples = ev.samples;
       result.evaluated = true;
       result.test_acc = ev.accuracy;
+      result.test_samples = ev.samples;
     }
     log_.info("epoch {}/{}  train_loss {:.4f}  test_acc {}  samples/s {:.0f}  lr {:.4g}  ({:.1f} s)", stats.epoch,
               config_.epochs, stats.train_loss, stats.evaluated ? fmt::format("{:.4f}", stats.test_acc) : "-",
@@ -198,6 +200,7 @@ TrainResult Trainer::fit() {
     if (stats.evaluated) {
       rec["test_acc"] = stats.test_acc;
       rec["test_loss"] = stats.test_loss;
+      rec["test_samples"] = stats.test_samples;
     }
     metrics_.write(rec);
     for (auto& cb : callbacks_) cb->on_epoch_end(*this, stats);

@@ -41,6 +41,7 @@ struct EpochStats {
   double lr = 0;              // at the end of the epoch
   bool evaluated = false;
   double test_acc = 0, test_loss = 0;
+  int64_t test_samples = 0;  // all ranks: the whole test split, each image once
 };
 
 struct EvalResult {
@@ -53,6 +54,7 @@ struct TrainResult {
   double train_seconds = 0, samples_per_s = 0;
   bool evaluated = false;
   double test_acc = 0;
+  int64_t test_samples = 0;
   std::vector<EpochStats> history;
 };
 

@@ -1,14 +1,51 @@
-// tandem-train: trains the Fashion-MNIST mlp or cnn and reports test accuracy, throughput and
-// peak memory (console lines from rank 0, JSON-lines metrics with --metrics).
+// tandem-train: trains the Fashion-MNIST mlp or cnn (one process, DDP under mpirun, or DataParallel)
+// and reports test accuracy, throughput, peak memory and a parameter hash (console lines from rank 0,
+// JSON-lines metrics with --metrics).
 #include <CLI/CLI.hpp>
 
 #include "apps/common/cli.h"
 #include "apps/common/factory.h"
 #include "apps/common/host_memory.h"
-#include "apps/common/trainer.h"
+#include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
+#ifdef TANDEM_HAVE_MPI
+#include "comm/mpi/mpi_comm.h"
+#endif
 
 using namespace tandem;
+
+namespace {
+
+int train(app::TrainConfig cfg) {
+  app::keep_freed_host_memory();
+  int threads = app::apply_threads(cfg.threads);
+  cfg.mode = app::resolve_mode(cfg.mode);
+  nn::parallel::ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.bucket_cap_mb, cfg.accumulation_steps};
+  nn::parallel::ParallelSetup ps = nn::parallel::setup_parallel(pc, app::make_run_model(cfg));  // collective (ddp)
+  app::Logger log(ps.rank(), cfg.quiet);
+  log.info("tandem-train: model {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
+           "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
+           cfg.model, cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer, cfg.lr, cfg.momentum,
+           cfg.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads,
+           threads > 1 ? "s" : "");
+  data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
+  data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
+  auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
+  app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
+  if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
+  app::TrainResult r = trainer.fit();
+  std::string hash = trainer.param_hash();
+  if (r.evaluated)
+    log.result("test accuracy {:.4f} on {} test images ({} epochs, {} steps, {:.0f} samples/s, world size {}, "
+               "param_hash {})",
+               r.test_acc, r.test_samples, r.epochs, r.steps, r.samples_per_s, ps.world_size(), hash);
+  else
+    log.result("done: {} epochs, {} steps, {:.0f} samples/s, world size {} (no evaluation), param_hash {}", r.epochs,
+               r.steps, r.samples_per_s, ps.world_size(), hash);
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   app::TrainConfig cfg;
@@ -17,25 +54,18 @@ int main(int argc, char** argv) {
   if (auto rc = app::parse_cli(cli, argc, argv)) return *rc;
 
   return app::run_guarded("tandem-train", [&] {
-    app::keep_freed_host_memory();
-    int threads = app::apply_threads(cfg.threads);
-    // One process for now; a DDP mode sets world.comm (comm::make_mpi_communicator()) and wraps the model.
-    app::World world;
-    app::Logger log(world.rank(), cfg.quiet);
-    log.info("tandem-train: model {}, optimizer {} (lr {}, momentum {}, weight decay {}), {} epochs, {} thread{}",
-             cfg.model, cfg.optimizer, cfg.lr, cfg.momentum, cfg.weight_decay, cfg.epochs, threads,
-             threads > 1 ? "s" : "");
-    data::Dataset train = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
-    data::Dataset test = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
-    auto model = app::make_model(cfg);
-    auto optimizer = app::make_optimizer(cfg, model->parameters());
-    app::Trainer trainer(cfg, model, std::move(optimizer), train, test, world);
-    app::TrainResult r = trainer.fit();
-    if (r.evaluated)
-      log.result("test accuracy {:.4f} ({} epochs, {} steps, {:.0f} samples/s)", r.test_acc, r.epochs, r.steps,
-                 r.samples_per_s);
-    else
-      log.result("done: {} epochs, {} steps, {:.0f} samples/s (no evaluation)", r.epochs, r.steps, r.samples_per_s);
-    return 0;
+#ifdef TANDEM_HAVE_MPI
+    // A dead or desynchronised peer: end the whole job, or mpirun waits on the others forever.
+    try {
+      return train(cfg);
+    } catch (const CommError& e) {
+      comm::abort_job(std::string("tandem-train: communication error: ") + e.what());
+    } catch (const Error& e) {
+      if (app::resolve_mode(cfg.mode) == "ddp") comm::abort_job(std::string("tandem-train: error: ") + e.what());
+      throw;
+    }
+#else
+    return train(cfg);
+#endif
   });
 }
