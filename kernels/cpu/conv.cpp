@@ -222,22 +222,19 @@ void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
     im2col_t(gc, x + n0 * g.c * g.h * g.w, cols);
-    // y[img] [O, L] = w [O, K] @ cols[:, img*L : (img+1)*L], one strided-batched GEMM over the chunk,
-    // written straight into y (no [O, nc*L] staging copy).
+    // y[img] [O, L] = bias + w [O, K] @ cols[:, img*L : (img+1)*L], one strided-batched GEMM over the
+    // chunk, written straight into y (no [O, nc*L] staging copy). The bias is stored first and the
+    // GEMM accumulates onto it (beta = 1): Eigen zeroes C for beta = 0, so this saves a pass over y.
     T* yc = y + n0 * O * L;
-    GemmArgs fw = gemm_args<T>(false, false, O, L, K, w, K, cols, NL, yc, L, 0.0);
+    if (b) {
+#pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
+      for (int64_t p = 0; p < gc.n * O; ++p) std::fill_n(yc + p * L, L, b[p % O]);
+    }
+    GemmArgs fw = gemm_args<T>(false, false, O, L, K, w, K, cols, NL, yc, L, b ? 1.0 : 0.0);
     fw.batch = gc.n;
     fw.stride_b = L;
     fw.stride_c = O * L;
     gemm(kCPU)(kCPU, fw);
-    if (b) {
-#pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
-      for (int64_t p = 0; p < gc.n * O; ++p) {
-        const T bias = b[p % O];
-        T* d = yc + p * L;
-        for (int64_t l = 0; l < L; ++l) d[l] += bias;
-      }
-    }
   }
 }
 
