@@ -194,6 +194,19 @@ struct DeviceArray {
 template <class T>
 constexpr bool kFloating = std::is_floating_point_v<acc_t<T>>;
 
+// The tensors of `dtype` among `tensors` (all on `dev`), as one-pointer lists for for_each_launch.
+// False when there are none.
+bool gather_dtype(const std::vector<Tensor>& tensors, DType dtype, Device dev, const char* what,
+                  std::vector<std::array<void*, 1>>& ptrs, std::vector<int64_t>& numels) {
+  for (const Tensor& t : tensors)
+    if (t.dtype() == dtype) {
+      check_on_device(what, dev, {&t});
+      ptrs.push_back({t.data_ptr()});
+      numels.push_back(t.numel());
+    }
+  return !ptrs.empty();
+}
+
 // Groups of tensors sharing a dtype go through one kernel instantiation each.
 void unscale(const std::vector<Tensor>& grads, double inv_scale, Tensor& found_inf) {
   if (grads.empty()) return;
@@ -202,13 +215,7 @@ void unscale(const std::vector<Tensor>& grads, double inv_scale, Tensor& found_i
   for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
     std::vector<std::array<void*, 1>> ptrs;
     std::vector<int64_t> numels;
-    for (const Tensor& g : grads)
-      if (g.dtype() == dt) {
-        check_on_device("multi_tensor_unscale", dev, {&g});
-        ptrs.push_back({g.data_ptr()});
-        numels.push_back(g.numel());
-      }
-    if (ptrs.empty()) continue;
+    if (!gather_dtype(grads, dt, dev, "multi_tensor_unscale", ptrs, numels)) continue;
     dispatch_floating(dt, "multi_tensor_unscale", [&](auto tag) {
       using T = decltype(tag);
       if constexpr (kFloating<T>) for_each_launch<1>(ptrs, numels, [&](const ListMeta<1>& m, int blocks) {
@@ -227,13 +234,7 @@ double sum_squares_check(const std::vector<Tensor>& grads, Tensor& found_inf) {
   for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
     std::vector<std::array<void*, 1>> ptrs;
     std::vector<int64_t> numels;
-    for (const Tensor& g : grads)
-      if (g.dtype() == dt) {
-        check_on_device("multi_tensor_sum_squares_check", dev, {&g});
-        ptrs.push_back({g.data_ptr()});
-        numels.push_back(g.numel());
-      }
-    if (ptrs.empty()) continue;
+    if (!gather_dtype(grads, dt, dev, "multi_tensor_sum_squares_check", ptrs, numels)) continue;
     const int64_t chunks = count_chunks(numels);
     Tensor partial = Tensor::zeros({chunks}, DType::f64, dev);
     dispatch_floating(dt, "multi_tensor_sum_squares_check", [&](auto tag) {
