@@ -24,13 +24,14 @@ void move_in_place(Tensor& t, const Tensor& moved) {
 }
 }  // namespace
 
-NamedTensors Module::named_parameters() const {
-  NamedTensors out;
-  for (const auto& [name, t] : params_) out.emplace_back(name, t);
+NamedTensors Module::named_tensors(NamedTensors Module::*own) const {
+  NamedTensors out = this->*own;
   for (const auto& [cname, child] : children_)
-    for (auto& [n, t] : child->named_parameters()) out.emplace_back(cname + "." + n, t);
+    for (auto& [n, t] : child->named_tensors(own)) out.emplace_back(cname + "." + n, t);
   return out;
 }
+
+NamedTensors Module::named_parameters() const { return named_tensors(&Module::params_); }
 
 std::vector<Tensor> Module::parameters() const {
   std::vector<Tensor> out;
@@ -38,13 +39,7 @@ std::vector<Tensor> Module::parameters() const {
   return out;
 }
 
-NamedTensors Module::named_buffers() const {
-  NamedTensors out;
-  for (const auto& [name, t] : buffers_) out.emplace_back(name, t);
-  for (const auto& [cname, child] : children_)
-    for (auto& [n, t] : child->named_buffers()) out.emplace_back(cname + "." + n, t);
-  return out;
-}
+NamedTensors Module::named_buffers() const { return named_tensors(&Module::buffers_); }
 
 NamedTensors Module::state_dict() const {
   NamedTensors out = named_parameters();

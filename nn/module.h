@@ -62,6 +62,10 @@ class Module {
   NamedTensors params_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+
+ private:
+  // `own` (params_ or buffers_) of this module, then of every child with its dotted prefix.
+  NamedTensors named_tensors(NamedTensors Module::*own) const;
 };
 
 // CRTP helper: clone() through Derived's copy constructor, then a deep copy of the registry.
