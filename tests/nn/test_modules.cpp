@@ -418,6 +418,8 @@ TEST(Modules, ToAnotherCpuDevice) {
   ops::sum(mlp->forward(x1)).backward();
   opt.step();
   for (auto& [n, t] : opt.state_tensors())
-    if (n.find("momentum_buffer") != std::string::npos) EXPECT_EQ(t.device(), Device(DeviceKind::CPU, 1)) << n;
+    if (n.find("momentum_buffer") != std::string::npos) {
+      EXPECT_EQ(t.device(), Device(DeviceKind::CPU, 1)) << n;
+    }
   EXPECT_EQ(opt.state_tensors().size(), 2u + 6u);
 }
