@@ -92,41 +92,49 @@ void dispatch_pg(DType param, DType grad, const char* what, F&& f) {
   });
 }
 
+// Runs f(chunk, tensor index, T tag, G tag) over every chunk of `params`, chunks in parallel; T and G
+// are the C++ types of the parameter and of its gradient.
+template <class F>
+void for_each_param_chunk(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const char* what,
+                          F&& f) {
+  std::vector<TensorChunk> chunks = make_chunks(params);
+#pragma omp parallel for schedule(static) if (chunks.size() > 1)
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const TensorChunk& ch = chunks[c];
+    const size_t t = static_cast<size_t>(ch.tensor);
+    dispatch_pg(params[t].dtype(), grads[t].dtype(), what, [&](auto pt, auto gt) { f(ch, t, pt, gt); });
+  }
+}
+
 void cpu_adam(const MultiTensorAdamArgs& a) {
   check_multi_tensor_lists("multi_tensor_adam", a.params, {&a.grads, &a.exp_avgs, &a.exp_avg_sqs, &a.model_params},
                            a.hypers.size());
   if (skip_step(a.found_inf) || a.params.empty()) return;
   const bool master = !a.model_params.empty();
-  std::vector<TensorChunk> chunks = make_chunks(a.params);
-#pragma omp parallel for schedule(static) if (chunks.size() > 1)
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    const TensorChunk& ch = chunks[c];
-    const size_t t = static_cast<size_t>(ch.tensor);
+  for_each_param_chunk(a.params, a.grads, "multi_tensor_adam", [&](const TensorChunk& ch, size_t t, auto pt, auto gt) {
     const Tensor& param = a.params[t];
-    dispatch_pg(param.dtype(), a.grads[t].dtype(), "multi_tensor_adam", [&](auto pt, auto gt) {
-      using T = decltype(pt);
-      using G = decltype(gt);
-      using A = acc_t<T>;
-      T* p = static_cast<T*>(param.data_ptr()) + ch.start;
-      T* m = static_cast<T*>(a.exp_avgs[t].data_ptr()) + ch.start;
-      T* v = static_cast<T*>(a.exp_avg_sqs[t].data_ptr()) + ch.start;
-      const G* g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
-      G* out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
-      const A factor = static_cast<A>(a.grad_factor);
-      const bool scaled = a.grad_factor != 1.0;
-      const AdamHyper& h = a.hypers[t];
-      for (int64_t i = 0; i < ch.length; ++i) {
-        A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
-        if (scaled) gv = gv * factor;
-        A pv = static_cast<A>(p[i]), mv = static_cast<A>(m[i]), vv = static_cast<A>(v[i]);
-        adam_update<A>(pv, gv, mv, vv, h);
-        p[i] = T(pv);
-        m[i] = T(mv);
-        v[i] = T(vv);
-        if (out) out[i] = G(pv);
-      }
-    });
-  }
+    using T = decltype(pt);
+    using G = decltype(gt);
+    using A = acc_t<T>;
+    T* p = static_cast<T*>(param.data_ptr()) + ch.start;
+    T* m = static_cast<T*>(a.exp_avgs[t].data_ptr()) + ch.start;
+    T* v = static_cast<T*>(a.exp_avg_sqs[t].data_ptr()) + ch.start;
+    const G* g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
+    G* out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
+    const A factor = static_cast<A>(a.grad_factor);
+    const bool scaled = a.grad_factor != 1.0;
+    const AdamHyper& h = a.hypers[t];
+    for (int64_t i = 0; i < ch.length; ++i) {
+      A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
+      if (scaled) gv = gv * factor;
+      A pv = static_cast<A>(p[i]), mv = static_cast<A>(m[i]), vv = static_cast<A>(v[i]);
+      adam_update<A>(pv, gv, mv, vv, h);
+      p[i] = T(pv);
+      m[i] = T(mv);
+      v[i] = T(vv);
+      if (out) out[i] = G(pv);
+    }
+  });
 }
 
 void cpu_sgd(const MultiTensorSgdArgs& a) {
@@ -135,34 +143,28 @@ void cpu_sgd(const MultiTensorSgdArgs& a) {
   if (skip_step(a.found_inf) || a.params.empty()) return;
   const bool master = !a.model_params.empty();
   const bool momentum = !a.momentum_bufs.empty();
-  std::vector<TensorChunk> chunks = make_chunks(a.params);
-#pragma omp parallel for schedule(static) if (chunks.size() > 1)
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    const TensorChunk& ch = chunks[c];
-    const size_t t = static_cast<size_t>(ch.tensor);
+  for_each_param_chunk(a.params, a.grads, "multi_tensor_sgd", [&](const TensorChunk& ch, size_t t, auto pt, auto gt) {
     const Tensor& param = a.params[t];
-    dispatch_pg(param.dtype(), a.grads[t].dtype(), "multi_tensor_sgd", [&](auto pt, auto gt) {
-      using T = decltype(pt);
-      using G = decltype(gt);
-      using A = acc_t<T>;
-      T* p = static_cast<T*>(param.data_ptr()) + ch.start;
-      T* b = momentum ? static_cast<T*>(a.momentum_bufs[t].data_ptr()) + ch.start : nullptr;
-      const G* g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
-      G* out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
-      const A factor = static_cast<A>(a.grad_factor);
-      const bool scaled = a.grad_factor != 1.0;
-      const SgdHyper& h = a.hypers[t];
-      for (int64_t i = 0; i < ch.length; ++i) {
-        A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
-        if (scaled) gv = gv * factor;
-        A pv = static_cast<A>(p[i]), bv = b ? static_cast<A>(b[i]) : A(0);
-        sgd_update<A>(pv, gv, bv, h);
-        p[i] = T(pv);
-        if (b) b[i] = T(bv);
-        if (out) out[i] = G(pv);
-      }
-    });
-  }
+    using T = decltype(pt);
+    using G = decltype(gt);
+    using A = acc_t<T>;
+    T* p = static_cast<T*>(param.data_ptr()) + ch.start;
+    T* b = momentum ? static_cast<T*>(a.momentum_bufs[t].data_ptr()) + ch.start : nullptr;
+    const G* g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
+    G* out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
+    const A factor = static_cast<A>(a.grad_factor);
+    const bool scaled = a.grad_factor != 1.0;
+    const SgdHyper& h = a.hypers[t];
+    for (int64_t i = 0; i < ch.length; ++i) {
+      A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
+      if (scaled) gv = gv * factor;
+      A pv = static_cast<A>(p[i]), bv = b ? static_cast<A>(b[i]) : A(0);
+      sgd_update<A>(pv, gv, bv, h);
+      p[i] = T(pv);
+      if (b) b[i] = T(bv);
+      if (out) out[i] = G(pv);
+    }
+  });
 }
 
 TANDEM_REGISTER_KERNEL(multi_tensor_unscale, DeviceKind::CPU, cpu_unscale);
