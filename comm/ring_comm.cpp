@@ -55,7 +55,8 @@ void RingCommunicator::check_args(const char* what, int64_t count, DType dtype) 
 }
 
 WorkPtr RingCommunicator::launch(CallDesc desc, std::function<void(const OpInfo&)> body) {
-  return executor_->submit([this, desc, body = std::move(body)]() mutable {
+  return executor_->submit([this, desc, body = std::move(body), fence = order_after_caller()]() mutable {
+    if (fence) fence();
     OpInfo info;
     info.name = collective_name(CollectiveKind(desc.kind));
     info.seq = ++seq_;
@@ -158,36 +159,30 @@ WorkPtr RingCommunicator::barrier() {
 }
 
 WorkPtr RingCommunicator::send(const void* buf, int64_t count, DType dtype, int peer) {
-  check_args("send", count, dtype);
-  TANDEM_CHECK(peer >= 0 && peer < size_ && peer != rank_, "send: peer {} is not another rank of 0..{}",
-               peer, size_ - 1);
-  return executor_->submit([=] {
+  return point_to_point("send", true, const_cast<void*>(buf), count, dtype, peer);
+}
+
+WorkPtr RingCommunicator::recv(void* buf, int64_t count, DType dtype, int peer) {
+  return point_to_point("recv", false, buf, count, dtype, peer);
+}
+
+WorkPtr RingCommunicator::point_to_point(const char* name, bool is_send, void* buf, int64_t count, DType dtype,
+                                         int peer) {
+  check_args(name, count, dtype);
+  TANDEM_CHECK(peer >= 0 && peer < size_ && peer != rank_, "{}: peer {} is not another rank of 0..{}", name, peer,
+               size_ - 1);
+  return executor_->submit([=, fence = order_after_caller()] {
+    if (fence) fence();
     OpInfo info;
-    info.name = "send";
+    info.name = name;
     info.seq = 0;  // point-to-point: not numbered with the collectives
     ++p2p_seq_;
     info.timeout_s = opts_.timeout_s;
     info.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(opts_.timeout_s));
-    if (count) transport_->send(buf, static_cast<size_t>(count) * dtype_size(dtype), peer);
-    transport_->wait(info);
-    transport_->complete(info);
-  });
-}
-
-WorkPtr RingCommunicator::recv(void* buf, int64_t count, DType dtype, int peer) {
-  check_args("recv", count, dtype);
-  TANDEM_CHECK(peer >= 0 && peer < size_ && peer != rank_, "recv: peer {} is not another rank of 0..{}",
-               peer, size_ - 1);
-  return executor_->submit([=] {
-    OpInfo info;
-    info.name = "recv";
-    info.seq = 0;
-    ++p2p_seq_;
-    info.timeout_s = opts_.timeout_s;
-    info.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(opts_.timeout_s));
-    if (count) transport_->recv(buf, static_cast<size_t>(count) * dtype_size(dtype), peer);
+    const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
+    if (count && is_send) transport_->send(buf, bytes, peer);
+    if (count && !is_send) transport_->recv(buf, bytes, peer);
     transport_->wait(info);
     transport_->complete(info);
   });

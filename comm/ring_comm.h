@@ -68,9 +68,14 @@ class RingCommunicator : public Communicator {
   virtual bool native_allgather(const void*, void*, int64_t, DType, const OpInfo&) { return false; }
   virtual bool native_broadcast(void*, int64_t, DType, int, const OpInfo&) { return false; }
   virtual bool native_barrier(const OpInfo&) { return false; }
+  // Called on the caller's thread when a call is queued; what it returns runs on the executor
+  // before the call's communication. Stream-ordered backends (nccl) order their stream after the
+  // work the caller already queued on its compute stream, which produced the buffers.
+  virtual std::function<void()> order_after_caller() { return {}; }
 
  private:
   WorkPtr launch(CallDesc desc, std::function<void(const OpInfo&)> body);
+  WorkPtr point_to_point(const char* name, bool is_send, void* buf, int64_t count, DType dtype, int peer);
   void check_desync(const CallDesc& mine, const OpInfo& info);
   void check_args(const char* what, int64_t count, DType dtype) const;
 

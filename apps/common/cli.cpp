@@ -27,6 +27,13 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(CLI::IsMember({"cosine", "constant"}))
       ->capture_default_str();
   app.add_option("--seed", cfg.seed, "seed of initialisation and shuffling")->capture_default_str();
+  app.add_option("--device", cfg.device,
+                 "auto (cuda:<local rank> where a GPU is visible, else cpu), cpu, cuda or cuda:N")
+      ->check([](const std::string& d) -> std::string {
+        if (d == "auto" || d == "cpu" || d == "cuda" || d.rfind("cuda:", 0) == 0) return "";
+        return "must be auto, cpu, cuda or cuda:N";
+      })
+      ->capture_default_str();
   app.add_option("--threads", cfg.threads, "Eigen/OpenMP threads (0: OpenMP's default)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -76,6 +83,8 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       throw CLI::ValidationError("--devices", "only applies to --mode dp");
     if (cfg.sync_bn && cfg.mode != "ddp" && !cfg.mode.empty())
       throw CLI::ValidationError("--sync-bn", "only applies to --mode ddp");
+    if (!cfg.devices.empty() && cfg.device != "auto" && cfg.device != "cpu")
+      throw CLI::ValidationError("--device", "--mode dp places replicas with --devices; leave --device out");
     if (cfg.save_every > 0 && cfg.save_dir.empty())
       throw CLI::ValidationError("--save-every", "needs --save DIR");
   });

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "apps/common/factory.h"
+#include "comm/communicator.h"
+#include "kernels/cuda/device.h"
 #include "nn/checkpoint.h"
 #include "nn/optim/clip_grad.h"
 #include "runtime/autocast.h"
@@ -62,6 +64,22 @@ class StepHooks final : public TrainerCallback {
 std::string resolve_mode(const std::string& configured) {
   if (!configured.empty()) return configured;
   return env_world_size() > 1 ? "ddp" : "single";
+}
+
+Device resolve_device(const TrainConfig& cfg) {
+  if (cfg.device == "cpu" || resolve_mode(cfg.mode) == "dp") return kCPU;
+  if (cfg.device == "auto") return comm::node_device();
+  TANDEM_CHECK_KIND(NotSupported, cuda::device_count() > 0, "--device {}: {}", cfg.device, cuda::describe());
+  if (cfg.device == "cuda") {
+    Device d = comm::node_device();
+    TANDEM_CHECK_KIND(NotSupported, !d.is_cpu(), "--device cuda: this node has more ranks than CUDA devices ({}); "
+                      "start one rank per device, or use --device cpu", cuda::describe());
+    return d;
+  }
+  Device d = Device::parse(cfg.device);
+  TANDEM_CHECK(d.kind == DeviceKind::CUDA && d.index < cuda::device_count(), "--device {}: {}", cfg.device,
+               cuda::describe());
+  return d;
 }
 
 std::string param_hash(const nn::Module& model) {
@@ -136,6 +154,8 @@ std::shared_ptr<void> FullTrainer::evaluation_scope() {
 void FullTrainer::fill_done_record(nlohmann::json& record) {
   record["param_hash"] = param_hash();
   record["mode"] = resolve_mode(config().mode);
+  auto params = ps_.inner->parameters();
+  record["device"] = params.empty() ? std::string("cpu") : params.front().device().str();
   record["amp"] = config().amp;
   record["accumulation_steps"] = config().accumulation_steps;
   // The end of the run is always checkpointed when --save is given (unless that step just was).

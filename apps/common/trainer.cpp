@@ -35,7 +35,14 @@ class RangeSampler final : public data::Sampler {
 
 void World::sum(std::vector<double>& values) const {
   if (!comm || comm->size() == 1 || values.empty()) return;
-  comm->allreduce(values.data(), static_cast<int64_t>(values.size()), DType::f64, comm::ReduceOp::Sum)->wait();
+  if (comm->device().is_cpu()) {
+    comm->allreduce(values.data(), static_cast<int64_t>(values.size()), DType::f64, comm::ReduceOp::Sum)->wait();
+    return;
+  }
+  // A device communicator (nccl) reduces device memory only.
+  Tensor t = Tensor::from_vector(values, {static_cast<int64_t>(values.size())}, DType::f64, comm->device());
+  comm->allreduce(t, comm::ReduceOp::Sum)->wait();
+  values = t.to_vector<double>();
 }
 
 Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::unique_ptr<nn::Optimizer> optimizer,
@@ -49,6 +56,11 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
       log_(world_.rank(), config_.quiet),
       metrics_(config_.metrics_path, world_.rank() == 0) {
   TANDEM_CHECK(model_ && optimizer_, "Trainer needs a model and an optimizer");
+  // Batches go where the parameters are (DataParallel scatters them from there itself).
+  for (const Tensor& p : model_->parameters()) {
+    input_device_ = p.device();
+    break;
+  }
   data::LoaderOptions opt;
   opt.batch_size = config_.batch_size;
   opt.layout = config_.model == "cnn" ? data::Layout::Image : data::Layout::Flat;
@@ -77,6 +89,15 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
     if (config_.max_steps > 0) total = std::min(total, config_.max_steps);
     scheduler_ = std::make_unique<nn::CosineAnnealingLR>(*optimizer_, std::max<int64_t>(total, 1));
   }
+}
+
+data::Batch Trainer::load(const data::BatchLoader& loader, int64_t b) const {
+  data::Batch batch = loader.batch(b);
+  if (batch.x.device() != input_device_) {
+    batch.x = batch.x.to(input_device_);
+    batch.y = batch.y.to(input_device_);
+  }
+  return batch;
 }
 
 Tensor Trainer::forward_loss(const data::Batch& batch) {
@@ -113,7 +134,7 @@ bool Trainer::train_epoch(EpochStats& stats) {
     optimizer_->zero_grad();
     double group_loss = 0;
     for (int64_t b = g; b < group_end; ++b) {
-      data::Batch batch = train_loader_->batch(b);
+      data::Batch batch = load(*train_loader_, b);
       auto scope = micro_batch_scope(b + 1 == group_end);
       Tensor loss = forward_loss(batch);
       double l = loss.item();
@@ -152,11 +173,11 @@ EvalResult Trainer::evaluate() {
   test_loader_->set_epoch(0);
   double correct = 0, loss_sum = 0, samples = 0;
   for (int64_t b = 0; b < test_loader_->num_batches(); ++b) {
-    data::Batch batch = test_loader_->batch(b);
+    data::Batch batch = load(*test_loader_, b);
     Tensor logits = (*model_)(batch.x);  // [B, 10]
     loss_sum += ops::cross_entropy(logits, batch.y, -100, ops::Reduction::Sum).item();
     auto pred = ops::argmax(logits, 1).to_vector<int64_t>();
-    auto truth = batch.y.to_vector<int64_t>();
+    auto truth = batch.y.to_vector<int64_t>();  // copies to the host where on a device
     for (size_t i = 0; i < pred.size(); ++i) correct += pred[i] == truth[i];
     samples += static_cast<double>(truth.size());
   }

@@ -117,6 +117,8 @@ class Trainer {
  private:
   // Trains one epoch from state_.batch_in_epoch; returns false when max_steps or a stop ended it.
   bool train_epoch(EpochStats& stats);
+  // Batch b of `loader`, on the device of the model's parameters.
+  data::Batch load(const data::BatchLoader& loader, int64_t b) const;
 
   TrainConfig config_;
   std::shared_ptr<nn::Module> model_;
@@ -124,6 +126,7 @@ class Trainer {
   std::unique_ptr<nn::LRScheduler> scheduler_;
   data::Dataset train_set_, test_set_;
   World world_;
+  Device input_device_ = kCPU;
   std::unique_ptr<data::BatchLoader> train_loader_, test_loader_;
   std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
   TrainState state_;

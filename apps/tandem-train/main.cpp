@@ -21,11 +21,14 @@ int train(app::TrainConfig cfg) {
   int threads = app::apply_threads(cfg.threads);
   cfg.mode = app::resolve_mode(cfg.mode);
   nn::parallel::ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.bucket_cap_mb, cfg.accumulation_steps};
-  nn::parallel::ParallelSetup ps = nn::parallel::setup_parallel(pc, app::make_run_model(cfg));  // collective (ddp)
+  pc.device = app::resolve_device(cfg);
+  auto model = app::make_run_model(cfg);  // initialised on the CPU (the same weights on every device)
+  model->to(pc.device);
+  nn::parallel::ParallelSetup ps = nn::parallel::setup_parallel(pc, model);  // collective (ddp)
   app::Logger log(ps.rank(), cfg.quiet);
-  log.info("tandem-train: model {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
+  log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
-           cfg.model, cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer, cfg.lr, cfg.momentum,
+           cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer, cfg.lr, cfg.momentum,
            cfg.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads,
            threads > 1 ? "s" : "");
   data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);

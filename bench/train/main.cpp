@@ -2,10 +2,12 @@
 // samples/s, GFLOP/s (forward + backward FLOPs from nn::model_flops_per_sample) and the fraction
 // of the fp32 FMA peak measured in-process on the same number of threads. samples/s comes from the
 // median step time; the *_cpu_time figures use process CPU time (for a machine shared with others).
+// --device cuda times the step on the GPU (each step ends with a stream synchronisation; no CPU peak).
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <vector>
 
@@ -13,14 +15,32 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/common/host_memory.h"
+#ifdef TANDEM_HAVE_CUDA
+#include "kernels/cuda/backend.h"
+#endif
 #include "bench/common/peak.h"
 #include "bench/train/profile.h"
+#include "kernels/cuda/device.h"
 #include "nn/models.h"
 #include "nn/optim.h"
+#include "runtime/autocast.h"
 #include "runtime/error.h"
 #include "runtime/ops.h"
 
 using namespace tandem;
+
+namespace {
+
+// Waits for the work queued on `device` (a no-op on the CPU, whose ops return finished).
+void finish(Device device) {
+#ifdef TANDEM_HAVE_CUDA
+  if (device.kind == DeviceKind::CUDA) cuda::synchronize(device);
+#else
+  (void)device;
+#endif
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tandem-bench-train: training throughput against the fp32 peak", "tandem-bench-train"};
@@ -28,11 +48,14 @@ int main(int argc, char** argv) {
   int64_t batch = 128, steps = 50, warmup = 5;
   int threads = 1;
   bool profile = false;
+  std::string device_name = "cpu", amp = "off";
   app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
   app.add_option("--batch-size", batch, "samples per step")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--threads", threads, "Eigen/OpenMP threads")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--amp", amp, "autocast: off, bf16 or f16")->check(CLI::IsMember({"off", "bf16", "f16"}))->capture_default_str();
   app.add_flag("--profile", profile, "also time every layer's forward and backward (JSON lines first)");
   try {
     app.parse(argc, argv);
@@ -46,7 +69,9 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);
     app::keep_freed_host_memory();  // as tandem-train does
     Generator gen(0);
+    const Device device = device_name == "cuda" ? cuda::default_device(/*insist=*/true) : Device::parse(device_name);
     auto net = nn::make_model(model, gen);
+    net->to(device);
     nn::SGDOptions so;
     so.lr = 0.01;
     so.momentum = 0.9;
@@ -55,15 +80,23 @@ int main(int argc, char** argv) {
     Tensor x = rand_normal(in_shape, 0.0, 1.0, gen);
     std::vector<int64_t> labels(static_cast<size_t>(batch));
     for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7) % 10;
-    Tensor y = Tensor::from_vector(labels, {batch});
+    Tensor y = Tensor::from_vector(labels, {batch}).to(device);
+    x = x.to(device);
 
     auto step = [&] {
       opt.zero_grad();
-      Tensor loss = ops::cross_entropy((*net)(x), y);
+      Tensor loss;
+      {
+        std::optional<AutocastGuard> autocast;
+        if (amp != "off") autocast.emplace(amp == "bf16" ? DType::bf16 : DType::f16);
+        loss = ops::cross_entropy((*net)(x), y);
+      }
       loss.backward();
       opt.step();
+      finish(device);
     };
     for (int64_t i = 0; i < warmup; ++i) step();
+    TANDEM_CHECK(!profile || device.is_cpu(), "--profile times CPU layers only");
     if (profile) bench::profile_layers(*net, opt, x, y, 10);
     // Per-step wall times (their median resists other processes on a shared machine) and the
     // CPU time of all steps (insensitive to time-sharing; pairs with the peak's CPU-time figure).
@@ -80,12 +113,22 @@ int main(int argc, char** argv) {
     std::sort(step_s.begin(), step_s.end());
     double median_step = step_s[step_s.size() / 2];
 
-    auto peak = bench::measure_fp32_peak(threads);
     const double flops = nn::model_flops_per_sample(model);
     double samples_per_s = static_cast<double>(batch) / median_step;
     double gflops = flops * samples_per_s / 1e9;
     double gflops_cpu = flops * static_cast<double>(batch * steps) / cpu / 1e9;
+    if (!device.is_cpu()) {
+      nlohmann::json j{{"model", model},         {"batch", batch},   {"steps", steps},
+                       {"device", device.str()}, {"amp", amp},       {"samples_per_s", samples_per_s},
+                       {"step_ms_median", 1e3 * median_step},        {"step_ms_mean", 1e3 * wall / static_cast<double>(steps)},
+                       {"gflops", gflops}};
+      std::printf("%s\n", j.dump().c_str());
+      return 0;
+    }
+    auto peak = bench::measure_fp32_peak(threads);
     nlohmann::json j{{"model", model},
+                     {"device", device.str()},
+                     {"amp", amp},
                      {"batch", batch},
                      {"steps", steps},
                      {"threads", threads},

@@ -21,19 +21,6 @@ void finalize_if_ours() {
   if (!finalized) MPI_Finalize();
 }
 
-// Initialises MPI (asking for MPI_THREAD_MULTIPLE) unless the host already did.
-void ensure_mpi_initialised() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    int initialised = 0;
-    MPI_CHECK(MPI_Initialized(&initialised));
-    if (initialised) return;
-    int provided = 0;
-    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
-    std::atexit(finalize_if_ours);
-  });
-}
-
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
     case DType::f32: return MPI_FLOAT;
@@ -150,6 +137,18 @@ class MpiCommunicator final : public RingCommunicator {
 };
 
 }  // namespace
+
+void ensure_mpi_initialised() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int initialised = 0;
+    MPI_CHECK(MPI_Initialized(&initialised));
+    if (initialised) return;
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    std::atexit(finalize_if_ours);
+  });
+}
 
 std::shared_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Options opts) {
   int initialised = 0;

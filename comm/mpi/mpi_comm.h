@@ -14,6 +14,9 @@ namespace tandem::comm {
 // and the host must not call MPI concurrently with them.
 std::shared_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Options = {});
 
+// MPI_Init_thread(MPI_THREAD_MULTIPLE) unless MPI is already initialised (then MPI_Finalize at exit).
+void ensure_mpi_initialised();
+
 // The rank of this process among the ranks of `comm` on the same node
 // (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), and how many there are.
 int local_rank(MPI_Comm comm = MPI_COMM_WORLD);

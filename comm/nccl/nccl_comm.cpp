@@ -12,6 +12,7 @@
 #include "comm/nccl/nccl_check.h"
 #include "comm/nccl/nccl_kernels.h"
 #include "comm/ring_comm.h"
+#include "kernels/cuda/backend.h"
 
 namespace tandem::comm {
 namespace {
@@ -169,6 +170,19 @@ class NcclCommunicator final : public RingCommunicator {
   ~NcclCommunicator() override { stop(); }
 
  protected:
+  // Tensors handed in were produced by kernels queued on the device's compute stream (DDP's bucket
+  // copies, say): the collective's stream waits for that point, without blocking the host.
+  std::function<void()> order_after_caller() override {
+    cudaEvent_t produced = nullptr;
+    COMM_CUDA_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+    COMM_CUDA_CHECK(cudaEventRecord(produced, cuda::stream_for(device())));
+    return [this, produced] {
+      cudaError_t waited = cudaStreamWaitEvent(nccl_->stream(), produced, 0);
+      cudaEventDestroy(produced);
+      COMM_CUDA_CHECK(waited);
+    };
+  }
+
   // Native collectives: enqueued on the transport's stream; complete() applies the deadline.
   bool native_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo&) override {
     if (count)
@@ -218,7 +232,12 @@ std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts
   const int devices = cuda_device_count();
   TANDEM_CHECK_KIND(NotSupported, devices > 0,
                     "make_nccl_communicator: no CUDA device is visible; use make_mpi_communicator for host buffers");
-  return std::make_shared<NcclCommunicator>(comm, local_rank(comm) % devices, opts);
+  const int on_node = local_size(comm);
+  TANDEM_CHECK_KIND(NotSupported, on_node <= devices,
+                    "make_nccl_communicator: {} ranks on this node share {} CUDA device{}; NCCL needs a device per "
+                    "rank: start at most {} rank{} per node, or use make_mpi_communicator for host buffers",
+                    on_node, devices, devices > 1 ? "s" : "", devices, devices > 1 ? "s" : "");
+  return std::make_shared<NcclCommunicator>(comm, local_rank(comm), opts);
 }
 
 }  // namespace tandem::comm

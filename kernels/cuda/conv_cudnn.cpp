@@ -43,10 +43,15 @@ bool use_im2col() {
   if (std::strcmp(v, "im2col") == 0) return true;
   TANDEM_FAIL(Value, "TANDEM_CONV={} is not a conv implementation: use cudnn (the default) or im2col", v);
 }
-// TANDEM_CUDNN_SEARCH=heuristic picks algorithms with cudnnGet*_v7 (no benchmarking) instead of cudnnFind*.
+// Algorithms come from cuDNN's heuristics (cudnnGet*_v7) by default: the same choice in every process,
+// so reruns and a resumed run give the same bits. TANDEM_CUDNN_SEARCH=benchmark times them instead
+// (cudnnFind*, like PyTorch's cudnn.benchmark): sometimes faster, but the winner, and so the
+// rounding, can change from one process to the next.
 bool heuristic_search() {
   const char* v = std::getenv("TANDEM_CUDNN_SEARCH");
-  return v && std::strcmp(v, "heuristic") == 0;
+  if (!v || !*v || std::strcmp(v, "heuristic") == 0) return true;
+  if (std::strcmp(v, "benchmark") == 0) return false;
+  TANDEM_FAIL(Value, "TANDEM_CUDNN_SEARCH={}: use heuristic (the default) or benchmark", v);
 }
 
 // ---- one cuDNN handle per device, bound to the device's stream; calls on it are serialised.

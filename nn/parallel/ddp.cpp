@@ -83,8 +83,10 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
 void DistributedDataParallel::verify_same_parameters(const NamedTensors& params) {
   const int world = comm_->size();
   // 1. How many parameters each rank has.
-  Tensor my_count = Tensor::from_vector(std::vector<int64_t>{static_cast<int64_t>(params.size())}, {1}, DType::i64);
-  Tensor counts = Tensor::empty({world}, DType::i64);
+  // In the communicator's memory (a device communicator such as nccl reads no host buffers).
+  const Device cd = comm_->device();
+  Tensor my_count = Tensor::from_vector(std::vector<int64_t>{static_cast<int64_t>(params.size())}, {1}, DType::i64, cd);
+  Tensor counts = Tensor::empty({world}, DType::i64, cd);
   comm_->allgather(my_count.data_ptr(), counts.data_ptr(), 1, DType::i64)->wait();
   std::vector<int64_t> n = counts.to_vector<int64_t>();
   const int64_t max_n = *std::max_element(n.begin(), n.end());
@@ -94,8 +96,8 @@ void DistributedDataParallel::verify_same_parameters(const NamedTensors& params)
     auto r = describe(params[i].second);
     std::copy(r.begin(), r.end(), mine.begin() + static_cast<std::ptrdiff_t>(i * kRecord));
   }
-  Tensor local = Tensor::from_vector(mine, {max_n * kRecord}, DType::i64);
-  Tensor all = Tensor::empty({world * max_n * kRecord}, DType::i64);
+  Tensor local = Tensor::from_vector(mine, {max_n * kRecord}, DType::i64, cd);
+  Tensor all = Tensor::empty({world * max_n * kRecord}, DType::i64, cd);
   if (max_n > 0) comm_->allgather(local.data_ptr(), all.data_ptr(), max_n * kRecord, DType::i64)->wait();
   std::vector<int64_t> recs = all.to_vector<int64_t>();
   auto rec = [&](int r, int64_t i) { return recs.data() + (static_cast<int64_t>(r) * max_n + i) * kRecord; };

@@ -35,17 +35,19 @@ ParallelSetup setup_parallel(const ParallelConfig& config, std::shared_ptr<Modul
   ParallelSetup s;
   s.inner = model;
   s.accumulation_steps = config.accumulation_steps;
+  TANDEM_CHECK(config.mode != "dp" || config.device.is_cpu(),
+               "--mode dp places its replicas on --devices; the model must start on the CPU, not {}", config.device.str());
   if (config.mode == "single") {
     s.model = model;
   } else if (config.mode == "dp") {
     s.model = std::make_shared<DataParallel>(model, parse_devices(config.devices.empty() ? "cpu:0,cpu:1" : config.devices));
   } else {
     const bool given = comm != nullptr;
-    s.comm = given ? std::move(comm) : comm::make_mpi_communicator();
+    s.comm = given ? std::move(comm) : comm::make_world_communicator(config.device);
     if (config.sync_bn) {
       // With find_unused_parameters, ranks may launch DDP buckets at different points relative to
       // SyncBatchNorm's collectives: give SyncBatchNorm a communicator of its own then.
-      auto bn_comm = config.find_unused_parameters && !given ? comm::make_mpi_communicator() : s.comm;
+      auto bn_comm = config.find_unused_parameters && !given ? comm::make_world_communicator(config.device) : s.comm;
       s.inner = convert_sync_batchnorm(model, bn_comm);
       model = s.inner;
     }

@@ -37,6 +37,7 @@ struct ParallelConfig {
   bool gradient_as_bucket_view = false;
   bool find_unused_parameters = false;
   bool static_graph = false;
+  Device device = kCPU;         // single/ddp: where the model lives (ddp on cuda:N talks NCCL)
 };
 
 struct ParallelSetup {
@@ -64,7 +65,7 @@ struct ParallelSetup {
 };
 
 // Validates the config (mode, accumulation >= 1, sync_bn only with ddp) and wraps `model`.
-// ddp: uses `comm` or makes comm::make_mpi_communicator(); converts BatchNorm to SyncBatchNorm
+// ddp: uses `comm` or makes comm::make_world_communicator(config.device); converts BatchNorm to SyncBatchNorm
 // when sync_bn; constructs DistributedDataParallel (collective: every rank must call it).
 // dp: DataParallel over the parsed devices. single: the model itself.
 ParallelSetup setup_parallel(const ParallelConfig& config, std::shared_ptr<Module> model,

@@ -1,0 +1,49 @@
+// make_world_communicator and node_device: the one place that picks MPI or NCCL for a device.
+#include <cstdlib>
+
+#include "comm/communicator.h"
+#include "kernels/cuda/device.h"
+#include "runtime/error.h"
+#ifdef TANDEM_HAVE_MPI
+#include "comm/mpi/mpi_comm.h"
+#endif
+#if defined(TANDEM_HAVE_MPI) && defined(TANDEM_HAVE_CUDA)
+#include "comm/nccl/nccl_comm.h"
+#endif
+
+namespace tandem::comm {
+
+std::shared_ptr<Communicator> make_world_communicator(Device device, Options opts) {
+  if (device.is_cpu()) return make_mpi_communicator(opts);
+  TANDEM_CHECK_KIND(NotSupported, device.kind == DeviceKind::CUDA,
+                    "make_world_communicator: no world communicator for {} tensors", device.str());
+#if defined(TANDEM_HAVE_MPI) && defined(TANDEM_HAVE_CUDA)
+  ensure_mpi_initialised();
+  auto c = make_nccl_communicator(MPI_COMM_WORLD, opts);
+  TANDEM_CHECK(c->device() == device,
+               "make_world_communicator: the NCCL communicator of this rank uses {} (its local rank) but the "
+               "tensors are on {}; place the model with node_device()",
+               c->device().str(), device.str());
+  return c;
+#else
+  TANDEM_FAIL(NotSupported, "make_world_communicator: {} needs a build with TANDEM_CUDA=ON and TANDEM_MPI=ON",
+              device.str());
+#endif
+}
+
+Device node_device() {
+  const int devices = cuda::device_count();
+  if (devices == 0) return kCPU;
+#ifdef TANDEM_HAVE_MPI
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* v = std::getenv(name); v && std::atoi(v) > 1) {
+      ensure_mpi_initialised();
+      // NCCL needs a GPU of its own per rank: more ranks on this node than GPUs train on the CPU.
+      if (local_size() > devices) return kCPU;
+      return Device(DeviceKind::CUDA, local_rank());
+    }
+#endif
+  return Device(DeviceKind::CUDA, 0);
+}
+
+}  // namespace tandem::comm
