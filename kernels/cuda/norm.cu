@@ -4,6 +4,7 @@
 // Elementwise formulas are the CPU's, in the same order; reductions differ only in summation order,
 // except dweight/dbias of layer norm, summed over rows in the CPU's order (one thread per column).
 #include <cmath>
+#include <utility>
 
 #include "kernels/core.h"
 #include "kernels/cuda/common.cuh"
@@ -61,20 +62,43 @@ unsigned threads_for(int64_t work) {
 
 // ---- batch norm ----
 
+// Statistics of split blockIdx.x of every channel (grid y strides over channels): a partial Welford
+// per (channel, split), or, with one split, the channel's mean and M2 themselves.
 template <class T, class S>
-__global__ void bn_stats_kernel(const T* __restrict__ x, Nci g, S* __restrict__ mean, S* __restrict__ m2) {
-  const int64_t per_channel = g.n * g.inner;
-  for (int64_t c = blockIdx.x; c < g.c; c += gridDim.x) {
+__global__ void bn_stats_kernel(const T* __restrict__ x, Nci g, int64_t splits, S* __restrict__ mean,
+                                S* __restrict__ m2, long long* __restrict__ count) {
+  const SplitRange r = split_range(g.n * g.inner, blockIdx.x, splits);
+  for (int64_t c = blockIdx.y; c < g.c; c += gridDim.y) {
     Welford<S> w;
-    for (int64_t k = threadIdx.x; k < per_channel; k += blockDim.x) {
-      const int64_t n = k / g.inner, i = k % g.inner;
-      welford_add(w, static_cast<S>(to_acc(x[(n * g.c + c) * g.inner + i])));
-    }
+    RowCursor at(r.begin + threadIdx.x, g.inner, blockDim.x);
+    for (int64_t k = r.begin + threadIdx.x; k < r.end; k += blockDim.x, at.advance())
+      welford_add(w, static_cast<S>(to_acc(x[(at.row * g.c + c) * g.inner + at.col])));
     w = block_welford(w);
     if (threadIdx.x == 0) {
-      mean[c] = w.mean;
-      m2[c] = w.m2;
+      const int64_t slot = c * splits + blockIdx.x;
+      mean[slot] = w.mean;
+      m2[slot] = w.m2;
+      if (count) count[slot] = w.count;
     }
+  }
+}
+
+// Merges each channel's partial statistics in split order.
+template <class S>
+__global__ void bn_stats_merge_kernel(const S* __restrict__ pmean, const S* __restrict__ pm2,
+                                      const long long* __restrict__ pcount, int64_t C, int64_t splits,
+                                      S* __restrict__ mean, S* __restrict__ m2) {
+  for (int64_t c = global_thread(); c < C; c += grid_threads()) {
+    Welford<S> w;
+    for (int64_t s = 0; s < splits; ++s) {
+      Welford<S> p;
+      p.mean = pmean[c * splits + s];
+      p.m2 = pm2[c * splits + s];
+      p.count = pcount[c * splits + s];
+      welford_merge(w, p);
+    }
+    mean[c] = w.mean;
+    m2[c] = w.m2;
   }
 }
 
@@ -105,16 +129,19 @@ __global__ void bn_apply_kernel(const T* __restrict__ x, T* __restrict__ y, Nci 
   }
 }
 
+// sum(dy) and sum(dy * (x - mean)) over split blockIdx.x of every channel: per (channel, split), or,
+// with one split, the channel's sums themselves.
 template <class T, class S>
 __global__ void bn_backward_reduce_kernel(const T* __restrict__ dy, const T* __restrict__ x, Nci g,
-                                          const S* __restrict__ mean, S* __restrict__ sum_dy,
+                                          int64_t splits, const S* __restrict__ mean, S* __restrict__ sum_dy,
                                           S* __restrict__ sum_dy_xmu) {
-  const int64_t per_channel = g.n * g.inner;
-  for (int64_t c = blockIdx.x; c < g.c; c += gridDim.x) {
+  const SplitRange r = split_range(g.n * g.inner, blockIdx.x, splits);
+  for (int64_t c = blockIdx.y; c < g.c; c += gridDim.y) {
     const S m = mean[c];
     S a = S(0), b = S(0);
-    for (int64_t k = threadIdx.x; k < per_channel; k += blockDim.x) {
-      const int64_t e = (k / g.inner * g.c + c) * g.inner + k % g.inner;
+    RowCursor at(r.begin + threadIdx.x, g.inner, blockDim.x);
+    for (int64_t k = r.begin + threadIdx.x; k < r.end; k += blockDim.x, at.advance()) {
+      const int64_t e = (at.row * g.c + c) * g.inner + at.col;
       const S d = static_cast<S>(to_acc(dy[e]));
       a += d;
       b += d * (static_cast<S>(to_acc(x[e])) - m);
@@ -122,9 +149,19 @@ __global__ void bn_backward_reduce_kernel(const T* __restrict__ dy, const T* __r
     a = block_sum(a);
     b = block_sum(b);
     if (threadIdx.x == 0) {
-      sum_dy[c] = a;
-      sum_dy_xmu[c] = b;
+      sum_dy[c * splits + blockIdx.x] = a;
+      sum_dy_xmu[c * splits + blockIdx.x] = b;
     }
+  }
+}
+
+// Sums each channel's partials in split order: out[c] = sum over s of part[c * splits + s].
+template <class S>
+__global__ void sum_splits_kernel(const S* __restrict__ part, int64_t C, int64_t splits, S* __restrict__ out) {
+  for (int64_t c = global_thread(); c < C; c += grid_threads()) {
+    S acc = S(0);
+    for (int64_t s = 0; s < splits; ++s) acc += part[c * splits + s];
+    out[c] = acc;
   }
 }
 
@@ -159,8 +196,24 @@ void bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
     const Nci g = nci_of(x);
     if (g.c == 0) return;
     Tensor ms = stat_out(mean, dtype_v<S>), m2s = stat_out(m2, dtype_v<S>);
-    TANDEM_LAUNCH(bn_stats_kernel<T, S>, grid_for(g.c, 1), threads_for(g.n * g.inner), 0, stream_for(x.device()),
-                  static_cast<const T*>(x.data_ptr()), g, static_cast<S*>(ms.data_ptr()), static_cast<S*>(m2s.data_ptr()));
+    const Device dev = x.device();
+    const int64_t splits = reduction_splits(g.c, g.n * g.inner);
+    const dim3 grid(static_cast<unsigned>(splits), grid_for(g.c, 1));
+    if (splits == 1) {
+      TANDEM_LAUNCH(bn_stats_kernel<T, S>, grid, threads_for(g.n * g.inner), 0, stream_for(dev),
+                    static_cast<const T*>(x.data_ptr()), g, splits, static_cast<S*>(ms.data_ptr()),
+                    static_cast<S*>(m2s.data_ptr()), static_cast<long long*>(nullptr));
+    } else {
+      Tensor pmean = Tensor::empty({g.c * splits}, dtype_v<S>, dev), pm2 = Tensor::empty({g.c * splits}, dtype_v<S>, dev);
+      Tensor pcount = Tensor::empty({g.c * splits}, DType::i64, dev);
+      TANDEM_LAUNCH(bn_stats_kernel<T, S>, grid, threads_for(g.n * g.inner / splits), 0, stream_for(dev),
+                    static_cast<const T*>(x.data_ptr()), g, splits, static_cast<S*>(pmean.data_ptr()),
+                    static_cast<S*>(pm2.data_ptr()), static_cast<long long*>(pcount.data_ptr()));
+      TANDEM_LAUNCH(bn_stats_merge_kernel<S>, grid_for(g.c, kBlock), kBlock, 0, stream_for(dev),
+                    static_cast<const S*>(pmean.data_ptr()), static_cast<const S*>(pm2.data_ptr()),
+                    static_cast<const long long*>(pcount.data_ptr()), g.c, splits, static_cast<S*>(ms.data_ptr()),
+                    static_cast<S*>(m2s.data_ptr()));
+    }
     store_stat(ms, mean);
     store_stat(m2s, m2);
   });
@@ -222,9 +275,21 @@ void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, c
     Tensor ms = as_stat(mean, sd), iv = as_stat(invstd, sd);
     Tensor a = sum_dy.defined() ? stat_out(sum_dy, sd) : Tensor::empty({g.c}, sd, dev);
     Tensor b = sum_dy_xmu.defined() ? stat_out(sum_dy_xmu, sd) : Tensor::empty({g.c}, sd, dev);
-    TANDEM_LAUNCH(bn_backward_reduce_kernel<T, S>, grid_for(g.c, 1), threads_for(g.n * g.inner), 0, stream_for(dev),
-                  static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), g,
-                  static_cast<const S*>(ms.data_ptr()), static_cast<S*>(a.data_ptr()), static_cast<S*>(b.data_ptr()));
+    const int64_t splits = reduction_splits(g.c, g.n * g.inner);
+    const dim3 grid(static_cast<unsigned>(splits), grid_for(g.c, 1));
+    if (splits == 1) {
+      TANDEM_LAUNCH(bn_backward_reduce_kernel<T, S>, grid, threads_for(g.n * g.inner), 0, stream_for(dev),
+                    static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), g, splits,
+                    static_cast<const S*>(ms.data_ptr()), static_cast<S*>(a.data_ptr()), static_cast<S*>(b.data_ptr()));
+    } else {
+      Tensor pa = Tensor::empty({g.c * splits}, sd, dev), pb = Tensor::empty({g.c * splits}, sd, dev);
+      TANDEM_LAUNCH(bn_backward_reduce_kernel<T, S>, grid, threads_for(g.n * g.inner / splits), 0, stream_for(dev),
+                    static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), g, splits,
+                    static_cast<const S*>(ms.data_ptr()), static_cast<S*>(pa.data_ptr()), static_cast<S*>(pb.data_ptr()));
+      for (auto [part, out] : {std::pair<Tensor*, Tensor*>{&pa, &a}, {&pb, &b}})
+        TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(g.c, kBlock), kBlock, 0, stream_for(dev),
+                      static_cast<const S*>(part->data_ptr()), g.c, splits, static_cast<S*>(out->data_ptr()));
+    }
     store_stat(a, sum_dy);
     store_stat(b, sum_dy_xmu);
     if (grad_weight.defined()) {

@@ -30,17 +30,34 @@ __device__ __forceinline__ int64_t offset_of(int64_t i, int rank, const int64_t*
   return off;
 }
 
+// Sums split blockIdx.x of every output's items (grid y strides over outputs): into part[o * splits
+// + split], or, with one split (part null), scaled straight into dst[o].
 template <class T>
-__global__ void sum_to_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t outputs, int64_t per_output,
-                              SumPlan p, acc_t<T> scale) {
+__global__ void sum_to_kernel(const T* __restrict__ src, T* __restrict__ dst, sum_acc_t<T>* __restrict__ part,
+                              int64_t outputs, int64_t per_output, int64_t splits, SumPlan p, acc_t<T> scale) {
   using S = sum_acc_t<T>;
-  for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+  const SplitRange range = split_range(per_output, blockIdx.x, splits);
+  for (int64_t o = blockIdx.y; o < outputs; o += gridDim.y) {
     const int64_t base = offset_of(o, p.keep_rank, p.keep_size, p.keep_stride);
     S acc = S(0);
-    for (int64_t r = threadIdx.x; r < per_output; r += blockDim.x)
+    for (int64_t r = range.begin + threadIdx.x; r < range.end; r += blockDim.x)
       acc += static_cast<S>(to_acc(src[base + offset_of(r, p.red_rank, p.red_size, p.red_stride)]));
     acc = block_sum(acc);
-    if (threadIdx.x == 0) dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
+    if (threadIdx.x != 0) continue;
+    if (part) part[o * splits + blockIdx.x] = acc;
+    else dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
+  }
+}
+
+// dst[o] = scale * (the partials of output o summed in split order).
+template <class T>
+__global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t outputs,
+                                     int64_t splits, acc_t<T> scale) {
+  using S = sum_acc_t<T>;
+  for (int64_t o = global_thread(); o < outputs; o += grid_threads()) {
+    S acc = S(0);
+    for (int64_t s = 0; s < splits; ++s) acc += part[o * splits + s];
+    dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
   }
 }
 
@@ -98,9 +115,21 @@ void sum_to(const Tensor& src, Tensor& dst, double scale) {
       ++rank;
       if (summed) per_output *= plan.sizes[d];
     }
-    TANDEM_LAUNCH(sum_to_kernel<T>, grid_for(outputs, 1), reduce_threads(per_output), 0, stream_for(src.device()),
-                  static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), outputs, per_output, p,
-                  static_cast<acc_t<T>>(scale));
+    using S = sum_acc_t<T>;
+    const Device dev = src.device();
+    const int64_t splits = reduction_splits(outputs, per_output);
+    const dim3 grid(static_cast<unsigned>(splits), grid_for(outputs, 1));
+    // Partial sums (splits > 1) in the accumulation type, as raw device bytes.
+    Tensor part = splits > 1 ? Tensor::empty({outputs * splits * static_cast<int64_t>(sizeof(S))}, DType::u8, dev)
+                             : Tensor();
+    S* part_ptr = splits > 1 ? static_cast<S*>(part.data_ptr()) : nullptr;
+    TANDEM_LAUNCH(sum_to_kernel<T>, grid, reduce_threads(per_output / splits), 0, stream_for(dev),
+                  static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), part_ptr, outputs,
+                  per_output, splits, p, static_cast<acc_t<T>>(scale));
+    if (splits > 1)
+      TANDEM_LAUNCH(sum_splits_to_kernel<T>, grid_for(outputs, kBlock), kBlock, 0, stream_for(dev),
+                    static_cast<const S*>(part_ptr), static_cast<T*>(dst.data_ptr()), outputs, splits,
+                    static_cast<acc_t<T>>(scale));
   }, "sum_to");
 }
 

@@ -114,4 +114,51 @@ __device__ Welford<S> block_welford(Welford<S> w) {
   return w;
 }
 
+// ---- two-stage reductions of few outputs over many items (batch-norm channels, bias gradients) ----
+// One block per output leaves a GPU nearly idle (32 channels: 32 blocks) and latency-bound. Instead
+// each output's items are cut into `splits` contiguous ranges, one block each; a second pass merges
+// the partials of an output in split order. The split count depends on the shape alone, so results
+// are the same bits on every GPU and in every run.
+#ifdef TANDEM_SIMT_EMULATOR
+constexpr int64_t kMinItemsPerSplit = 16;  // small test shapes still take several splits
+#else
+constexpr int64_t kMinItemsPerSplit = 4096;
+#endif
+inline int64_t reduction_splits(int64_t outputs, int64_t per_output) {
+  constexpr int64_t kFillBlocks = 1024;  // ~8 blocks per SM of an H100
+  int64_t s = kFillBlocks / (outputs > 0 ? outputs : 1);
+  const int64_t by_items = per_output / kMinItemsPerSplit;
+  if (s > by_items) s = by_items;
+  if (s > kMaxGrid) s = kMaxGrid;
+  return s < 1 ? 1 : s;
+}
+// Items [begin, end) of split `s` of `splits` over `n` items.
+struct SplitRange {
+  int64_t begin, end;
+};
+__host__ __device__ inline SplitRange split_range(int64_t n, int64_t s, int64_t splits) {
+  return {n * s / splits, n * (s + 1) / splits};
+}
+// (row, col) of a flat index k = row * cols + col, advanced by a fixed stride with no division in
+// the loop (64-bit division costs dozens of instructions per item on a GPU).
+struct RowCursor {
+  int64_t row = 0, col = 0, step_row = 0, step_col = 0, cols = 1;
+  __host__ __device__ RowCursor(int64_t k, int64_t cols_, int64_t stride) {
+    if (cols_ <= 0) return;
+    cols = cols_;
+    row = k / cols;
+    col = k % cols;
+    step_row = stride / cols;
+    step_col = stride % cols;
+  }
+  __host__ __device__ void advance() {
+    row += step_row;
+    col += step_col;
+    if (col >= cols) {
+      col -= cols;
+      ++row;
+    }
+  }
+};
+
 }  // namespace tandem::TANDEM_CUDA_NS

@@ -102,7 +102,9 @@ TEST_P(NnOps, PoolingForwardBackwardMatchCpu) {
 
 TEST_P(NnOps, BatchNormStagesMatchCpu) {
   for (DType dt : {DType::f32, DType::f64, DType::bf16})
-    for (Shape xs : {Shape{4, 3}, Shape{2, 5, 3, 7}, Shape{1, 1}, Shape{3, 2, 33}, Shape{17, 4, 1, 1}}) {
+    // The larger shapes split each channel over several blocks (rows of 81 and of 1 element).
+    for (Shape xs : {Shape{4, 3}, Shape{2, 5, 3, 7}, Shape{1, 1}, Shape{3, 2, 33}, Shape{17, 4, 1, 1}, Shape{8, 3, 9, 9},
+                     Shape{300, 2}}) {
       const int64_t C = xs[1], count = shape_numel(xs) / C;
       const DType sd = dt == DType::f64 ? DType::f64 : DType::f32;
       const double rtol = dt == DType::bf16 ? 1e-2 : 1e-5;

@@ -12,6 +12,8 @@ const std::vector<std::pair<Shape, Shape>>& sum_cases() {  // src, dst
   static const std::vector<std::pair<Shape, Shape>> c{
       {{0}, {}},        {{1}, {}},          {{2053}, {}},       {{7, 33}, {33}},     {{7, 33}, {7, 1}},
       {{33, 7}, {}},    {{3, 4, 5}, {4, 1}}, {{3, 4, 5}, {3, 1, 5}}, {{300, 3}, {3}}, {{0, 5}, {5}},
+      // few outputs over many items: several blocks per output, partials merged in split order
+      {{9, 4, 7, 11}, {1, 4, 1, 1}}, {{9, 4, 7, 11}, {4, 1, 1}},
       {{2, 0, 3}, {2, 1, 3}}, {{5, 6}, {5, 6}}};
   return c;
 }
