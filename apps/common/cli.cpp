@@ -28,7 +28,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->capture_default_str();
   app.add_option("--seed", cfg.seed, "seed of initialisation and shuffling")->capture_default_str();
   app.add_option("--device", cfg.device,
-                 "auto (cuda:<local rank> where a GPU is visible, else cpu), cpu, cuda or cuda:N")
+                 "auto (cuda:<local rank> where each rank on the node has a GPU, else cpu), cpu, cuda or cuda:N")
       ->check([](const std::string& d) -> std::string {
         if (d == "auto" || d == "cpu" || d == "cuda" || d.rfind("cuda:", 0) == 0) return "";
         return "must be auto, cpu, cuda or cuda:N";

@@ -22,7 +22,7 @@ struct TrainConfig {
   std::string lr_schedule = "cosine";  // cosine (per step, to 0 at the last step) | constant
   uint64_t seed = 0;
   // execution
-  std::string device = "auto";  // auto | cpu | cuda | cuda:N (auto: cuda:<local rank> where a GPU is visible)
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N (auto: cuda:<local rank> where each rank has a GPU)
   int threads = 0;          // Eigen/OpenMP threads; 0 keeps OpenMP's default
   int64_t max_steps = 0;    // stop after this many optimizer steps (0: no limit)
   bool eval = true;         // evaluate on the test split after every epoch

@@ -16,8 +16,9 @@ namespace tandem::app {
 // (OMPI_COMM_WORLD_SIZE / PMI_SIZE), else single.
 std::string resolve_mode(const std::string& configured);
 
-// --device: cpu; cuda:N; cuda (cuda:<local rank modulo the visible devices>); auto (that where a GPU
-// is visible, else cpu). --mode dp starts on the CPU (its replicas go to --devices).
+// --device: cpu; cuda:N; cuda (cuda:<local rank>; an error where a node has more ranks than GPUs);
+// auto (cuda:<local rank> where each rank on the node has a GPU, else cpu). --mode dp starts on the
+// CPU (its replicas go to --devices).
 Device resolve_device(const TrainConfig& cfg);
 
 // FNV-1a (64 bit) over the bytes of every tensor of `model.state_dict()` in order, as 16 hex digits.

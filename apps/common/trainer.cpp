@@ -57,10 +57,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
       metrics_(config_.metrics_path, world_.rank() == 0) {
   TANDEM_CHECK(model_ && optimizer_, "Trainer needs a model and an optimizer");
   // Batches go where the parameters are (DataParallel scatters them from there itself).
-  for (const Tensor& p : model_->parameters()) {
-    input_device_ = p.device();
-    break;
-  }
+  if (auto params = model_->parameters(); !params.empty()) input_device_ = params.front().device();
   data::LoaderOptions opt;
   opt.batch_size = config_.batch_size;
   opt.layout = config_.model == "cnn" ? data::Layout::Image : data::Layout::Flat;

@@ -28,8 +28,8 @@ int train(app::TrainConfig cfg) {
   app::Logger log(ps.rank(), cfg.quiet);
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
-           cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer, cfg.lr, cfg.momentum,
-           cfg.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads,
+           cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer,
+           cfg.lr, cfg.momentum, cfg.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads,
            threads > 1 ? "s" : "");
   data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--threads", threads, "Eigen/OpenMP threads")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--amp", amp, "autocast: off, bf16 or f16")->check(CLI::IsMember({"off", "bf16", "f16"}))->capture_default_str();
+  app.add_option("--amp", amp, "autocast: off, bf16 or f16")
+      ->check(CLI::IsMember({"off", "bf16", "f16"}))
+      ->capture_default_str();
   app.add_flag("--profile", profile, "also time every layer's forward and backward (JSON lines first)");
   try {
     app.parse(argc, argv);
@@ -118,9 +120,14 @@ int main(int argc, char** argv) {
     double gflops = flops * samples_per_s / 1e9;
     double gflops_cpu = flops * static_cast<double>(batch * steps) / cpu / 1e9;
     if (!device.is_cpu()) {
-      nlohmann::json j{{"model", model},         {"batch", batch},   {"steps", steps},
-                       {"device", device.str()}, {"amp", amp},       {"samples_per_s", samples_per_s},
-                       {"step_ms_median", 1e3 * median_step},        {"step_ms_mean", 1e3 * wall / static_cast<double>(steps)},
+      nlohmann::json j{{"model", model},
+                       {"batch", batch},
+                       {"steps", steps},
+                       {"device", device.str()},
+                       {"amp", amp},
+                       {"samples_per_s", samples_per_s},
+                       {"step_ms_median", 1e3 * median_step},
+                       {"step_ms_mean", 1e3 * wall / static_cast<double>(steps)},
                        {"gflops", gflops}};
       std::printf("%s\n", j.dump().c_str());
       return 0;
