@@ -98,13 +98,16 @@ std::shared_ptr<Communicator> make_mpi_communicator(Options = {});
 
 // The world communicator for tensors on `device`: MPI (host buffers) for a CPU device, NCCL for
 // cuda:N (bootstrapped over MPI_COMM_WORLD; N must be the device NCCL takes for this rank, its
-// local rank modulo the visible devices: see node_device()). NotSupportedError where the build
-// lacks the backend.
+// local rank: see node_device()). NotSupportedError where the build lacks the backend.
 std::shared_ptr<Communicator> make_world_communicator(Device device, Options = {});
 
 // The device this process should train on: cuda:<local rank> where every rank on this node can have
 // a GPU of its own (initialising MPI to learn the local rank when the job has several ranks), else
 // the CPU.
 Device node_device();
+
+// The job size the launcher announces (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_SIZE), read without
+// initialising MPI; 1 when the process was not started by mpirun or a PMI launcher.
+int launcher_world_size();
 
 }  // namespace tandem::comm

@@ -1,4 +1,5 @@
-// make_world_communicator and node_device: the one place that picks MPI or NCCL for a device.
+// make_world_communicator, node_device and launcher_world_size: the one place that picks MPI or NCCL
+// for a device and reads the launcher's view of the job.
 #include <cstdlib>
 
 #include "comm/communicator.h"
@@ -35,15 +36,20 @@ Device node_device() {
   const int devices = cuda::device_count();
   if (devices == 0) return kCPU;
 #ifdef TANDEM_HAVE_MPI
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-    if (const char* v = std::getenv(name); v && std::atoi(v) > 1) {
-      ensure_mpi_initialised();
-      // NCCL needs a GPU of its own per rank: more ranks on this node than GPUs train on the CPU.
-      if (local_size() > devices) return kCPU;
-      return Device(DeviceKind::CUDA, local_rank());
-    }
+  if (launcher_world_size() > 1) {
+    ensure_mpi_initialised();
+    // NCCL needs a GPU of its own per rank: more ranks on this node than GPUs train on the CPU.
+    if (local_size() > devices) return kCPU;
+    return Device(DeviceKind::CUDA, local_rank());
+  }
 #endif
   return Device(DeviceKind::CUDA, 0);
+}
+
+int launcher_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+  return 1;
 }
 
 }  // namespace tandem::comm

@@ -1,7 +1,6 @@
 // FullTrainer: parallel modes, AMP, clipping, activation checkpointing, EMA, checkpoints, resume.
 #include "apps/common/train_features.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -16,12 +15,6 @@
 namespace tandem::app {
 
 namespace {
-
-int env_world_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
-  return 1;
-}
 
 // A Sequential run through checkpoint_sequential. It registers the Sequential's children under
 // their own names, so state_dict (and checkpoints) read exactly as the bare model's.
@@ -63,7 +56,7 @@ class StepHooks final : public TrainerCallback {
 
 std::string resolve_mode(const std::string& configured) {
   if (!configured.empty()) return configured;
-  return env_world_size() > 1 ? "ddp" : "single";
+  return comm::launcher_world_size() > 1 ? "ddp" : "single";
 }
 
 Device resolve_device(const TrainConfig& cfg) {

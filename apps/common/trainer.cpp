@@ -35,11 +35,7 @@ class RangeSampler final : public data::Sampler {
 
 void World::sum(std::vector<double>& values) const {
   if (!comm || comm->size() == 1 || values.empty()) return;
-  if (comm->device().is_cpu()) {
-    comm->allreduce(values.data(), static_cast<int64_t>(values.size()), DType::f64, comm::ReduceOp::Sum)->wait();
-    return;
-  }
-  // A device communicator (nccl) reduces device memory only.
+  // In the communicator's memory: a device communicator (nccl) reduces device memory only.
   Tensor t = Tensor::from_vector(values, {static_cast<int64_t>(values.size())}, DType::f64, comm->device());
   comm->allreduce(t, comm::ReduceOp::Sum)->wait();
   values = t.to_vector<double>();

@@ -62,11 +62,11 @@ unsigned threads_for(int64_t work) {
 
 // ---- batch norm ----
 
-// Statistics of split blockIdx.x of every channel (grid y strides over channels): a partial Welford
-// per (channel, split), or, with one split, the channel's mean and M2 themselves.
+// Statistics of split blockIdx.x of every channel (grid y strides over channels): a partial mean
+// and M2 per (channel, split), or, with one split, the channel's mean and M2 themselves.
 template <class T, class S>
 __global__ void bn_stats_kernel(const T* __restrict__ x, Nci g, int64_t splits, S* __restrict__ mean,
-                                S* __restrict__ m2, long long* __restrict__ count) {
+                                S* __restrict__ m2) {
   const SplitRange r = split_range(g.n * g.inner, blockIdx.x, splits);
   for (int64_t c = blockIdx.y; c < g.c; c += gridDim.y) {
     Welford<S> w;
@@ -78,23 +78,22 @@ __global__ void bn_stats_kernel(const T* __restrict__ x, Nci g, int64_t splits, 
       const int64_t slot = c * splits + blockIdx.x;
       mean[slot] = w.mean;
       m2[slot] = w.m2;
-      if (count) count[slot] = w.count;
     }
   }
 }
 
-// Merges each channel's partial statistics in split order.
+// Merges each channel's partial statistics in split order; a split's count is its range's length.
 template <class S>
-__global__ void bn_stats_merge_kernel(const S* __restrict__ pmean, const S* __restrict__ pm2,
-                                      const long long* __restrict__ pcount, int64_t C, int64_t splits,
-                                      S* __restrict__ mean, S* __restrict__ m2) {
-  for (int64_t c = global_thread(); c < C; c += grid_threads()) {
+__global__ void bn_stats_merge_kernel(const S* __restrict__ pmean, const S* __restrict__ pm2, Nci g,
+                                      int64_t splits, S* __restrict__ mean, S* __restrict__ m2) {
+  for (int64_t c = global_thread(); c < g.c; c += grid_threads()) {
     Welford<S> w;
     for (int64_t s = 0; s < splits; ++s) {
+      const SplitRange r = split_range(g.n * g.inner, s, splits);
       Welford<S> p;
       p.mean = pmean[c * splits + s];
       p.m2 = pm2[c * splits + s];
-      p.count = pcount[c * splits + s];
+      p.count = r.end - r.begin;
       welford_merge(w, p);
     }
     mean[c] = w.mean;
@@ -202,17 +201,15 @@ void bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
     if (splits == 1) {
       TANDEM_LAUNCH(bn_stats_kernel<T, S>, grid, threads_for(g.n * g.inner), 0, stream_for(dev),
                     static_cast<const T*>(x.data_ptr()), g, splits, static_cast<S*>(ms.data_ptr()),
-                    static_cast<S*>(m2s.data_ptr()), static_cast<long long*>(nullptr));
+                    static_cast<S*>(m2s.data_ptr()));
     } else {
       Tensor pmean = Tensor::empty({g.c * splits}, dtype_v<S>, dev), pm2 = Tensor::empty({g.c * splits}, dtype_v<S>, dev);
-      Tensor pcount = Tensor::empty({g.c * splits}, DType::i64, dev);
       TANDEM_LAUNCH(bn_stats_kernel<T, S>, grid, threads_for(g.n * g.inner / splits), 0, stream_for(dev),
                     static_cast<const T*>(x.data_ptr()), g, splits, static_cast<S*>(pmean.data_ptr()),
-                    static_cast<S*>(pm2.data_ptr()), static_cast<long long*>(pcount.data_ptr()));
+                    static_cast<S*>(pm2.data_ptr()));
       TANDEM_LAUNCH(bn_stats_merge_kernel<S>, grid_for(g.c, kBlock), kBlock, 0, stream_for(dev),
                     static_cast<const S*>(pmean.data_ptr()), static_cast<const S*>(pm2.data_ptr()),
-                    static_cast<const long long*>(pcount.data_ptr()), g.c, splits, static_cast<S*>(ms.data_ptr()),
-                    static_cast<S*>(m2s.data_ptr()));
+                    g, splits, static_cast<S*>(ms.data_ptr()), static_cast<S*>(m2s.data_ptr()));
     }
     store_stat(ms, mean);
     store_stat(m2s, m2);
