@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/pool.h"
 #include "kernels/registry.h"
 #include "runtime/tensor.h"
 
@@ -49,11 +50,24 @@ TANDEM_KERNEL(batch_norm_backward_elemt,
 // the cache. Forward: mean, m2 and invstd as stages (1) and (1b) compute them (running stats are not
 // touched) and y as stage (2). Backward: dx (when defined) as stage (4) with the batch's own sums;
 // grad_weight / grad_bias as stage (3).
-TANDEM_KERNEL(batch_norm_forward_fused, void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                                             Tensor& y, Tensor& mean, Tensor& m2, Tensor& invstd));
+// The epilogue fuses what follows a BatchNorm in the cnn: relu, then a max pool, applied to each
+// [h, w] plane right after it is normalised (still in cache). Forward: y = max_pool(relu(stage (2))),
+// argmax as max_pool2d_forward gives it. Backward: dy (pooled shape) is scattered through argmax as
+// max_pool2d_backward does, masked where relu's output is not positive as relu's backward does (the
+// mask recomputed from x, weight and bias, not read from a saved tensor), then stage (3)/(4). So a
+// BatchNorm-ReLU-MaxPool block reads and writes its activations once each way, not three times.
+struct BatchNormEpilogue {
+  bool relu = false;
+  bool max_pool = false;  // x is [N, C, H, W]; y, dy and argmax are [N, C, Ho, Wo] by `pool`
+  Pool2dGeometry pool;
+};
+TANDEM_KERNEL(batch_norm_forward_fused,
+              void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const BatchNormEpilogue& epi,
+                   Tensor& y, Tensor& argmax, Tensor& mean, Tensor& m2, Tensor& invstd));
 TANDEM_KERNEL(batch_norm_backward_fused,
-              void(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                   Tensor& dx, Tensor& grad_weight, Tensor& grad_bias));
+              void(const Tensor& dy, const Tensor& argmax, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                   const Tensor& weight, const Tensor& bias, const BatchNormEpilogue& epi, Tensor& dx,
+                   Tensor& grad_weight, Tensor& grad_bias));
 
 // Layer norm: x viewed as [M, D] (D = the normalised trailing dims); weight/bias [D] optional.
 // y = (x - mean[m]) * rstd[m] * weight + bias, mean/rstd [M] stat dtype (saved for backward),

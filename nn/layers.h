@@ -6,6 +6,7 @@
 #include "nn/layers/dropout.h"
 #include "nn/layers/embedding.h"
 #include "nn/layers/flatten.h"
+#include "nn/layers/identity.h"
 #include "nn/layers/layer_norm.h"
 #include "nn/layers/linear.h"
 #include "nn/layers/pool.h"

@@ -62,7 +62,9 @@ struct Runner {
 
   Runner(const Setup& s, std::shared_ptr<comm::Communicator> comm, bool skip) {
     Generator gen(0);
-    net = nn::make_model(s.model, gen);
+    auto seq = nn::make_model(s.model, gen);
+    seq->fuse_batchnorm_epilogues();  // as tandem-train runs it
+    net = seq;
     DDPOptions o = s.ddp;
     o.skip_allreduce = skip;
     ddp = std::make_unique<DistributedDataParallel>(net, comm, o);

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   int64_t batch = 128, steps = 50, warmup = 5;
   int threads = 1;
   bool profile = false;
+  bool no_fuse = false;
   std::string device_name = "cpu", amp = "off";
   app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
   app.add_option("--batch-size", batch, "samples per step")->check(CLI::PositiveNumber)->capture_default_str();
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   app.add_option("--amp", amp, "autocast: off, bf16 or f16")
       ->check(CLI::IsMember({"off", "bf16", "f16"}))
       ->capture_default_str();
+  app.add_flag("--no-fuse", no_fuse, "keep BatchNorm, ReLU and MaxPool2d separate ops (the cnn; for A/B runs)");
   app.add_flag("--profile", profile, "also time every layer's forward and backward (JSON lines first)");
   try {
     app.parse(argc, argv);
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
     Generator gen(0);
     const Device device = device_name == "cuda" ? cuda::default_device(/*insist=*/true) : Device::parse(device_name);
     auto net = nn::make_model(model, gen);
+    if (!no_fuse) net->fuse_batchnorm_epilogues();  // as tandem-train runs it
     net->to(device);
     nn::SGDOptions so;
     so.lr = 0.01;

@@ -7,6 +7,7 @@
 
 #include "kernels/common/welford.h"
 #include "kernels/cpu/lanes.h"
+#include "kernels/cpu/max_pool_plane.h"
 #include "kernels/norm.h"
 
 namespace tandem::kernels {
@@ -59,6 +60,17 @@ Welford<S> channel_stats(const T* px, const Nci& g, int64_t c) {
     welford_merge(acc, part);
   }
   return acc;
+}
+
+// Stage (2) of one value, and relu of it, shared by the fused forward and the fused backward's
+// recomputation so that both see the same bits (the backward's mask must be the forward's).
+template <class T, class S>
+inline T bn_affine(T x, S scale, S shift) {
+  return T(static_cast<S>(x) * scale + shift);
+}
+template <class T, class S>
+inline T relu_of(T v) {
+  return static_cast<S>(v) < S(0) ? T(0) : v;  // NaN stays NaN, as ops::relu
 }
 
 void cpu_bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
@@ -121,7 +133,7 @@ void cpu_bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, con
       const S scale = iv[c] * w[c], shift = b[c] - mv[c] * scale;
       const T* in = px + p * g.inner;
       T* out = py + p * g.inner;
-      for (int64_t i = 0; i < g.inner; ++i) out[i] = T(static_cast<S>(in[i]) * scale + shift);
+      for (int64_t i = 0; i < g.inner; ++i) out[i] = bn_affine(in[i], scale, shift);
     }
   });
 }
@@ -194,8 +206,18 @@ void cpu_bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean
   });
 }
 
-void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
-                          Tensor& mean, Tensor& m2, Tensor& invstd) {
+// A per-thread scratch of n values that only grows (the fused kernels' planes and channel buffers).
+template <class T>
+T* scratch(int slot, int64_t n) {
+  static thread_local std::vector<T> bufs[2];
+  auto& b = bufs[slot];
+  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
+  return b.data();
+}
+
+void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                          const BatchNormEpilogue& epi, Tensor& y, Tensor& argmax, Tensor& mean, Tensor& m2,
+                          Tensor& invstd) {
   with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
@@ -204,6 +226,8 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
     std::vector<S> mv(static_cast<size_t>(g.c)), m2v(static_cast<size_t>(g.c)), iv(static_cast<size_t>(g.c));
     const T* px = static_cast<const T*>(x.data_ptr());
     T* py = static_cast<T*>(y.data_ptr());
+    int32_t* parg = epi.max_pool ? argmax.data<int32_t>() : nullptr;
+    const int64_t out_inner = epi.max_pool ? epi.pool.ho * epi.pool.wo : g.inner;
     const S count = static_cast<S>(g.n * g.inner);
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
     for (int64_t c = 0; c < g.c; ++c) {
@@ -214,10 +238,18 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
       m2v[ci] = st.m2;
       iv[ci] = inv;
       const S scale = inv * w[ci], shift = b[ci] - st.mean * scale;
+      // With a pool, each normalised plane goes to a cache-resident scratch plane and is pooled from there.
+      T* plane = epi.max_pool ? scratch<T>(0, g.inner) : nullptr;
       for (int64_t n = 0; n < g.n; ++n) {
         const T* in = px + (n * g.c + c) * g.inner;
-        T* out = py + (n * g.c + c) * g.inner;
-        for (int64_t i = 0; i < g.inner; ++i) out[i] = T(static_cast<S>(in[i]) * scale + shift);
+        T* out = epi.max_pool ? plane : py + (n * g.c + c) * g.inner;
+        if (epi.relu) {
+          for (int64_t i = 0; i < g.inner; ++i) out[i] = relu_of<T, S>(bn_affine(in[i], scale, shift));
+        } else {
+          for (int64_t i = 0; i < g.inner; ++i) out[i] = bn_affine(in[i], scale, shift);
+        }
+        if (epi.max_pool)
+          cpu_pool::max_pool_plane(plane, py + (n * g.c + c) * out_inner, parg + (n * g.c + c) * out_inner, epi.pool);
       }
     }
     store(mv, mean);
@@ -226,38 +258,63 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
   });
 }
 
-void cpu_bn_backward_fused(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
-                           const Tensor& weight, Tensor& dx, Tensor& grad_weight, Tensor& grad_bias) {
+void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor& x, const Tensor& mean,
+                           const Tensor& invstd, const Tensor& weight, const Tensor& bias, const BatchNormEpilogue& epi,
+                           Tensor& dx, Tensor& grad_weight, Tensor& grad_bias) {
   with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
-    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1);
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1),
+                   bv = vec<S>(bias, g.c, 0);
     std::vector<S> sd(static_cast<size_t>(g.c)), sdx(static_cast<size_t>(g.c));
     const T* px = static_cast<const T*>(x.data_ptr());
     const T* pd = static_cast<const T*>(dy.data_ptr());
+    const int32_t* parg = epi.max_pool ? argmax.data<int32_t>() : nullptr;
+    const int64_t dy_inner = epi.max_pool ? epi.pool.ho * epi.pool.wo : g.inner;
     T* pdx = dx.defined() ? static_cast<T*>(dx.data_ptr()) : nullptr;
     const S inv_count = S(1) / static_cast<S>(std::max<int64_t>(g.n * g.inner, 1));
+    const bool epilogue = epi.relu || epi.max_pool;
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
     for (int64_t c = 0; c < g.c; ++c) {
       const size_t ci = static_cast<size_t>(c);
-      const S m = mv[ci];
+      const S m = mv[ci], scale = iv[ci] * w[ci];
+      // The epilogue's backward (unpool, relu mask) makes the channel's dy of batch norm once, into a
+      // per-thread scratch of N * H * W values that both passes below read (cache-resident, like x).
+      T* local = nullptr;
+      if (epilogue) {
+        local = scratch<T>(1, g.n * g.inner);
+        const S shift = bv[ci] - m * scale;  // the forward's stage (2)
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* xi = px + (n * g.c + c) * g.inner;
+          const T* di = pd + (n * g.c + c) * dy_inner;
+          T* o = local + n * g.inner;
+          if (epi.max_pool) {
+            cpu_pool::max_unpool_plane(di, parg + (n * g.c + c) * dy_inner, o, epi.pool);
+            di = o;
+          }
+          if (epi.relu) {
+            for (int64_t i = 0; i < g.inner; ++i)
+              o[i] = static_cast<S>(bn_affine(xi[i], scale, shift)) > S(0) ? di[i] : T(0);
+          }
+        }
+      }
+      auto dy_plane = [&](int64_t n) { return epilogue ? local + n * g.inner : pd + (n * g.c + c) * g.inner; };
       S a = 0, bsum = 0;
       for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_reduce
         const T* xi = px + (n * g.c + c) * g.inner;
-        const T* di = pd + (n * g.c + c) * g.inner;
         S pa, pb;
-        sum_dy_dyxmu<S>(di, xi, g.inner, m, pa, pb);
+        sum_dy_dyxmu<S>(dy_plane(n), xi, g.inner, m, pa, pb);
         a += pa;
         bsum += pb;
       }
       sd[ci] = a;
       sdx[ci] = bsum;
       if (!pdx) continue;
-      const S scale = iv[ci] * w[ci], mean_dy = a * inv_count, k = iv[ci] * iv[ci] * bsum * inv_count;
+      const S mean_dy = a * inv_count, k = iv[ci] * iv[ci] * bsum * inv_count;
       for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_elemt
         const T* xi = px + (n * g.c + c) * g.inner;
-        const T* di = pd + (n * g.c + c) * g.inner;
+        const T* di = dy_plane(n);
         T* o = pdx + (n * g.c + c) * g.inner;
         for (int64_t i = 0; i < g.inner; ++i)
           o[i] = T((static_cast<S>(di[i]) - mean_dy - (static_cast<S>(xi[i]) - m) * k) * scale);

@@ -5,140 +5,24 @@
 #include <limits>
 
 #include "kernels/cpu/lanes.h"
+#include "kernels/cpu/max_pool_plane.h"
 #include "kernels/pool.h"
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 namespace tandem::kernels {
 namespace {
 
-// One step of a NaN-aware max: takes v when it is larger or NaN (a NaN in the window propagates).
-template <class A>
-inline void max_step(A v, int32_t i, A& best, int32_t& best_i) {
-  const bool take = (v > best) | (v != v);
-  best = take ? v : best;
-  best_i = take ? i : best_i;
-}
-
-#if defined(__AVX512F__)
-// The cnn's 2x2 / stride 2 max pool on f32, 16 outputs per step with masked loads for the row tail
-// (rows of 14 or 7 outputs are too short for the compiler's vector loop and its scalar tail, whose
-// NaN-aware selects become unpredictable branches). Same results as max_step.
-inline void max_pool_2x2_row_avx512(const float* r0, const float* r1, float* out, int32_t* idx, int wo, int base,
-                                    int w) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  for (int ox = 0; ox < wo; ox += 16) {
-    const int rem = wo - ox < 16 ? wo - ox : 16;                // outputs in this step
-    const int in_n = 2 * rem;                                    // inputs per row
-    const __mmask16 m_lo = static_cast<__mmask16>(in_n >= 16 ? 0xFFFF : (1u << in_n) - 1);
-    const __mmask16 m_hi = static_cast<__mmask16>(in_n <= 16 ? 0 : (in_n >= 32 ? 0xFFFF : (1u << (in_n - 16)) - 1));
-    const __mmask16 m_out = static_cast<__mmask16>(rem >= 16 ? 0xFFFF : (1u << rem) - 1);
-    const float* p0 = r0 + 2 * ox;
-    const float* p1 = r1 + 2 * ox;
-    const __m512 a_lo = _mm512_maskz_loadu_ps(m_lo, p0), a_hi = _mm512_maskz_loadu_ps(m_hi, p0 + 16);
-    const __m512 c_lo = _mm512_maskz_loadu_ps(m_lo, p1), c_hi = _mm512_maskz_loadu_ps(m_hi, p1 + 16);
-    const __m512 a = _mm512_permutex2var_ps(a_lo, even, a_hi), b = _mm512_permutex2var_ps(a_lo, odd, a_hi);
-    const __m512 c = _mm512_permutex2var_ps(c_lo, even, c_hi), d = _mm512_permutex2var_ps(c_lo, odd, c_hi);
-    const __m512i i_a = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * ox), even);
-    __m512 best = a;
-    __m512i bi = i_a;
-    auto step = [&](__m512 v, __m512i iv) {
-      const __mmask16 t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-      best = _mm512_mask_blend_ps(t, best, v);
-      bi = _mm512_mask_blend_epi32(t, bi, iv);
-    };
-    step(b, _mm512_add_epi32(i_a, _mm512_set1_epi32(1)));
-    step(c, _mm512_add_epi32(i_a, _mm512_set1_epi32(w)));
-    step(d, _mm512_add_epi32(i_a, _mm512_set1_epi32(w + 1)));
-    _mm512_mask_storeu_ps(out + ox, m_out, best);
-    _mm512_mask_storeu_epi32(idx + ox, m_out, bi);
-  }
-}
-#endif
-
 template <class T>
 void max_forward_t(const T* x, T* y, int32_t* arg, const Pool2dGeometry& g) {
-  using A = acc_t<T>;
   const int64_t planes = g.n * g.c, hw = g.h * g.w, ohw = g.ho * g.wo;
-  const bool fast2x2 = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0;
 #pragma omp parallel for schedule(static) if (planes * hw >= kParallelMinWork)
-  for (int64_t p = 0; p < planes; ++p) {
-    const T* in = x + p * hw;
-    T* out = y + p * ohw;
-    int32_t* idx = arg + p * ohw;
-    if (fast2x2) {  // the cnn's pooling (without AVX-512: a loop the compiler vectorises over ox)
-      const int wo = static_cast<int>(g.wo), w = static_cast<int>(g.w);
-#if defined(__AVX512F__)
-      if constexpr (std::is_same_v<T, float>) {
-        for (int64_t oy = 0; oy < g.ho; ++oy)
-          max_pool_2x2_row_avx512(in + 2 * oy * g.w, in + (2 * oy + 1) * g.w, out + oy * g.wo, idx + oy * g.wo, wo,
-                                  static_cast<int>(2 * oy * g.w), w);
-        continue;
-      }
-#endif
-      for (int64_t oy = 0; oy < g.ho; ++oy) {
-        const T* __restrict r0 = in + 2 * oy * g.w;
-        const T* __restrict r1 = r0 + g.w;
-        T* __restrict o = out + oy * g.wo;
-        int32_t* __restrict oi = idx + oy * g.wo;
-        const int base = static_cast<int>(2 * oy * g.w);
-        for (int ox = 0; ox < wo; ++ox) {
-          const A a = static_cast<A>(r0[2 * ox]), b = static_cast<A>(r0[2 * ox + 1]);
-          const A c = static_cast<A>(r1[2 * ox]), d = static_cast<A>(r1[2 * ox + 1]);
-          A best = a;
-          int bi = base + 2 * ox;
-          bool t = b > best || b != b;  // larger, or NaN (which then propagates)
-          best = t ? b : best;
-          bi = t ? base + 2 * ox + 1 : bi;
-          t = c > best || c != c;
-          best = t ? c : best;
-          bi = t ? base + w + 2 * ox : bi;
-          t = d > best || d != d;
-          best = t ? d : best;
-          bi = t ? base + w + 2 * ox + 1 : bi;
-          o[ox] = T(best);
-          oi[ox] = bi;
-        }
-      }
-      continue;
-    }
-    for (int64_t oy = 0; oy < g.ho; ++oy) {
-      const int64_t y0 = std::max<int64_t>(oy * g.sh - g.ph, 0), y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
-      for (int64_t ox = 0; ox < g.wo; ++ox) {
-        const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pw, 0), x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
-        A best = -std::numeric_limits<A>::infinity();
-        int32_t best_i = static_cast<int32_t>(y0 * g.w + x0);
-        for (int64_t iy = y0; iy < y1; ++iy)
-          for (int64_t ix = x0; ix < x1; ++ix)
-            max_step(static_cast<A>(in[iy * g.w + ix]), static_cast<int32_t>(iy * g.w + ix), best, best_i);
-        out[oy * g.wo + ox] = T(best);
-        idx[oy * g.wo + ox] = best_i;
-      }
-    }
-  }
+  for (int64_t p = 0; p < planes; ++p) cpu_pool::max_pool_plane(x + p * hw, y + p * ohw, arg + p * ohw, g);
 }
 
 template <class T>
 void max_backward_t(const T* dy, const int32_t* arg, T* dx, const Pool2dGeometry& g) {
-  using A = acc_t<T>;
   const int64_t planes = g.n * g.c, hw = g.h * g.w, ohw = g.ho * g.wo;
 #pragma omp parallel for schedule(static) if (planes * hw >= kParallelMinWork)
-  for (int64_t p = 0; p < planes; ++p) {
-    T* d = dx + p * hw;
-    const T* s = dy + p * ohw;
-    const int32_t* idx = arg + p * ohw;
-    if constexpr (std::is_same_v<A, T>) {
-      std::fill(d, d + hw, T(0));
-      for (int64_t q = 0; q < ohw; ++q) d[idx[q]] += s[q];
-    } else {  // accumulate overlapping windows in f32, round once
-      std::vector<float> acc(static_cast<size_t>(hw), 0.0f);
-      for (int64_t q = 0; q < ohw; ++q) acc[static_cast<size_t>(idx[q])] += static_cast<float>(s[q]);
-      for (int64_t i = 0; i < hw; ++i) d[i] = T(acc[static_cast<size_t>(i)]);
-    }
-  }
+  for (int64_t p = 0; p < planes; ++p) cpu_pool::max_unpool_plane(dy + p * ohw, arg + p * ohw, dx + p * hw, g);
 }
 
 template <class T>

@@ -23,7 +23,8 @@ Tensor BatchNormBase::forward(const Tensor& x) {
   TANDEM_CHECK(accepts_dim(x.dim()) && x.size(1) == c_, "{}({}): input has shape {}; expected {} with C = {}",
                type_name(), c_, shape_str(x.shape()), expected_shape(), c_);
   Tensor w = affine_ ? param("weight") : Tensor(), b = affine_ ? param("bias") : Tensor();
-  Tensor y = ops::batch_norm(x, w, b, buffer("running_mean"), buffer("running_var"), is_training(), momentum_, eps_);
+  Tensor y = ops::batch_norm(x, w, b, buffer("running_mean"), buffer("running_var"), is_training(), momentum_, eps_,
+                             epilogue_);
   if (is_training()) {
     NoGradGuard no_grad;
     Tensor& count = buffer("num_batches_tracked");

@@ -1,9 +1,11 @@
 // BatchNorm1d ([N, C] or [N, C, L]) and BatchNorm2d ([N, C, H, W]): weight 1, bias 0 (affine),
 // buffers running_mean 0, running_var 1, num_batches_tracked (i64 scalar), as PyTorch.
 // Training normalises with batch statistics and updates the running ones (momentum, unbiased
-// variance); eval uses the running statistics.
+// variance); eval uses the running statistics. An epilogue (set by Sequential::fuse_batchnorm_epilogues)
+// makes the layer also apply the ReLU and MaxPool2d that followed it, inside ops::batch_norm.
 #pragma once
 #include "nn/module.h"
+#include "runtime/ops/norm.h"
 
 namespace tandem::nn {
 
@@ -14,6 +16,8 @@ class BatchNormBase : public Module {
   double eps() const { return eps_; }
   double momentum() const { return momentum_; }
   bool affine() const { return affine_; }
+  const ops::BatchNormEpilogue& epilogue() const { return epilogue_; }
+  void set_epilogue(const ops::BatchNormEpilogue& e) { epilogue_ = e; }
 
  protected:
   BatchNormBase(int64_t num_features, double eps, double momentum, bool affine);
@@ -23,6 +27,7 @@ class BatchNormBase : public Module {
   int64_t c_;
   double eps_, momentum_;
   bool affine_;
+  ops::BatchNormEpilogue epilogue_;
 };
 
 class BatchNorm1d : public BatchNormBase {

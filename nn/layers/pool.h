@@ -11,6 +11,8 @@ class MaxPool2d : public Cloneable<MaxPool2d> {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "MaxPool2d"; }
   int64_t kernel_size() const { return k_; }
+  int64_t stride() const { return stride_; }
+  int64_t padding() const { return pad_; }
 
  private:
   int64_t k_, stride_, pad_;

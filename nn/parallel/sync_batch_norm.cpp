@@ -6,6 +6,8 @@
 #include "kernels/core.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/ops/conv.h"
+#include "runtime/ops/elementwise.h"
 #include "runtime/ops/norm.h"
 
 namespace tandem::nn::parallel {
@@ -142,7 +144,11 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
     kernels::axpy(count.device())(count, Tensor::ones({}, DType::i64, count.device()), 1.0);
   }
   Tensor w = affine_ ? param("weight") : Tensor(), b = affine_ ? param("bias") : Tensor();
-  return sync_batch_norm(x, w, b, buffer("running_mean"), buffer("running_var"), *comm_, momentum_, eps_);
+  Tensor y = sync_batch_norm(x, w, b, buffer("running_mean"), buffer("running_var"), *comm_, momentum_, eps_);
+  // The statistics cross ranks between the stages: a fused epilogue runs as its own ops.
+  if (epilogue_.relu) y = ops::relu(y);
+  if (epilogue_.max_pool) y = ops::max_pool2d(y, epilogue_.pool_kernel, epilogue_.pool_stride, epilogue_.pool_padding);
+  return y;
 }
 
 std::shared_ptr<Module> SyncBatchNorm::clone() const {
@@ -160,6 +166,7 @@ std::shared_ptr<SyncBatchNorm> SyncBatchNorm::from_batch_norm(BatchNormBase& bn,
   }
   for (const char* name : {"running_mean", "running_var", "num_batches_tracked"}) s->buffer(name) = bn.buffer(name);
   s->train(bn.is_training());
+  s->set_epilogue(bn.epilogue());
   return s;
 }
 

@@ -5,6 +5,8 @@
 #include "kernels/norm.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/ops/conv.h"
+#include "runtime/ops/elementwise.h"
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {
@@ -84,7 +86,7 @@ Tensor batch_norm_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor
 }
 
 Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, Tensor running_mean,
-                  Tensor running_var, bool training, double momentum, double eps) {
+                  Tensor running_var, bool training, double momentum, double eps, const BatchNormEpilogue& epilogue) {
   check_bn_input("batch_norm", x_in);
   Tensor x = autocast_arg(x_in, AutocastCategory::Float32);
   const int64_t c = x.size(1);
@@ -97,10 +99,23 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   const int64_t count = x.numel() / std::max<int64_t>(c, 1);
 
   // On backends with the fused kernels (CPU), training visits each channel's data twice back to back
-  // (cache-hot); elsewhere the stages run one after another, exactly as SyncBatchNorm runs them.
+  // (cache-hot) and runs the epilogue inside; elsewhere the stages run one after another, exactly as
+  // SyncBatchNorm runs them, and the epilogue's ops follow.
   const bool fused = training && kernels::batch_norm_forward_fused.has(x.device().kind) &&
                      kernels::batch_norm_backward_fused.has(x.device().kind);
-  Tensor mean, invstd, y;
+  if (!fused && (epilogue.relu || epilogue.max_pool)) {
+    Tensor y = batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps);
+    if (epilogue.relu) y = relu(y);
+    if (epilogue.max_pool) y = max_pool2d(y, epilogue.pool_kernel, epilogue.pool_stride, epilogue.pool_padding);
+    return y;
+  }
+  kernels::BatchNormEpilogue epi;
+  epi.relu = epilogue.relu;
+  epi.max_pool = epilogue.max_pool;
+  if (epi.max_pool)
+    epi.pool = detail::pool_geometry("batch_norm (max_pool2d epilogue)", x, epilogue.pool_kernel,
+                                     epilogue.pool_stride, epilogue.pool_padding);
+  Tensor mean, invstd, y, argmax;
   {
     NoGradGuard no_grad;  // the statistics are computed from x inside this op's own backward
     if (training) {
@@ -110,8 +125,14 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
       if (fused) {
         s = {stat_tensor(x), stat_tensor(x), count};
         invstd = stat_tensor(x);
-        y = Tensor::empty(x.shape(), x.dtype(), x.device());
-        kernels::batch_norm_forward_fused(x.device())(x, weight, bias, eps, y, s.mean, s.m2, invstd);
+        if (epi.max_pool) {
+          const Shape pooled{epi.pool.n, epi.pool.c, epi.pool.ho, epi.pool.wo};
+          y = Tensor::empty(pooled, x.dtype(), x.device());
+          argmax = Tensor::empty(pooled, DType::i32, x.device());
+        } else {
+          y = Tensor::empty(x.shape(), x.dtype(), x.device());
+        }
+        kernels::batch_norm_forward_fused(x.device())(x, weight, bias, eps, epi, y, argmax, s.mean, s.m2, invstd);
         if (running_mean.defined())  // recomputes the same invstd and updates the running stats
           invstd = batch_norm_invstd(s.mean, s.m2, count, eps, running_mean, running_var, momentum);
       } else {
@@ -136,29 +157,30 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
              gb = bias.defined() && bias.requires_grad();
   Tensor x_saved = x.detach(), w_saved = weight.defined() ? weight.detach() : Tensor();
+  Tensor b_saved = epi.relu && bias.defined() ? bias.detach() : Tensor();  // to recompute relu's mask
   const DType bias_dtype = bias.defined() ? bias.dtype() : x.dtype();
-  return record("BatchNormBackward", {x, weight, bias}, y,
-                [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
-                  const Tensor& dy = grads[0];
-                  if (fused) {
-                    Tensor dx = gx ? Tensor::empty(x_saved.shape(), dy.dtype(), dy.device()) : Tensor();
-                    Tensor dw = gw ? Tensor::empty({c}, w_saved.dtype(), dy.device()) : Tensor();
-                    Tensor db = gb ? Tensor::empty({c}, bias_dtype, dy.device()) : Tensor();
-                    kernels::batch_norm_backward_fused(dy.device())(dy, x_saved, mean, invstd, w_saved, dx, dw, db);
-                    return {dx, dw, db};
-                  }
-                  // The reduce stage's bias argument only selects whether (and in which dtype) grad_bias is made.
-                  Tensor bias_like = gb ? Tensor::empty({c}, bias_dtype, dy.device()) : Tensor();
-                  BatchNormBackwardSums r = batch_norm_backward_reduce(dy, x_saved, mean, invstd,
-                                                                       gw ? w_saved : Tensor(), bias_like);
-                  Tensor dx;
-                  if (gx)
-                    dx = training ? batch_norm_backward_elemt(dy, x_saved, mean, invstd, w_saved, r.sum_dy,
-                                                              r.sum_dy_xmu, count)
-                                  : batch_norm_backward_elemt(dy, x_saved, mean, invstd, w_saved, Tensor(),
-                                                              Tensor(), count);
-                  return {dx, r.grad_weight, r.grad_bias};
-                });
+  const char* name = epi.max_pool ? (epi.relu ? "BatchNormReluMaxPoolBackward" : "BatchNormMaxPoolBackward")
+                                  : (epi.relu ? "BatchNormReluBackward" : "BatchNormBackward");
+  return record(name, {x, weight, bias}, y, [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+    const Tensor& dy = grads[0];
+    if (fused) {
+      Tensor dx = gx ? Tensor::empty(x_saved.shape(), dy.dtype(), dy.device()) : Tensor();
+      Tensor dw = gw ? Tensor::empty({c}, w_saved.dtype(), dy.device()) : Tensor();
+      Tensor db = gb ? Tensor::empty({c}, bias_dtype, dy.device()) : Tensor();
+      kernels::batch_norm_backward_fused(dy.device())(dy, argmax, x_saved, mean, invstd, w_saved, b_saved, epi, dx,
+                                                      dw, db);
+      return {dx, dw, db};
+    }
+    // The reduce stage's bias argument only selects whether (and in which dtype) grad_bias is made.
+    Tensor bias_like = gb ? Tensor::empty({c}, bias_dtype, dy.device()) : Tensor();
+    BatchNormBackwardSums r =
+        batch_norm_backward_reduce(dy, x_saved, mean, invstd, gw ? w_saved : Tensor(), bias_like);
+    Tensor dx;
+    if (gx)
+      dx = training ? batch_norm_backward_elemt(dy, x_saved, mean, invstd, w_saved, r.sum_dy, r.sum_dy_xmu, count)
+                    : batch_norm_backward_elemt(dy, x_saved, mean, invstd, w_saved, Tensor(), Tensor(), count);
+    return {dx, r.grad_weight, r.grad_bias};
+  });
 }
 
 Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,

@@ -1,14 +1,27 @@
 // Normalisation layers, embedding and dropout.
 #pragma once
+#include <array>
+
 #include "runtime/random.h"
 #include "runtime/tensor.h"
 
 namespace tandem::ops {
 
+// What batch_norm applies to its output after normalising, in this order: relu, then
+// max_pool2d(x, pool_kernel, pool_stride, pool_padding). The result equals the separate ops bit for
+// bit; in training on CPU they run inside batch norm's kernels, plane by plane while each plane is in
+// cache, and the backward recomputes relu's mask from x instead of keeping the intermediate tensors.
+struct BatchNormEpilogue {
+  bool relu = false;
+  bool max_pool = false;
+  std::array<int64_t, 2> pool_kernel{{1, 1}}, pool_stride{{0, 0}}, pool_padding{{0, 0}};
+};
+
 // x [N, C, ...]. training: normalise with batch statistics and update running_mean/var in place
 // (momentum, unbiased variance, as PyTorch); eval: use the running statistics. weight/bias [C] optional.
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor running_mean,
-                  Tensor running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+                  Tensor running_var, bool training, double momentum = 0.1, double eps = 1e-5,
+                  const BatchNormEpilogue& epilogue = {});
 // Normalises over the last `normalized_dims` dimensions; weight/bias have those dims' shape (optional).
 Tensor layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
                   double eps = 1e-5);

@@ -3,6 +3,9 @@
 #pragma once
 #include <string>
 
+#include <array>
+
+#include "kernels/pool.h"
 #include "kernels/reduce.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
@@ -59,5 +62,9 @@ inline DimSplit split_at(const Shape& s, int64_t dim) {
   }
   return d;
 }
+
+// The checked geometry of a pooling op on x (stride {0, 0}: = kernel); defined in ops/pool.cpp.
+kernels::Pool2dGeometry pool_geometry(const char* op, const Tensor& x, std::array<int64_t, 2> kernel,
+                                      std::array<int64_t, 2> stride, std::array<int64_t, 2> padding);
 
 }  // namespace tandem::ops::detail

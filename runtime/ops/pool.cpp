@@ -6,7 +6,7 @@
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {
-namespace {
+namespace detail {
 
 kernels::Pool2dGeometry pool_geometry(const char* op, const Tensor& x, std::array<int64_t, 2> kernel,
                                       std::array<int64_t, 2> stride, std::array<int64_t, 2> padding) {
@@ -31,7 +31,9 @@ kernels::Pool2dGeometry pool_geometry(const char* op, const Tensor& x, std::arra
   return g;
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::pool_geometry;
 
 Tensor max_pool2d(const Tensor& x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
                   std::array<int64_t, 2> padding) {

@@ -113,6 +113,50 @@ TEST(Modules, SequentialOrderAndNames) {
   EXPECT_THROW(Sequential().forward(y), ValueError);
 }
 
+TEST(Modules, FusingBatchNormEpiloguesKeepsNamesAndResults) {
+  Generator g1(4), g2(4);
+  auto plain = make_cnn(g1), fused = make_cnn(g2);
+  EXPECT_EQ(fused->fuse_batchnorm_epilogues(), 2);
+  EXPECT_EQ(fused->fuse_batchnorm_epilogues(), 0) << "fusing twice changes nothing";
+  for (size_t i : {2, 3, 6, 7}) EXPECT_EQ((*fused)[i].type_name(), "Identity") << i;
+  EXPECT_EQ((*fused)[10].type_name(), "ReLU") << "a ReLU after a Linear stays";
+  auto* bn = dynamic_cast<BatchNormBase*>(fused->at(1).get());
+  ASSERT_NE(bn, nullptr);
+  EXPECT_TRUE(bn->epilogue().relu && bn->epilogue().max_pool);
+  EXPECT_EQ(bn->epilogue().pool_kernel[0], 2);
+  auto sp = plain->state_dict(), sf = fused->state_dict();
+  ASSERT_EQ(sp.size(), sf.size());
+  for (size_t i = 0; i < sp.size(); ++i) EXPECT_EQ(sp[i].first, sf[i].first);
+  // A few SGD steps from the same initialisation: the same bits, then the same eval output.
+  SGDOptions o;
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  SGD opt_p(plain->parameters(), o), opt_f(fused->parameters(), o);
+  Generator gx(7);
+  for (int step = 0; step < 3; ++step) {
+    Tensor x = rand_normal({6, 1, 28, 28}, 0, 1, gx);
+    Tensor y = Tensor::from_vector(std::vector<int64_t>{1, 3, 5, 7, 9, 0}, {6});
+    for (auto* pair : {&opt_p, &opt_f}) pair->zero_grad();
+    ops::cross_entropy(plain->forward(x), y).backward();
+    ops::cross_entropy(fused->forward(x), y).backward();
+    opt_p.step();
+    opt_f.step();
+  }
+  sp = plain->state_dict();
+  sf = fused->state_dict();
+  for (size_t i = 0; i < sp.size(); ++i)
+    EXPECT_EQ(sp[i].second.to_vector<double>(), sf[i].second.to_vector<double>()) << sp[i].first;
+  plain->eval();
+  fused->eval();
+  Tensor x = rand_normal({3, 1, 28, 28}, 0, 1, gx);
+  EXPECT_EQ(plain->forward(x).to_vector<float>(), fused->forward(x).to_vector<float>());
+  // Nested Sequentials are fused too; a BatchNorm without a ReLU after it is left alone.
+  Sequential outer{std::make_shared<Sequential>(Sequential{std::make_shared<BatchNorm2d>(3), std::make_shared<ReLU>()}),
+                   std::make_shared<BatchNorm2d>(3), std::make_shared<MaxPool2d>(2)};
+  EXPECT_EQ(outer.fuse_batchnorm_epilogues(), 1);
+  EXPECT_EQ(outer[2].type_name(), "MaxPool2d");
+}
+
 // ---- state_dict ----
 TEST(Modules, StateDictRoundTrip) {
   Generator g1(1), g2(2);
