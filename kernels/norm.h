@@ -52,10 +52,11 @@ TANDEM_KERNEL(batch_norm_backward_elemt,
 // grad_weight / grad_bias as stage (3).
 // The epilogue fuses what follows a BatchNorm in the cnn: relu, then a max pool, applied to each
 // [h, w] plane right after it is normalised (still in cache). Forward: y = max_pool(relu(stage (2))),
-// argmax as max_pool2d_forward gives it. Backward: dy (pooled shape) is scattered through argmax as
-// max_pool2d_backward does, masked where relu's output is not positive as relu's backward does (the
-// mask recomputed from x, weight and bias, not read from a saved tensor), then stage (3)/(4). So a
-// BatchNorm-ReLU-MaxPool block reads and writes its activations once each way, not three times.
+// argmax as max_pool2d_forward gives it, except ~i where relu made the pooled output zero. Backward:
+// dy (pooled shape) is scattered through argmax as max_pool2d_backward does (dropping ~i), or without
+// a pool masked where relu's output is not positive (the mask recomputed from x, weight and bias),
+// as relu's backward does; then stages (3) and (4). So a BatchNorm-ReLU-MaxPool block reads and
+// writes its activations once each way, not three times.
 struct BatchNormEpilogue {
   bool relu = false;
   bool max_pool = false;  // x is [N, C, H, W]; y, dy and argmax are [N, C, Ho, Wo] by `pool`

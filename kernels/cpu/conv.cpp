@@ -22,13 +22,15 @@ T* workspace(int slot, int64_t n) {
   return b.data();
 }
 
-// Images per chunk: the column matrix of a chunk should stay in the L2 cache (~1 MB), so that the
-// GEMM reads what im2col just wrote instead of streaming tens of MB through memory.
+// Images per chunk: the column matrix of a chunk, and the chunk's output that the GEMM accumulates
+// into, should stay in the L2 cache (~1-2 MB), so that the GEMM reads what im2col (and the bias fill)
+// just wrote instead of streaming tens of MB through memory.
 int64_t chunk_images(const Conv2dGeometry& g) {
-  // 2^17 elements (512 KB in f32): measured 25% faster end to end on the cnn than one chunk per
-  // batch; 2^16..2^18 perform alike.
+  // 2^17 elements (512 KB in f32) each: measured 25% faster end to end on the cnn than one chunk
+  // per batch; 2^16..2^18 perform alike. The output bound matters for few input channels (the cnn's
+  // first conv: 9-row columns but 32-channel outputs).
   constexpr int64_t target = int64_t(1) << 17;
-  const int64_t per_image = std::max<int64_t>(1, g.k() * g.l());
+  const int64_t per_image = std::max<int64_t>(1, std::max(g.k(), g.o) * g.l());
   return std::clamp<int64_t>(target / per_image, 1, std::max<int64_t>(g.n, 1));
 }
 
@@ -54,18 +56,6 @@ inline void same_conv_columns(const Conv2dGeometry& g, int64_t j, int64_t& lo, i
   hi = std::clamp<int64_t>(g.w + g.pw - j, lo, g.wo);
 }
 
-template <class T>
-inline void zero_wrapped_columns(const Conv2dGeometry& g, int64_t j, T* rows) {
-  int64_t lo, hi;
-  same_conv_columns(g, j, lo, hi);
-  if (lo == 0 && hi == g.wo) return;
-  for (int64_t oy = 0; oy < g.ho; ++oy) {
-    T* r = rows + oy * g.wo;
-    for (int64_t ox = 0; ox < lo; ++ox) r[ox] = T(0);
-    for (int64_t ox = hi; ox < g.wo; ++ox) r[ox] = T(0);
-  }
-}
-
 // The output pixels [q0, q1) of tap (i, j) whose input pixel q + shift lies inside the image (up to
 // the column mask), and the shift.
 inline void same_conv_span(const Conv2dGeometry& g, int64_t i, int64_t j, int64_t& q0, int64_t& q1,
@@ -79,27 +69,38 @@ inline void same_conv_span(const Conv2dGeometry& g, int64_t i, int64_t j, int64_
   q1 = std::max(q0, std::min(oy1 * g.w, g.h * g.w - shift));
 }
 
+// Per output pixel q of kernel column j: 1 when its input column q % wo + j - pw lies inside the row
+// (else the shifted plane wrapped around a row edge there and the value must be 0), kw rows of L.
+std::vector<uint8_t> column_masks(const Conv2dGeometry& g);
+
+// One shifted, masked copy per (tap, image): a single select loop the compiler vectorises (the load
+// is unconditional and stays inside the plane: [q0, q1) is clipped to it), rather than a short
+// memmove plus a scalar fix-up per row edge, which cost several times the stores themselves.
 template <class T>
 void im2col_same(const Conv2dGeometry& g, const T* x, T* cols) {
   const int64_t K = g.k(), L = g.l(), NL = g.n * L, khw = g.kh * g.kw;
+  const std::vector<uint8_t> masks = column_masks(g);
 #pragma omp parallel for schedule(static) if (K * NL >= kParallelMinWork)
   for (int64_t r = 0; r < K; ++r) {
     const int64_t ci = r / khw, i = (r / g.kw) % g.kh, j = r % g.kw;
     int64_t q0, q1, shift;
     same_conv_span(g, i, j, q0, q1, shift);
+    const uint8_t* __restrict m = masks.data() + j * L;
     for (int64_t img = 0; img < g.n; ++img) {
-      const T* plane = x + (img * g.c + ci) * L;
-      T* out = cols + r * NL + img * L;
+      const T* __restrict src = x + (img * g.c + ci) * L + shift;  // src[q] for q in [q0, q1) is in the plane
+      T* __restrict out = cols + r * NL + img * L;
       for (int64_t q = 0; q < q0; ++q) out[q] = T(0);
-      std::copy(plane + q0 + shift, plane + q1 + shift, out + q0);  // one long shifted copy
+      for (int64_t q = q0; q < q1; ++q) {
+        const T v = src[q];
+        out[q] = m[q] ? v : T(0);
+      }
       for (int64_t q = q1; q < L; ++q) out[q] = T(0);
-      zero_wrapped_columns(g, j, out);
     }
   }
 }
 
-// col2im keeps a per-column mask instead (cols is read-only, and a select in the add loop measured
-// faster than zeroing a scratch copy of each row).
+// col2im uses the same masks (cols is read-only, and a select in the add loop measured faster than
+// zeroing a scratch copy of each row).
 std::vector<uint8_t> column_masks(const Conv2dGeometry& g) {
   const int64_t L = g.l();
   std::vector<uint8_t> m(static_cast<size_t>(g.kw * L));
@@ -213,6 +214,38 @@ GemmArgs gemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a
   return args;
 }
 
+// Convolutions whose GEMM inner dimension K = c * kh * kw is tiny (an image model's first layer: one
+// input channel, 3x3) leave Eigen's GEMM tiles mostly idle in the weight gradient ([O, K] from
+// products over the pixels); it runs as K dot products per (image, o) instead, with the bias
+// gradient summed in the same pass over dy. (The forward keeps the GEMM: there the output's write
+// dominates, and the bias fill + accumulate in L2-sized chunks measured faster than a hand loop.)
+constexpr int64_t kSmallK = 16;
+
+// dw[k] += sum_q dy[q] * cols[k * ld + q] for k < K, and *db += sum_q dy[q] (when db), q < L: one
+// pass over dy with K + 1 vector accumulators, lanes and tail added in a fixed order.
+template <class T>
+void small_k_dots(const T* dy, const T* cols, int64_t ld, int64_t L, int64_t K, T* dw, T* db) {
+  using V = typename SumVec<T>::type;
+  constexpr int W = SumVec<T>::kWidth;
+  V acc[kSmallK] = {}, acc_b = {};
+  int64_t q = 0;
+  for (; q + W <= L; q += W) {
+    const V d = vload(dy + q);
+    acc_b += d;
+    for (int64_t k = 0; k < K; ++k) acc[k] += d * vload(cols + k * ld + q);
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    T sum = hsum<T>(acc[k]);
+    for (int64_t t = q; t < L; ++t) sum += dy[t] * cols[k * ld + t];
+    dw[k] += sum;
+  }
+  if (db) {
+    T sum = hsum<T>(acc_b);
+    for (int64_t t = q; t < L; ++t) sum += dy[t];
+    *db += sum;
+  }
+}
+
 template <class T>
 void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
@@ -265,6 +298,18 @@ void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeomet
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
     im2col_t(gc, x + n0 * g.c * g.h * g.w, cols);
+    if (K <= kSmallK) {
+      if (n0 == 0) {
+        std::fill(dw, dw + O * K, T(0));
+        if (db) std::fill(db, db + O, T(0));
+      }
+      // Each o's sums run over the images in order (deterministic whatever the thread count).
+#pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t img = 0; img < gc.n; ++img)
+          small_k_dots(dy + ((n0 + img) * O + o) * L, cols + img * L, NL, L, K, dw + o * K, db ? db + o : nullptr);
+      continue;
+    }
     // dw [O, K] += dy[img] [O, L] @ cols[:, img*L : (img+1)*L]^T, image after image (one GEMM per
     // image reads dy in place; measured faster than transposing dy into one GEMM per chunk).
     for (int64_t img = 0; img < gc.n; ++img) {
@@ -274,6 +319,7 @@ void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeomet
     }
   }
   if (g.n == 0) std::fill(dw, dw + O * K, T(0));
+  if (db && K <= kSmallK && g.n > 0) return;  // summed with the dots
   if (db) {
     // db[o] = sum over images (in order) of the sum of dy[img, o, :]
 #pragma omp parallel for schedule(static) if (g.n * O * L >= kParallelMinWork)

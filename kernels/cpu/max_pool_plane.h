@@ -60,6 +60,33 @@ inline void max_pool_2x2_row_avx512(const float* r0, const float* r1, float* out
     _mm512_mask_storeu_epi32(idx + ox, m_out, bi);
   }
 }
+
+// Its backward: the two input rows of one output row, each input the dy of its window where it is
+// the window's argmax and 0 elsewhere (an argmax ~i matches nothing). Same results as the scatter.
+inline void max_unpool_2x2_row_avx512(const float* dy, const int32_t* idx, float* r0, float* r1, int wo, int base,
+                                      int w) {
+  const __m512i step2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  for (int ox = 0; ox < wo; ox += 16) {
+    const int rem = wo - ox < 16 ? wo - ox : 16;
+    const int in_n = 2 * rem;
+    const __mmask16 m_in = static_cast<__mmask16>(rem >= 16 ? 0xFFFF : (1u << rem) - 1);
+    const __mmask16 m_lo = static_cast<__mmask16>(in_n >= 16 ? 0xFFFF : (1u << in_n) - 1);
+    const __mmask16 m_hi = static_cast<__mmask16>(in_n <= 16 ? 0 : (in_n >= 32 ? 0xFFFF : (1u << (in_n - 16)) - 1));
+    const __m512 d = _mm512_maskz_loadu_ps(m_in, dy + ox);
+    const __m512i id = _mm512_maskz_loadu_epi32(m_in, idx + ox);
+    const __m512i pa = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * ox), step2);
+    auto cell = [&](int offset) {
+      return _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(id, _mm512_add_epi32(pa, _mm512_set1_epi32(offset))), d);
+    };
+    const __m512 a = cell(0), b = cell(1), c = cell(w), e = cell(w + 1);
+    _mm512_mask_storeu_ps(r0 + 2 * ox, m_lo, _mm512_permutex2var_ps(a, lo, b));
+    _mm512_mask_storeu_ps(r0 + 2 * ox + 16, m_hi, _mm512_permutex2var_ps(a, hi, b));
+    _mm512_mask_storeu_ps(r1 + 2 * ox, m_lo, _mm512_permutex2var_ps(c, lo, e));
+    _mm512_mask_storeu_ps(r1 + 2 * ox + 16, m_hi, _mm512_permutex2var_ps(c, hi, e));
+  }
+}
 #endif
 
 // out [ho, wo] and idx [ho, wo] (index iy * w + ix in the plane) of the plane `in` [h, w].
@@ -119,16 +146,44 @@ void max_pool_plane(const T* in, T* out, int32_t* idx, const Pool2dGeometry& g) 
 }
 
 // The plane's gradient dx [h, w]: dy [ho, wo] added at idx (overlapping windows add up), zero elsewhere.
+// A negative idx (~i, i the index) drops its dy: batch norm's fused epilogue marks so the outputs
+// that relu zeroed. Branch-free (relu's signs are random): such a dy adds an exact +0 at i (or, in
+// the AVX-512 2x2 path, matches no index).
 template <class T>
 void max_unpool_plane(const T* dy, const int32_t* idx, T* dx, const Pool2dGeometry& g) {
   using A = acc_t<T>;
   const int64_t hw = g.h * g.w, ohw = g.ho * g.wo;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+      // The cnn's pool: windows are disjoint, so dx is written once, two rows per output row, instead
+      // of zero-filled and then scattered into (a read-modify-write per window that waits on the fill).
+      const int64_t covered = 2 * g.wo;
+      for (int64_t oy = 0; oy < g.ho; ++oy) {
+        float* r0 = dx + 2 * oy * g.w;
+        float* r1 = r0 + g.w;
+        max_unpool_2x2_row_avx512(dy + oy * g.wo, idx + oy * g.wo, r0, r1, static_cast<int>(g.wo),
+                                  static_cast<int>(2 * oy * g.w), static_cast<int>(g.w));
+        std::fill(r0 + covered, r0 + g.w, 0.0f);  // an odd width's last column
+        std::fill(r1 + covered, r1 + g.w, 0.0f);
+      }
+      std::fill(dx + 2 * g.ho * g.w, dx + hw, 0.0f);  // an odd height's last row
+      return;
+    }
+  }
+#endif
   if constexpr (std::is_same_v<A, T>) {
     std::fill(dx, dx + hw, T(0));
-    for (int64_t q = 0; q < ohw; ++q) dx[idx[q]] += dy[q];
+    for (int64_t q = 0; q < ohw; ++q) {
+      const bool keep = idx[q] >= 0;
+      dx[keep ? idx[q] : ~idx[q]] += keep ? dy[q] : T(0);
+    }
   } else {  // accumulate overlapping windows in f32, round once
     std::vector<float> acc(static_cast<size_t>(hw), 0.0f);
-    for (int64_t q = 0; q < ohw; ++q) acc[static_cast<size_t>(idx[q])] += static_cast<float>(dy[q]);
+    for (int64_t q = 0; q < ohw; ++q) {
+      const bool keep = idx[q] >= 0;
+      acc[static_cast<size_t>(keep ? idx[q] : ~idx[q])] += keep ? static_cast<float>(dy[q]) : 0.0f;
+    }
     for (int64_t i = 0; i < hw; ++i) dx[i] = T(acc[static_cast<size_t>(i)]);
   }
 }

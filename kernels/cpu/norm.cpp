@@ -248,8 +248,15 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
         } else {
           for (int64_t i = 0; i < g.inner; ++i) out[i] = bn_affine(in[i], scale, shift);
         }
-        if (epi.max_pool)
-          cpu_pool::max_pool_plane(plane, py + (n * g.c + c) * out_inner, parg + (n * g.c + c) * out_inner, epi.pool);
+        if (epi.max_pool) {
+          T* pooled = py + (n * g.c + c) * out_inner;
+          int32_t* arg = parg + (n * g.c + c) * out_inner;
+          cpu_pool::max_pool_plane(plane, pooled, arg, epi.pool);
+          // The pooled value is relu's output at arg, so it alone decides relu's gradient there: an
+          // output that is not positive drops its gradient (arg ~i), and the backward needs no mask pass.
+          if (epi.relu)
+            for (int64_t q = 0; q < out_inner; ++q) arg[q] = static_cast<S>(pooled[q]) > S(0) ? arg[q] : ~arg[q];
+        }
       }
     }
     store(mv, mean);
@@ -289,9 +296,9 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
           const T* xi = px + (n * g.c + c) * g.inner;
           const T* di = pd + (n * g.c + c) * dy_inner;
           T* o = local + n * g.inner;
-          if (epi.max_pool) {
+          if (epi.max_pool) {  // relu's mask is already in the argmax (see the forward)
             cpu_pool::max_unpool_plane(di, parg + (n * g.c + c) * dy_inner, o, epi.pool);
-            di = o;
+            continue;
           }
           if (epi.relu) {
             for (int64_t i = 0; i < g.inner; ++i)

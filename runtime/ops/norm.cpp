@@ -157,7 +157,8 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
              gb = bias.defined() && bias.requires_grad();
   Tensor x_saved = x.detach(), w_saved = weight.defined() ? weight.detach() : Tensor();
-  Tensor b_saved = epi.relu && bias.defined() ? bias.detach() : Tensor();  // to recompute relu's mask
+  // relu without a pool recomputes its mask from x, weight and bias (with a pool it is in the argmax)
+  Tensor b_saved = epi.relu && !epi.max_pool && bias.defined() ? bias.detach() : Tensor();
   const DType bias_dtype = bias.defined() ? bias.dtype() : x.dtype();
   const char* name = epi.max_pool ? (epi.relu ? "BatchNormReluMaxPoolBackward" : "BatchNormMaxPoolBackward")
                                   : (epi.relu ? "BatchNormReluBackward" : "BatchNormBackward");

@@ -1,5 +1,6 @@
-// The CPU fast paths against naive loops (chunked im2col GEMM, "same"-conv im2col, the AVX-512 2x2
-// max pool with long rows, fused vs staged batch norm) and thread-count independence.
+// The CPU fast paths against naive loops (chunked im2col GEMM, "same"-conv im2col, the small-K weight
+// gradient, the AVX-512 2x2 max pool with long rows, fused vs staged batch norm) and thread-count
+// independence.
 #include <omp.h>
 
 #include <gtest/gtest.h>
@@ -63,6 +64,40 @@ TEST(NnPaths, ChunkedConvMatchesNaive) {
     for (size_t k = 0; k < v.size(); ++k) dw_sum[k] += v[k];
   }
   expect_close(g[1], dw_sum, 1e-3, 1e-4);
+}
+
+TEST(NnPaths, SmallKWeightGradientMatchesNaive) {
+  // One input channel (K = 9 <= kSmallK): the weight and bias gradients are dot products over the
+  // pixels, accumulated over chunks of 3 images (K * L = 9 * 4096 per image) and 3 chunks here.
+  Generator gen(12);
+  for (int64_t stride : {1, 2}) {
+    Tensor x = rand_uniform({7, 1, 64, 64}, -1, 1, gen), w = rand_uniform({5, 1, 3, 3}, -1, 1, gen),
+           b = rand_uniform({5}, -1, 1, gen);
+    Tensor wl = w.clone(), bl = b.clone();
+    wl.set_requires_grad(true);
+    bl.set_requires_grad(true);
+    Tensor y = ops::conv2d(x, wl, bl, {stride, stride}, {1, 1});
+    Tensor dy = rand_uniform(y.shape(), -1, 1, gen);
+    auto g = grad({y}, {wl, bl}, {dy});
+    const auto xv = x.to_vector<double>(), dv = dy.to_vector<double>();
+    const int64_t H = 64, HO = y.size(2), WO = y.size(3);
+    std::vector<double> dw(45, 0.0), db(5, 0.0);
+    for (int64_t n = 0; n < 7; ++n)
+      for (int64_t o = 0; o < 5; ++o)
+        for (int64_t oy = 0; oy < HO; ++oy)
+          for (int64_t ox = 0; ox < WO; ++ox) {
+            const double d = dv[static_cast<size_t>(((n * 5 + o) * HO + oy) * WO + ox)];
+            db[static_cast<size_t>(o)] += d;
+            for (int64_t i = 0; i < 3; ++i)
+              for (int64_t j = 0; j < 3; ++j) {
+                const int64_t iy = oy * stride - 1 + i, ix = ox * stride - 1 + j;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= H) continue;
+                dw[static_cast<size_t>(o * 9 + i * 3 + j)] += d * xv[static_cast<size_t>((n * H + iy) * H + ix)];
+              }
+          }
+    expect_close(g[0], dw, 1e-3, 1e-4);
+    expect_close(g[1], db, 1e-3, 1e-4);
+  }
 }
 
 TEST(NnPaths, MaxPool2x2LongRowsMatchesNaive) {
