@@ -1,6 +1,7 @@
 // Op level on the CUDA backend: a small conv net's forward and backward through runtime/ops and the
 // autograd engine, with every tensor on the device, against the same net on the CPU. This runs the
 // backend's host code (allocation, copies, scratch, dispatch) together with its kernels.
+#include "runtime/autograd.h"
 #include "runtime/ops.h"
 #include "tests/cuda/backend_test.h"
 
@@ -54,6 +55,32 @@ TEST_P(ModelOps, ForwardAndBackwardMatchCpu) {
     ASSERT_TRUE(pair.second.grad().defined()) << name;
     EXPECT_EQ(pair.second.grad().device(), dev()) << name;
     expect_close(pair.second.grad(), pair.first.grad(), 1e-4, std::string(name) + " grad");
+  }
+}
+
+// The cnn's fused block: on the CPU the batch-norm kernels apply relu and the max pool themselves;
+// a device without those fused tables runs the epilogue as the separate ops. Both must agree.
+TEST_P(ModelOps, BatchNormEpilogueMatchesCpu) {
+  ops::BatchNormEpilogue e;
+  e.relu = true;
+  e.max_pool = true;
+  e.pool_kernel = {2, 2};
+  Tensor x = random_tensor({4, 3, 7, 6}, DType::f32, 211);
+  Tensor dy = random_tensor({4, 3, 3, 3}, DType::f32, 212, -1, 1);
+  auto run = [&](Device d) {
+    Tensor xl = x.to(d).set_requires_grad();
+    Tensor w = random_tensor({3}, DType::f32, 213, 0.5, 1.5).to(d).set_requires_grad();
+    Tensor b = random_tensor({3}, DType::f32, 214, -1.0, 0.0).to(d).set_requires_grad();
+    Tensor rm = Tensor::zeros({3}, DType::f32, d), rv = Tensor::ones({3}, DType::f32, d);
+    Tensor y = ops::batch_norm(xl, w, b, rm, rv, true, 0.1, 1e-5, e);
+    auto g = grad({y}, {xl, w, b}, {dy.to(d)});
+    return std::vector<Tensor>{y, g[0], g[1], g[2], rm, rv};
+  };
+  auto cpu = run(kCPU), dev_out = run(dev());
+  const char* what[] = {"y", "dx", "dw", "db", "running_mean", "running_var"};
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(dev_out[i].device(), dev()) << what[i];
+    expect_close(dev_out[i], cpu[i], 1e-4, what[i]);
   }
 }
 
