@@ -1,7 +1,7 @@
 // The communicator interface: rank, size and about ten async collectives over raw buffers (and
-// Tensor conveniences), plus the factories for the in-process (local) backend.
-// MPI- and NCCL-specific factories live in comm/mpi/mpi_comm.h and comm/nccl/nccl_comm.h so that
-// code including this header needs neither mpi.h nor nccl.h.
+// Tensor conveniences), plus the factories for the in-process groups (host memory, and NCCL).
+// Factories taking MPI types live in comm/mpi/mpi_comm.h and comm/nccl/nccl_comm.h, so that code
+// including this header needs neither mpi.h nor nccl.h.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -90,6 +90,14 @@ class Communicator {
 // In-process: n communicators sharing memory, one per thread (the DataParallel backend). Each
 // communicator must be driven by its own thread; device() of member k is cpu:k.
 std::vector<std::shared_ptr<Communicator>> make_local_group(int n, Options = {});
+
+// In-process over NCCL: member k on devices[k] (all cuda, distinct), one NCCL clique made by a single
+// ncclCommInitAll; DataParallel's backend for cuda devices. As with make_local_group, each member
+// must be driven by its own thread: NCCL may block a collective until every member has called it,
+// so one thread calling several members in turn would wait on itself. Collectives are ordered after
+// the work already queued on the member's compute stream (no host sync). NotSupportedError when
+// built without CUDA (TANDEM_CUDA=OFF) or when a device is not one of the visible GPUs.
+std::vector<std::shared_ptr<Communicator>> make_nccl_local_group(const std::vector<Device>& devices, Options = {});
 
 // MPI: bootstraps from MPI_COMM_WORLD, initialising MPI only when it is not yet initialised (and
 // then finalising it at exit). Throws NotSupportedError when built without MPI.

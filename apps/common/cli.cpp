@@ -51,7 +51,8 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--mode", cfg.mode, "single, ddp (one process per rank under mpirun) or dp (--devices); "
                                       "default: ddp under mpirun with > 1 rank, else single")
       ->check(CLI::IsMember({"single", "ddp", "dp"}));
-  app.add_option("--devices", cfg.devices, "dp: comma-separated devices, e.g. cpu:0,cpu:1");
+  app.add_option("--devices", cfg.devices,
+                 "dp: comma-separated devices of one kind, e.g. cpu:0,cpu:1 or cuda:0,cuda:1");
   app.add_flag("--sync-bn", cfg.sync_bn, "ddp: BatchNorm statistics over all ranks (SyncBatchNorm)");
   app.add_option("--bucket-cap-mb", cfg.bucket_cap_mb, "ddp: gradient bucket size in MiB")
       ->check(CLI::PositiveNumber)
@@ -78,7 +79,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   // Combinations that make no sense are usage errors (exit 2), not run-time failures.
   app.final_callback([&cfg] {
     if (cfg.mode == "dp" && cfg.devices.empty())
-      throw CLI::ValidationError("--mode dp", "needs --devices, e.g. --devices cpu:0,cpu:1");
+      throw CLI::ValidationError("--mode dp", "needs --devices, e.g. --devices cpu:0,cpu:1 or cuda:0,cuda:1");
     if (!cfg.devices.empty() && cfg.mode != "dp")
       throw CLI::ValidationError("--devices", "only applies to --mode dp");
     if (cfg.sync_bn && cfg.mode != "ddp" && !cfg.mode.empty())

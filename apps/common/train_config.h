@@ -32,7 +32,7 @@ struct TrainConfig {
 
   // data parallelism (nn/parallel/train_integration.h)
   std::string mode;          // single | ddp | dp; empty: ddp under mpirun with > 1 rank, else single
-  std::string devices;       // dp: "cpu:0,cpu:1"
+  std::string devices;       // dp: "cpu:0,cpu:1" or "cuda:0,cuda:1"
   bool sync_bn = false;      // ddp: BatchNorm -> SyncBatchNorm
   double bucket_cap_mb = 25.0;
   int64_t accumulation_steps = 1;  // micro-batches per optimizer step

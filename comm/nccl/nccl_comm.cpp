@@ -1,6 +1,6 @@
 // NCCL backend: a stream-ordered transport (grouped ncclSend/ncclRecv, device kernels for the
 // arithmetic, a deadline on the stream's completion) under the shared ring, plus native NCCL
-// collectives and the MPI bootstrap.
+// collectives; initialised by the MPI bootstrap (a process per GPU) or ncclCommInitAll (one process).
 #include "comm/nccl/nccl_comm.h"
 
 #include <sched.h>
@@ -40,33 +40,30 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
+// Destroys an event on every path out of a scope (unless released by setting it to null).
+struct EventOwner {
+  cudaEvent_t event;
+  ~EventOwner() {
+    if (event) cudaEventDestroy(event);
+  }
+};
+
+// Owns one initialised NCCL communicator (from the MPI bootstrap or ncclCommInitAll) and a stream of
+// its own on the communicator's device.
 class NcclTransport final : public Transport {
  public:
-  NcclTransport(MPI_Comm host, int device) : device_(device) {
-    MPI_CHECK(MPI_Comm_dup(host, &mpi_));
-    MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
-    MPI_CHECK(MPI_Comm_size(mpi_, &size_));
-    COMM_CUDA_CHECK(cudaSetDevice(device_));
-    COMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    // Bootstrap: rank 0 makes the id, MPI carries it to everyone.
-    ncclUniqueId id;
-    if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-    MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi_));
-    NCCL_CHECK(ncclCommInitRank(&nccl_, size_, id, rank_));
-  }
-  ~NcclTransport() override {
-    cudaSetDevice(device_);
-    if (nccl_) {
-      if (broken_)
-        ncclCommAbort(nccl_);
-      else
-        ncclCommDestroy(nccl_);
+  NcclTransport(ncclComm_t comm, int device) : device_(device), nccl_(comm) {
+    try {
+      NCCL_CHECK(ncclCommUserRank(nccl_, &rank_));
+      NCCL_CHECK(ncclCommCount(nccl_, &size_));
+      COMM_CUDA_CHECK(cudaSetDevice(device_));
+      COMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    } catch (...) {
+      release();
+      throw;
     }
-    if (stream_) cudaStreamDestroy(stream_);
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&mpi_);
   }
+  ~NcclTransport() override { release(); }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -151,7 +148,20 @@ class NcclTransport final : public Transport {
 
  private:
   struct Pending { bool is_send; void* ptr; size_t bytes; int peer; };
-  MPI_Comm mpi_ = MPI_COMM_NULL;
+
+  void release() noexcept {
+    cudaSetDevice(device_);
+    if (nccl_) {
+      if (broken_)
+        ncclCommAbort(nccl_);
+      else
+        ncclCommDestroy(nccl_);
+      nccl_ = nullptr;
+    }
+    if (stream_) cudaStreamDestroy(stream_);
+    stream_ = nullptr;
+  }
+
   int rank_ = 0, size_ = 1, device_ = 0;
   cudaStream_t stream_ = nullptr;
   ncclComm_t nccl_ = nullptr;
@@ -159,11 +169,11 @@ class NcclTransport final : public Transport {
   std::vector<Pending> pending_;
 };
 
+// The communicator over one NcclTransport, whichever way its NCCL communicator was initialised.
 class NcclCommunicator final : public RingCommunicator {
  public:
-  NcclCommunicator(MPI_Comm host, int device, Options opts)
-      : RingCommunicator(opts, Device(DeviceKind::CUDA, device), "nccl") {
-    auto t = std::make_unique<NcclTransport>(host, device);
+  NcclCommunicator(std::unique_ptr<NcclTransport> t, Options opts)
+      : RingCommunicator(opts, Device(DeviceKind::CUDA, t->device()), "nccl") {
     nccl_ = t.get();
     start(std::move(t), /*use_thread=*/true);
   }
@@ -173,13 +183,20 @@ class NcclCommunicator final : public RingCommunicator {
   // Tensors handed in were produced by kernels queued on the device's compute stream (DDP's bucket
   // copies, say): the collective's stream waits for that point, without blocking the host.
   std::function<void()> order_after_caller() override {
+    // stream_for makes the device current first, so the event is made on the stream's device even
+    // when this thread last worked on another one.
+    cudaStream_t compute = cuda::stream_for(device());
     cudaEvent_t produced = nullptr;
     COMM_CUDA_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-    COMM_CUDA_CHECK(cudaEventRecord(produced, cuda::stream_for(device())));
+    EventOwner owner{produced};
+    COMM_CUDA_CHECK(cudaEventRecord(produced, compute));
+    owner.event = nullptr;
     return [this, produced] {
-      cudaError_t waited = cudaStreamWaitEvent(nccl_->stream(), produced, 0);
-      cudaEventDestroy(produced);
-      COMM_CUDA_CHECK(waited);
+      // Runs on the executor's thread (or a waiting caller's): everything after it in the call
+      // (kernels, copies, NCCL) is queued with the communicator's device current.
+      EventOwner destroy{produced};
+      COMM_CUDA_CHECK(cudaSetDevice(device().index));
+      COMM_CUDA_CHECK(cudaStreamWaitEvent(nccl_->stream(), produced, 0));
     };
   }
 
@@ -225,6 +242,22 @@ int cuda_device_count() {
   return n;
 }
 
+namespace {
+// The MPI bootstrap: rank 0 makes the id, MPI carries it to everyone, each rank joins on `device`.
+ncclComm_t init_over_mpi(MPI_Comm host, int device) {
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(host, &rank));
+  MPI_CHECK(MPI_Comm_size(host, &size));
+  COMM_CUDA_CHECK(cudaSetDevice(device));
+  ncclUniqueId id;
+  if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, host));
+  ncclComm_t comm = nullptr;
+  NCCL_CHECK(ncclCommInitRank(&comm, size, id, rank));
+  return comm;
+}
+}  // namespace
+
 std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts) {
   int initialised = 0;
   MPI_CHECK(MPI_Initialized(&initialised));
@@ -237,7 +270,41 @@ std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts
                     "make_nccl_communicator: {} ranks on this node share {} CUDA device{}; NCCL needs a device per "
                     "rank: start at most {} rank{} per node, or use make_mpi_communicator for host buffers",
                     on_node, devices, devices > 1 ? "s" : "", devices, devices > 1 ? "s" : "");
-  return std::make_shared<NcclCommunicator>(comm, local_rank(comm), opts);
+  const int device = local_rank(comm);
+  auto transport = std::make_unique<NcclTransport>(init_over_mpi(comm, device), device);
+  return std::make_shared<NcclCommunicator>(std::move(transport), opts);
+}
+
+std::vector<std::shared_ptr<Communicator>> make_nccl_local_group(const std::vector<Device>& devices, Options opts) {
+  TANDEM_CHECK(!devices.empty(), "make_nccl_local_group: no devices given");
+  const int visible = cuda_device_count();
+  std::vector<int> ids;
+  for (const Device& d : devices) {
+    TANDEM_CHECK(d.kind == DeviceKind::CUDA, "make_nccl_local_group: {} is not a CUDA device; make_local_group "
+                 "serves host memory", d.str());
+    TANDEM_CHECK_KIND(NotSupported, d.index >= 0 && d.index < visible,
+                      "make_nccl_local_group: {} does not exist: this process sees {} CUDA device{}", d.str(), visible,
+                      visible == 1 ? "" : "s");
+    for (int id : ids)
+      TANDEM_CHECK(id != d.index, "make_nccl_local_group: {} is listed twice; NCCL needs a device per member", d.str());
+    ids.push_back(d.index);
+  }
+  // One call from this thread initialises the whole clique (member k on devices[k], rank k).
+  const size_t n = ids.size();
+  std::vector<ncclComm_t> comms(n, nullptr);
+  NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(n), ids.data()));
+  std::vector<std::unique_ptr<NcclTransport>> transports;
+  for (size_t k = 0; k < n; ++k) {
+    try {
+      transports.push_back(std::make_unique<NcclTransport>(comms[k], ids[k]));  // its constructor owns comms[k]
+    } catch (...) {
+      for (size_t j = k + 1; j < n; ++j) ncclCommDestroy(comms[j]);
+      throw;
+    }
+  }
+  std::vector<std::shared_ptr<Communicator>> group;
+  for (auto& t : transports) group.push_back(std::make_shared<NcclCommunicator>(std::move(t), opts));
+  return group;
 }
 
 }  // namespace tandem::comm

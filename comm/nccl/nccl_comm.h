@@ -1,5 +1,7 @@
 // The NCCL communicator (built only with TANDEM_CUDA=ON): device buffers on cuda:<local rank>,
-// bootstrapped over MPI (rank 0 makes the ncclUniqueId, MPI_Bcast sends it). Algo::Ring runs our
+// bootstrapped over MPI (rank 0 makes the ncclUniqueId, MPI_Bcast sends it). The in-process group
+// over several GPUs of one process (ncclCommInitAll) is comm::make_nccl_local_group in
+// comm/communicator.h; both are the same communicator class over different initialisations. Algo::Ring runs our
 // ring over grouped ncclSend/ncclRecv; Algo::Native runs ncclAllReduce and friends.
 // Buffers passed in must be ready: the collectives run on the communicator's own stream, so
 // synchronise the stream that produced them (or record and wait an event) before calling.

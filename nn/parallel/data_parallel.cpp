@@ -1,10 +1,14 @@
 // DataParallel: replica upkeep, scatter, per-device forward, gather, and the gather node whose
-// backward runs the replicas' backward passes concurrently and sums their gradients over the ring.
+// backward runs the replicas' backward passes concurrently and sums their gradients over the group
+// (the in-process ring for host devices, an NCCL clique for cuda devices).
 #include "nn/parallel/data_parallel.h"
 
 #include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include "kernels/cuda/device.h"
 #include "nn/parallel/coalesce.h"
 #include "nn/parallel/device_workers.h"
 #include "runtime/autocast.h"
@@ -94,15 +98,25 @@ DataParallel::DataParallel(std::shared_ptr<Module> module, std::vector<Device> d
     : devices_(std::move(devices)) {
   TANDEM_CHECK(module != nullptr, "DataParallel: no module given");
   TANDEM_CHECK(!devices_.empty(), "DataParallel: no devices given");
+  const bool on_host = devices_[0].is_host_addressable();
   for (const Device& d : devices_)
-    if (!d.is_host_addressable())
-      TANDEM_FAIL(NotSupported,
-                  "DataParallel on {}: the in-process ring (comm::make_local_group) moves host memory only; use cpu:k "
-                  "devices here, or DDP with one process per GPU",
-                  d.str());
+    TANDEM_CHECK(d.is_host_addressable() == on_host,
+                 "DataParallel: devices {} and {} are of different kinds; list only cuda devices (reduced over "
+                 "NCCL) or only host devices, cpu:k / sim:k (reduced over the in-process ring)",
+                 devices_[0].str(), d.str());
   for (size_t i = 0; i < devices_.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       TANDEM_CHECK(devices_[i] != devices_[j], "DataParallel: device {} is listed twice", devices_[i].str());
+  if (!on_host) {
+    // Before anything touches a device: a clear error for a GPU that is not there (or a build without CUDA).
+    const int count = cuda::device_count();
+    for (const Device& d : devices_)
+      TANDEM_CHECK_KIND(NotSupported, d.index >= 0 && d.index < count,
+                        "DataParallel: device {} does not exist: this process sees {} CUDA device{}{}", d.str(), count,
+                        count == 1 ? "" : "s",
+                        count > 0 ? fmt::format(" (cuda:0..cuda:{})", count - 1) : " (" + cuda::describe() + ")");
+    group_ = comm::make_nccl_local_group(devices_);
+  }
   for (auto& [name, t] : module->state_dict())
     TANDEM_CHECK(!t.defined() || t.device() == devices_[0],
                  "DataParallel: the module must live on devices[0] ({}), but '{}' is on {}; call "
@@ -116,7 +130,7 @@ DataParallel::DataParallel(std::shared_ptr<Module> module, std::vector<Device> d
     r->to(devices_[k]);
     replicas_.push_back(std::move(r));
   }
-  group_ = comm::make_local_group(static_cast<int>(devices_.size()));
+  if (on_host) group_ = comm::make_local_group(static_cast<int>(devices_.size()));
   workers_ = std::make_shared<DeviceWorkers>(devices_.size());
 }
 
@@ -143,7 +157,7 @@ void DataParallel::sync_replicas() {
 Tensor DataParallel::forward(const Tensor& x_in) {
   TANDEM_CHECK(x_in.defined() && x_in.dim() >= 1, "DataParallel: the input must have a batch dimension");
   const size_t n = replicas_.size();
-  if (n == 1) return replicas_[0]->forward(x_in);
+  if (n == 1) return replicas_[0]->forward(x_in.to(devices_[0]));  // x itself when it is on devices[0]
   sync_replicas();
   const int64_t batch = x_in.size(0);
   const auto ranges = split_sizes(batch, n);

@@ -1,10 +1,12 @@
-// DataParallel: one process driving several devices (cpu:0..k here, cuda:0..k on GPU machines).
+// DataParallel: one process driving several devices (cpu:0..k, sim:0..k, or cuda:0..k on GPU machines).
 // Keeps one replica of the module per device (replica 0 is the module itself), and per forward:
-// brings the replicas up to date with replica 0 (broadcast over the in-process ring group), splits
-// the batch along dim 0, runs each replica on its device's own thread, and gathers the outputs on
-// the first device. In backward, the replicas' backward passes run concurrently on their threads,
-// then their gradients are summed over the local ring group, so that the module's .grad holds the
-// gradient of the whole batch, as single-device training would.
+// brings the replicas up to date with replica 0 (broadcast over the group), splits the batch along
+// dim 0, runs each replica on its device's own thread, and gathers the outputs on the first device.
+// In backward, the replicas' backward passes run concurrently on their threads, then their
+// gradients are summed over the group, so that the module's .grad holds the gradient of the whole
+// batch, as single-device training would. The group is comm::make_local_group (the in-process ring
+// over host memory) for cpu/sim devices and comm::make_nccl_local_group (one NCCL clique, ordered
+// after each device's compute stream) for cuda devices; each member is driven by its device's thread.
 #pragma once
 #include <memory>
 #include <string>
@@ -20,7 +22,8 @@ class DeviceWorkers;
 
 class DataParallel final : public Module {
  public:
-  // `module` must live on devices[0]; devices must be distinct.
+  // `module` must live on devices[0]; devices must be distinct and either all cuda or all host
+  // (cpu/sim); a cuda device must exist (NotSupportedError naming it and the GPU count otherwise).
   DataParallel(std::shared_ptr<Module> module, std::vector<Device> devices);
   ~DataParallel() override;
 
@@ -50,7 +53,7 @@ class DataParallel final : public Module {
   std::shared_ptr<DeviceWorkers> workers_;  // shared with the gather nodes of live graphs
 };
 
-// Parses "cpu:0,cpu:1" into devices.
+// Parses "cpu:0,cpu:1" (or "cuda:0,cuda:1") into devices.
 std::vector<Device> parse_devices(const std::string& list);
 
 }  // namespace tandem::nn::parallel

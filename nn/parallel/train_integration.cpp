@@ -40,7 +40,9 @@ ParallelSetup setup_parallel(const ParallelConfig& config, std::shared_ptr<Modul
   if (config.mode == "single") {
     s.model = model;
   } else if (config.mode == "dp") {
-    s.model = std::make_shared<DataParallel>(model, parse_devices(config.devices.empty() ? "cpu:0,cpu:1" : config.devices));
+    const auto devices = parse_devices(config.devices.empty() ? "cpu:0,cpu:1" : config.devices);
+    model->to(devices[0]);  // the model starts on the CPU; DataParallel keeps replica 0 on the first device
+    s.model = std::make_shared<DataParallel>(model, devices);
   } else {
     const bool given = comm != nullptr;
     s.comm = given ? std::move(comm) : comm::make_world_communicator(config.device);

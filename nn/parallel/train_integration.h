@@ -30,7 +30,7 @@ namespace tandem::nn::parallel {
 
 struct ParallelConfig {
   std::string mode = "single";  // single | ddp | dp
-  std::string devices;          // dp: "cpu:0,cpu:1" (empty: cpu:0,cpu:1)
+  std::string devices;          // dp: "cpu:0,cpu:1" or "cuda:0,cuda:1" (empty: cpu:0,cpu:1)
   bool sync_bn = false;         // ddp: BatchNorm -> SyncBatchNorm
   double bucket_cap_mb = 25.0;
   int64_t accumulation_steps = 1;
@@ -67,7 +67,8 @@ struct ParallelSetup {
 // Validates the config (mode, accumulation >= 1, sync_bn only with ddp) and wraps `model`.
 // ddp: uses `comm` or makes comm::make_world_communicator(config.device); converts BatchNorm to SyncBatchNorm
 // when sync_bn; constructs DistributedDataParallel (collective: every rank must call it).
-// dp: DataParallel over the parsed devices. single: the model itself.
+// dp: moves the model (on the CPU) to the first parsed device and wraps it in DataParallel over
+// them. single: the model itself.
 ParallelSetup setup_parallel(const ParallelConfig& config, std::shared_ptr<Module> model,
                              std::shared_ptr<comm::Communicator> comm = nullptr);
 
