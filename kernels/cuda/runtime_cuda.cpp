@@ -165,12 +165,17 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   } else if (src_device == dst_device) {
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, state(dst_device).stream));
   } else {
-    // Across devices: the destination's stream waits for the source's queued work first.
+    // Across devices: the destination's stream waits for the source's queued work first, and the
+    // source's stream for the copy after it, so that the source's stream-ordered allocator cannot
+    // hand the memory out again (the tensor freed right after the copy) before the copy has read it.
     Event ready(src_device);
     ready.record();
     ready.wait(dst_device);
     TANDEM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes,
                                           state(dst_device).stream));
+    Event copied(dst_device);
+    copied.record();
+    copied.wait(src_device);
   }
 }
 
