@@ -10,6 +10,20 @@
 
 namespace tandem::kernels {
 
+// Asks for the cache lines of p[0, n) (for writing when for_write). For loops that hop between short
+// runs far apart (one plane of a channel after another), which the hardware prefetcher does not follow.
+template <class T>
+inline void prefetch_lines(const T* p, int64_t n, bool for_write = false) {
+  const char* b = reinterpret_cast<const char*>(p);
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  for (int64_t off = 0; off < bytes; off += 64) {
+    if (for_write)
+      __builtin_prefetch(b + off, 1);
+    else
+      __builtin_prefetch(b + off, 0);
+  }
+}
+
 // OpenMP loops run on one thread below this many elements of work: a parallel region costs more
 // than small tensors take (and much more when the cores are oversubscribed).
 constexpr int64_t kParallelMinWork = int64_t(1) << 15;

@@ -47,28 +47,15 @@ void with_types(DType dt, const char* what, F&& f) {
 
 // Statistics of channel c: two passes over each [inner] plane, then Chan's merge into the channel's
 // running statistics (shared by the staged and the fused forward, so both give identical numbers).
-// A channel's planes lie C * inner apart, each only a few cache lines long (the cnn's second block:
-// 13), too short for the hardware prefetcher to run ahead: without help each plane's misses are
-// paid one latency at a time. So the loops over a channel's planes ask for the next plane's lines
-// while they work on this one.
-template <class T>
-inline void prefetch_plane(const T* p, int64_t n, bool for_write = false) {
-  const char* b = reinterpret_cast<const char*>(p);
-  const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
-  for (int64_t off = 0; off < bytes; off += 64) {
-    if (for_write)
-      __builtin_prefetch(b + off, 1);
-    else
-      __builtin_prefetch(b + off, 0);
-  }
-}
-
+// A channel's planes lie C * H * W apart, each only a few cache lines long (the cnn's second block:
+// 13), too short for the hardware prefetcher to run ahead: so the loops over a channel's planes ask
+// for the next plane's lines (prefetch_lines) while they work on this one.
 template <class T, class S>
 Welford<S> channel_stats(const T* px, const Nci& g, int64_t c) {
   Welford<S> acc;
   for (int64_t n = 0; n < g.n; ++n) {
     const T* p = px + (n * g.c + c) * g.inner;
-    if (n + 1 < g.n) prefetch_plane(p + g.c * g.inner, g.inner);
+    if (n + 1 < g.n) prefetch_lines(p + g.c * g.inner, g.inner);
     const S sum = sum_of<S>(p, g.inner);
     Welford<S> part;
     part.count = g.inner;
@@ -314,9 +301,9 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
           const T* di = pd + (n * g.c + c) * dy_inner;
           T* o = local + n * g.inner;
           if (n + 1 < g.n) {
-            prefetch_plane(di + g.c * dy_inner, dy_inner);
-            if (epi.max_pool) prefetch_plane(parg + ((n + 1) * g.c + c) * dy_inner, dy_inner);
-            if (epi.relu && !epi.max_pool) prefetch_plane(xi + g.c * g.inner, g.inner);
+            prefetch_lines(di + g.c * dy_inner, dy_inner);
+            if (epi.max_pool) prefetch_lines(parg + ((n + 1) * g.c + c) * dy_inner, dy_inner);
+            if (epi.relu && !epi.max_pool) prefetch_lines(xi + g.c * g.inner, g.inner);
           }
           if (epi.max_pool) {  // relu's mask is already in the argmax (see the forward)
             cpu_pool::max_unpool_plane(di, parg + (n * g.c + c) * dy_inner, o, epi.pool);
@@ -332,7 +319,7 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
       S a = 0, bsum = 0;
       for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_reduce
         const T* xi = px + (n * g.c + c) * g.inner;
-        if (n + 1 < g.n) prefetch_plane(xi + g.c * g.inner, g.inner);
+        if (n + 1 < g.n) prefetch_lines(xi + g.c * g.inner, g.inner);
         S pa, pb;
         sum_dy_dyxmu<S>(dy_plane(n), xi, g.inner, m, pa, pb);
         a += pa;
@@ -346,7 +333,7 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
         const T* xi = px + (n * g.c + c) * g.inner;
         const T* di = dy_plane(n);
         T* o = pdx + (n * g.c + c) * g.inner;
-        if (n + 1 < g.n) prefetch_plane(o + g.c * g.inner, g.inner, /*for_write=*/true);
+        if (n + 1 < g.n) prefetch_lines(o + g.c * g.inner, g.inner, /*for_write=*/true);
         for (int64_t i = 0; i < g.inner; ++i)
           o[i] = T((static_cast<S>(di[i]) - mean_dy - (static_cast<S>(xi[i]) - m) * k) * scale);
       }
