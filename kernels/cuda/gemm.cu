@@ -3,7 +3,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/gemm.h"
 #ifndef TANDEM_SIMT_EMULATOR
-#include <cublas_v2.h>
+#include "kernels/cuda/cublas_loader.h"
 
 #include <mutex>
 #include <vector>
@@ -28,7 +28,7 @@ void gemm(Device device, const kernels::GemmArgs& args) {
 
 #else
 
-const char* cublas_error(cublasStatus_t s) { return cublasGetStatusString(s); }
+const char* cublas_error(cublasStatus_t s) { return cuda::cublas().status_string(s); }
 #define TANDEM_CUBLAS_CHECK(call)                                                        \
   do {                                                                                   \
     cublasStatus_t tandem_st_ = (call);                                                  \
@@ -44,10 +44,10 @@ cublasHandle_t handle_for(Device device) {
   if (handles.size() <= static_cast<size_t>(device.index)) handles.resize(static_cast<size_t>(device.index) + 1, nullptr);
   cublasHandle_t& h = handles[static_cast<size_t>(device.index)];
   if (!h) {
-    TANDEM_CUBLAS_CHECK(cublasCreate(&h));
-    TANDEM_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    TANDEM_CUBLAS_CHECK(cuda::cublas().create(&h));
+    TANDEM_CUBLAS_CHECK(cuda::cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH));
   }
-  TANDEM_CUBLAS_CHECK(cublasSetStream(h, stream));
+  TANDEM_CUBLAS_CHECK(cuda::cublas().set_stream(h, stream));
   return h;
 }
 
@@ -72,7 +72,7 @@ void gemm(Device device, const kernels::GemmArgs& a) {
   const double alpha64 = a.alpha, beta64 = a.beta;
   const void* alpha = a.dtype == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = a.dtype == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
-  TANDEM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+  TANDEM_CUBLAS_CHECK(cuda::cublas().gemm_strided_batched_ex(
       h, op_b, op_a, static_cast<int>(a.n), static_cast<int>(a.m), static_cast<int>(a.k), alpha, a.b, type,
       static_cast<int>(a.ldb), a.stride_b, a.a, type, static_cast<int>(a.lda), a.stride_a, beta, a.c, type,
       static_cast<int>(a.ldc), a.stride_c, static_cast<int>(a.batch), compute, CUBLAS_GEMM_DEFAULT));
