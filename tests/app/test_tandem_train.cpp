@@ -101,9 +101,10 @@ TEST(TandemTrain, TinyRunWritesMetricsWithDoneRecord) {
   EXPECT_LE(done["test_acc"].get<double>(), 1.0);
   EXPECT_GT(done["train_samples_per_s"].get<double>(), 0.0);
   EXPECT_GT(done["peak_rss_mb"].get<double>(), 10.0);
-  // The mlp's budget is 150 MB for a whole epoch (the data, the model, the allocator's cache); a
-  // library load that costs ~140 MB up front (libcublasLt, linked in once) shows here already.
-  EXPECT_LT(done["peak_rss_mb"].get<double>(), 150.0);
+  // On the CPU the mlp's budget is 150 MB for a whole epoch (the data, the model, the allocator's
+  // cache); a library load that costs ~140 MB up front (libcublasLt, linked in once) shows here
+  // already. (On a GPU machine --device auto picks cuda, whose context alone takes more.)
+  if (done["device"].get<std::string>().rfind("cpu", 0) == 0) EXPECT_LT(done["peak_rss_mb"].get<double>(), 150.0);
 }
 
 TEST(TandemTrain, NoEvalLeavesTestAccNull) {
