@@ -1,9 +1,7 @@
 // DataParallel on 2-4 cpu devices of one process: training equals single-device training, the
 // replicas stay identical to the module, and a batch smaller than the device count still works.
-#include "nn/optim.h"
-#include "nn/parallel/data_parallel.h"
 #include "nn/parallel/train_integration.h"
-#include "tests/parallel/parallel_util.h"
+#include "tests/parallel/dp_check.h"
 
 namespace tandem::testing {
 namespace {
@@ -16,54 +14,10 @@ std::vector<Device> cpu_devices(int n) {
   return d;
 }
 
-void check_dp_matches_single(int devices, int64_t batch, bool adam) {
-  auto ref = small_mlp(31);
-  auto model = small_mlp(31);
-  DataParallel dp(model, cpu_devices(devices));
-  std::unique_ptr<nn::Optimizer> opt, opt_ref;
-  if (adam) {
-    nn::AdamOptions o;
-    o.lr = 1e-2;
-    opt = std::make_unique<nn::Adam>(dp.parameters(), o);
-    opt_ref = std::make_unique<nn::Adam>(ref->parameters(), o);
-  } else {
-    nn::SGDOptions o;
-    o.lr = 0.1;
-    o.momentum = 0.9;
-    opt = std::make_unique<nn::SGD>(dp.parameters(), o);
-    opt_ref = std::make_unique<nn::SGD>(ref->parameters(), o);
-  }
-  for (int step = 0; step < 4; ++step) {
-    Batch b = make_batch(200 + static_cast<uint64_t>(step), {batch, 12}, 5);
-    opt_ref->zero_grad();
-    Tensor loss_ref = ops::cross_entropy(ref->forward(b.x), b.y);
-    loss_ref.backward();
-    opt_ref->step();
-
-    opt->zero_grad();
-    Tensor out = dp.forward(b.x);
-    ASSERT_EQ(out.shape(), (Shape{batch, 5}));
-    Tensor loss = ops::cross_entropy(out, b.y);
-    EXPECT_NEAR(loss.item(), loss_ref.item(), 1e-5 * std::abs(loss_ref.item()) + 1e-6) << "step " << step;
-    loss.backward();
-    opt->step();
-  }
-  expect_same_parameters(*model, *ref, 1e-5, "DataParallel(" + std::to_string(devices) + ")");
-  // The next forward brings every replica to the module's weights, on its own device.
-  {
-    NoGradGuard no_grad;
-    dp.forward(make_batch(1, {batch, 12}, 5).x);
-  }
-  for (size_t k = 1; k < dp.num_replicas(); ++k) {
-    expect_same_parameters(*dp.replica(k), *model, 0.0, "replica " + std::to_string(k));
-    for (auto& [n, p] : dp.replica(k)->named_parameters()) EXPECT_EQ(p.device(), Device(DeviceKind::CPU, static_cast<int>(k)));
-  }
-}
-
-TEST(DataParallel, TwoDevicesSgd) { check_dp_matches_single(2, 16, false); }
-TEST(DataParallel, ThreeDevicesUnevenSplitAdam) { check_dp_matches_single(3, 10, true); }
-TEST(DataParallel, FourDevicesSgd) { check_dp_matches_single(4, 18, false); }
-TEST(DataParallel, FewerRowsThanDevices) { check_dp_matches_single(4, 2, true); }
+TEST(DataParallel, TwoDevicesSgd) { check_dp_matches_single(cpu_devices(2), 16, false); }
+TEST(DataParallel, ThreeDevicesUnevenSplitAdam) { check_dp_matches_single(cpu_devices(3), 10, true); }
+TEST(DataParallel, FourDevicesSgd) { check_dp_matches_single(cpu_devices(4), 18, false); }
+TEST(DataParallel, FewerRowsThanDevices) { check_dp_matches_single(cpu_devices(4), 2, true); }
 
 TEST(DataParallel, SplitSizesFollowChunk) {
   auto r = DataParallel::split_sizes(10, 4);  // torch.chunk(10 rows, 4) -> 3, 3, 3, 1
