@@ -104,7 +104,9 @@ TEST(TandemTrain, TinyRunWritesMetricsWithDoneRecord) {
   // On the CPU the mlp's budget is 150 MB for a whole epoch (the data, the model, the allocator's
   // cache); a library load that costs ~140 MB up front (libcublasLt, linked in once) shows here
   // already. (On a GPU machine --device auto picks cuda, whose context alone takes more.)
-  if (done["device"].get<std::string>().rfind("cpu", 0) == 0) EXPECT_LT(done["peak_rss_mb"].get<double>(), 150.0);
+  if (done["device"].get<std::string>().rfind("cpu", 0) == 0) {
+    EXPECT_LT(done["peak_rss_mb"].get<double>(), 150.0);
+  }
 }
 
 TEST(TandemTrain, NoEvalLeavesTestAccNull) {

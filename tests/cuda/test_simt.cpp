@@ -170,7 +170,9 @@ TEST(Simt, WarpShufflesExchangeAmongTheWarpsLanes) {
     for (int l = 0; l < 32; ++l) {
       int t = w * 32 + l;
       EXPECT_EQ(out[t * 5 + 0], total);
-      if (l == 0) EXPECT_EQ(out[t * 5 + 1], total);
+      if (l == 0) {
+        EXPECT_EQ(out[t * 5 + 1], total);
+      }
       EXPECT_EQ(out[t * 5 + 2], w * 32);
       EXPECT_EQ(out[t * 5 + 3], l == 0 ? t : t - 1);
       EXPECT_EQ(static_cast<unsigned>(out[t * 5 + 4]), 0xaaaaaaaau);
