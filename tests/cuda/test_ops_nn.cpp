@@ -156,8 +156,7 @@ TEST_P(NnOps, BatchNormStagesMatchCpu) {
 
 TEST_P(NnOps, LayerNormMatchesCpu) {
   for (DType dt : {DType::f32, DType::f64, DType::f16})
-    // M = 0 left out: the CPU reference (kernels/cpu/norm.cpp) overruns its buffers there.
-    for (auto [M, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {4, 7}, {3, 33}, {2, 300}, {40, 3}})
+    for (auto [M, D] : std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {1, 1}, {4, 7}, {3, 33}, {2, 300}, {40, 3}})
       for (bool affine : {true, false}) {
         const DType sd = dt == DType::f64 ? DType::f64 : DType::f32;
         const double rtol = dt == DType::f16 ? 2e-3 : 1e-5;
