@@ -145,19 +145,28 @@ TEST(NnPaths, ResultsDoNotDependOnThreadCount) {
   // Large enough that every kernel on the path runs its OpenMP loops in parallel (kParallelMinWork).
   Tensor x = rand_uniform({8, 4, 32, 34}, -1, 1, gen), w = rand_uniform({6, 4, 3, 3}, -1, 1, gen),
          bn_w = rand_uniform({6}, 0.5, 1.5, gen), bn_b = rand_uniform({6}, -1, 1, gen);
+  Tensor x1 = rand_uniform({8, 1, 32, 34}, -1, 1, gen), w1 = rand_uniform({6, 1, 3, 3}, -1, 1, gen),
+         b1 = rand_uniform({6}, -1, 1, gen);
+  ops::BatchNormEpilogue relu_pool;
+  relu_pool.relu = true;
+  relu_pool.max_pool = true;
+  relu_pool.pool_kernel = {2, 2};
   auto run = [&](int threads) {
     omp_set_num_threads(threads);
-    Tensor xl = x.clone(), wl = w.clone();
-    xl.set_requires_grad(true);
-    wl.set_requires_grad(true);
+    Tensor xl = x.clone(), wl = w.clone(), w1l = w1.clone(), b1l = b1.clone();
+    for (Tensor* t : {&xl, &wl, &w1l, &b1l}) t->set_requires_grad(true);
     Tensor h = ops::conv2d(xl, wl, Tensor(), {1, 1}, {1, 1});
     h = ops::batch_norm(h, bn_w, bn_b, Tensor(), Tensor(), true);
     h = ops::max_pool2d(h, {2, 2});
     h = ops::avg_pool2d(h, {2, 2}, {1, 1});
     Tensor h2 = ops::conv2d(xl, wl, Tensor(), {2, 2}, {1, 1});  // the generic (strided) im2col path
-    auto g = grad({h, h2}, {xl, wl}, {Tensor::full(h.shape(), 0.5), Tensor::full(h2.shape(), -0.25)});
-    std::vector<std::vector<float>> out{h.to_vector<float>(), h2.to_vector<float>(), g[0].to_vector<float>(),
-                                        g[1].to_vector<float>()};
+    // One input channel (the small-K weight gradient), then the fused BN-ReLU-MaxPool block.
+    Tensor h3 = ops::conv2d(x1, w1l, b1l, {1, 1}, {1, 1});
+    h3 = ops::batch_norm(h3, bn_w, bn_b, Tensor(), Tensor(), true, 0.1, 1e-5, relu_pool);
+    auto g = grad({h, h2, h3}, {xl, wl, w1l, b1l},
+                  {Tensor::full(h.shape(), 0.5), Tensor::full(h2.shape(), -0.25), Tensor::full(h3.shape(), 0.75)});
+    std::vector<std::vector<float>> out{h.to_vector<float>(), h2.to_vector<float>(), h3.to_vector<float>()};
+    for (const Tensor& t : g) out.push_back(t.to_vector<float>());
     return out;
   };
   auto one = run(1), two = run(2), three = run(3);
