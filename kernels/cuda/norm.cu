@@ -157,11 +157,7 @@ __global__ void bn_backward_reduce_kernel(const T* __restrict__ dy, const T* __r
 // Sums each channel's partials in split order: out[c] = sum over s of part[c * splits + s].
 template <class S>
 __global__ void sum_splits_kernel(const S* __restrict__ part, int64_t C, int64_t splits, S* __restrict__ out) {
-  for (int64_t c = global_thread(); c < C; c += grid_threads()) {
-    S acc = S(0);
-    for (int64_t s = 0; s < splits; ++s) acc += part[c * splits + s];
-    out[c] = acc;
-  }
+  for (int64_t c = global_thread(); c < C; c += grid_threads()) out[c] = sum_of_splits(part, c, splits);
 }
 
 template <class S>

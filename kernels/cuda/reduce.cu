@@ -53,12 +53,8 @@ __global__ void sum_to_kernel(const T* __restrict__ src, T* __restrict__ dst, su
 template <class T>
 __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t outputs,
                                      int64_t splits, acc_t<T> scale) {
-  using S = sum_acc_t<T>;
-  for (int64_t o = global_thread(); o < outputs; o += grid_threads()) {
-    S acc = S(0);
-    for (int64_t s = 0; s < splits; ++s) acc += part[o * splits + s];
-    dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
-  }
+  for (int64_t o = global_thread(); o < outputs; o += grid_threads())
+    dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum_of_splits(part, o, splits)) * scale));
 }
 
 template <class T>

@@ -139,6 +139,13 @@ struct SplitRange {
 __host__ __device__ inline SplitRange split_range(int64_t n, int64_t s, int64_t splits) {
   return {n * s / splits, n * (s + 1) / splits};
 }
+// The second pass: output o's `splits` partials, stored at part[o * splits + s], summed in split order.
+template <class S>
+__device__ __forceinline__ S sum_of_splits(const S* __restrict__ part, int64_t o, int64_t splits) {
+  S acc = S(0);
+  for (int64_t s = 0; s < splits; ++s) acc += part[o * splits + s];
+  return acc;
+}
 // (row, col) of a flat index k = row * cols + col, advanced by a fixed stride with no division in
 // the loop (64-bit division costs dozens of instructions per item on a GPU).
 struct RowCursor {
