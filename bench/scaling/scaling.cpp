@@ -3,16 +3,19 @@
 // and bucket copies, all-reduce skipped), the all-reduce time of the same buckets on its own, and
 // the fraction of that time hidden under backward. Step times are the slowest rank's median.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <memory>
 #include <cstdio>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "comm/mpi/mpi_check.h"
 #include "comm/mpi/mpi_comm.h"
 #include "nn/models.h"
 #include "nn/optim.h"
@@ -131,6 +134,19 @@ int main(int argc, char** argv) {
     setup.ddp.gradient_as_bucket_view = as_view;
     setup.ddp.broadcast_buffers = !no_broadcast_buffers;
     Runner with_comm(setup, comm, false), without_comm(setup, comm, true);
+    // The one-rank baseline, measured in this job between the N-rank rounds (side by side, so the
+    // ratio survives the machine's drift between separate launches): rank 0 alone with DDP over a
+    // communicator of its own, while the other ranks sleep (not spin) until it is done.
+    std::unique_ptr<Runner> solo;
+    std::shared_ptr<comm::Communicator> solo_comm;
+    if (world > 1) {
+      MPI_Comm split = MPI_COMM_NULL;
+      MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : MPI_UNDEFINED, 0, &split));
+      if (rank == 0) {
+        solo_comm = comm::make_mpi_communicator(split);
+        solo = std::make_unique<Runner>(setup, solo_comm, false);
+      }
+    }
 
     // Per-rank data (ranks see different samples, as under a DistributedSampler).
     Generator gen(1000 + static_cast<uint64_t>(rank));
@@ -154,14 +170,28 @@ int main(int argc, char** argv) {
         }
       }
     };
+    // Everyone waits for rank 0's solo steps without taking a core: a nonblocking barrier, tested
+    // between short sleeps (MPI's blocking barrier would spin).
+    auto solo_phase = [&](int64_t n, Timings* t) {
+      if (world == 1) return;
+      if (rank == 0) run(*solo, n, t);
+      MPI_Request req;
+      MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+      for (int done = 0; !done;) {
+        MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (!done) usleep(200);
+      }
+    };
     run(with_comm, warmup, nullptr);
     run(without_comm, warmup, nullptr);
-    Timings tc, tn;
+    solo_phase(warmup, nullptr);
+    Timings tc, tn, ts;
     for (int64_t round = 0; round < rounds; ++round) {
       comm->barrier()->wait();
       run(with_comm, steps, &tc);
       comm->barrier()->wait();
       run(without_comm, steps, &tn);
+      solo_phase(steps, &ts);
     }
 
     // The same buckets' all-reduces on their own (launched back to back, as backward would).
@@ -188,6 +218,9 @@ int main(int argc, char** argv) {
     const double exposed = std::max(0.0, step - step_nocomm);
     auto clamp01 = [](double v) { return std::min(1.0, std::max(0.0, v)); };
     if (rank == 0) {
+      // Weak-scaling efficiency from the solo rounds of this job: throughput(N) / (N throughput(1))
+      // = solo step / N-rank step at a fixed per-rank batch.
+      const double step_solo = ts.step_s.empty() ? step : median(ts.step_s);
       int64_t grad_bytes = 0;
       for (int64_t b : with_comm.ddp->reducer().bucket_bytes()) grad_bytes += b;
       nlohmann::json j{{"bench", "scaling"},
@@ -205,6 +238,8 @@ int main(int argc, char** argv) {
                        {"samples_per_s", static_cast<double>(batch * world) / step},
                        {"samples_per_s_nocomm", static_cast<double>(batch * world) / step_nocomm},
                        {"comm_overhead", step / step_nocomm},
+                       {"step_ms_solo", 1e3 * step_solo},
+                       {"efficiency_side_by_side", step_solo / step},
                        {"cpu_ms", 1e3 * cpu},
                        {"cpu_ms_nocomm", 1e3 * cpu_nocomm},
                        {"load_avg", load_average()},
