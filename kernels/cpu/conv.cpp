@@ -12,16 +12,6 @@
 namespace tandem::kernels {
 namespace {
 
-// Per-thread scratch that only grows: reused by every call, so the column matrix is not page-faulted
-// in again (and is often still in cache) at each step.
-template <class T>
-T* workspace(int slot, int64_t n) {
-  static thread_local std::vector<T> bufs[1];
-  auto& b = bufs[slot];
-  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
-  return b.data();
-}
-
 // Images per chunk: the column matrix of a chunk, and the chunk's output that the GEMM accumulates
 // into, should stay in the L2 cache (~1-2 MB), so that the GEMM reads what im2col (and the bias fill)
 // just wrote instead of streaming tens of MB through memory.
@@ -249,7 +239,7 @@ void small_k_dots(const T* dy, const T* cols, int64_t ld, int64_t L, int64_t K, 
 template <class T>
 void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
-  T* cols = workspace<T>(0, K * chunk * L);
+  T* cols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
@@ -274,7 +264,7 @@ void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g
 template <class T>
 void backward_input_t(const T* dy, const T* w, T* dx, const Conv2dGeometry& g) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
-  T* dcols = workspace<T>(0, K * chunk * L);
+  T* dcols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
@@ -292,7 +282,7 @@ void backward_input_t(const T* dy, const T* w, T* dx, const Conv2dGeometry& g) {
 template <class T>
 void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeometry& g) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
-  T* cols = workspace<T>(0, K * chunk * L);
+  T* cols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);

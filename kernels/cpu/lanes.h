@@ -1,4 +1,5 @@
-// Helpers of the CPU kernels: the OpenMP size threshold and vectorised sums. A plain `s += f(i)` loop is a serial dependency chain that
+// Helpers of the CPU kernels: the OpenMP size threshold, per-thread scratch, prefetching, and
+// vectorised sums. A plain `s += f(i)` loop is a serial dependency chain that
 // the compiler may not reorder (no -ffast-math), and `omp simd reduction` is not applied reliably
 // inside templates; so the partial sums live in an explicit 64-byte vector (GCC/Clang vector
 // extension): lane l adds f(i) for i = l mod W, then the lanes and the tail are added in a fixed
@@ -7,8 +8,21 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 namespace tandem::kernels {
+
+// Per-thread scratch buffers that only grow, reused by every call (so a kernel's working buffer is
+// not page-faulted in again at each step, and is often still in cache). One slot per use; a kernel
+// must not hand its slot's pointer to code that takes the same slot.
+enum class Scratch { ConvColumns, NormPlane, NormChannel, kCount };
+template <class T>
+inline T* thread_scratch(Scratch slot, int64_t n) {
+  static thread_local std::vector<T> bufs[static_cast<int>(Scratch::kCount)];
+  auto& b = bufs[static_cast<int>(slot)];
+  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
+  return b.data();
+}
 
 // Asks for the cache lines of p[0, n) (for writing when for_write). For loops that hop between short
 // runs far apart (one plane of a channel after another), which the hardware prefetcher does not follow.

@@ -210,15 +210,6 @@ void cpu_bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean
   });
 }
 
-// A per-thread scratch of n values that only grows (the fused kernels' planes and channel buffers).
-template <class T>
-T* scratch(int slot, int64_t n) {
-  static thread_local std::vector<T> bufs[2];
-  auto& b = bufs[slot];
-  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
-  return b.data();
-}
-
 void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                           const BatchNormEpilogue& epi, Tensor& y, Tensor& argmax, Tensor& mean, Tensor& m2,
                           Tensor& invstd) {
@@ -243,7 +234,7 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
       iv[ci] = inv;
       const S scale = inv * w[ci], shift = b[ci] - st.mean * scale;
       // With a pool, each normalised plane goes to a cache-resident scratch plane and is pooled from there.
-      T* plane = epi.max_pool ? scratch<T>(0, g.inner) : nullptr;
+      T* plane = epi.max_pool ? thread_scratch<T>(Scratch::NormPlane, g.inner) : nullptr;
       for (int64_t n = 0; n < g.n; ++n) {
         const T* in = px + (n * g.c + c) * g.inner;
         T* out = epi.max_pool ? plane : py + (n * g.c + c) * g.inner;
@@ -294,7 +285,7 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
       // per-thread scratch of N * H * W values that both passes below read (cache-resident, like x).
       T* local = nullptr;
       if (epilogue) {
-        local = scratch<T>(1, g.n * g.inner);
+        local = thread_scratch<T>(Scratch::NormChannel, g.n * g.inner);
         const S shift = bv[ci] - m * scale;  // the forward's stage (2)
         for (int64_t n = 0; n < g.n; ++n) {
           const T* xi = px + (n * g.c + c) * g.inner;
