@@ -6,8 +6,6 @@
 #include "kernels/core.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
-#include "runtime/ops/conv.h"
-#include "runtime/ops/elementwise.h"
 #include "runtime/ops/norm.h"
 
 namespace tandem::nn::parallel {
@@ -146,9 +144,7 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
   Tensor w = affine_ ? param("weight") : Tensor(), b = affine_ ? param("bias") : Tensor();
   Tensor y = sync_batch_norm(x, w, b, buffer("running_mean"), buffer("running_var"), *comm_, momentum_, eps_);
   // The statistics cross ranks between the stages: a fused epilogue runs as its own ops.
-  if (epilogue_.relu) y = ops::relu(y);
-  if (epilogue_.max_pool) y = ops::max_pool2d(y, epilogue_.pool_kernel, epilogue_.pool_stride, epilogue_.pool_padding);
-  return y;
+  return ops::batch_norm_epilogue(y, epilogue_);
 }
 
 std::shared_ptr<Module> SyncBatchNorm::clone() const {

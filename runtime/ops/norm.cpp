@@ -85,6 +85,12 @@ Tensor batch_norm_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor
   return dx;
 }
 
+Tensor batch_norm_epilogue(const Tensor& y, const BatchNormEpilogue& epilogue) {
+  Tensor out = epilogue.relu ? relu(y) : y;
+  if (epilogue.max_pool) out = max_pool2d(out, epilogue.pool_kernel, epilogue.pool_stride, epilogue.pool_padding);
+  return out;
+}
+
 Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, Tensor running_mean,
                   Tensor running_var, bool training, double momentum, double eps, const BatchNormEpilogue& epilogue) {
   check_bn_input("batch_norm", x_in);
@@ -103,12 +109,9 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   // SyncBatchNorm runs them, and the epilogue's ops follow.
   const bool fused = training && kernels::batch_norm_forward_fused.has(x.device().kind) &&
                      kernels::batch_norm_backward_fused.has(x.device().kind);
-  if (!fused && (epilogue.relu || epilogue.max_pool)) {
-    Tensor y = batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps);
-    if (epilogue.relu) y = relu(y);
-    if (epilogue.max_pool) y = max_pool2d(y, epilogue.pool_kernel, epilogue.pool_stride, epilogue.pool_padding);
-    return y;
-  }
+  if (!fused && (epilogue.relu || epilogue.max_pool))
+    return batch_norm_epilogue(batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps),
+                               epilogue);
   kernels::BatchNormEpilogue epi;
   epi.relu = epilogue.relu;
   epi.max_pool = epilogue.max_pool;

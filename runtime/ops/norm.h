@@ -17,6 +17,9 @@ struct BatchNormEpilogue {
   std::array<int64_t, 2> pool_kernel{{1, 1}}, pool_stride{{0, 0}}, pool_padding{{0, 0}};
 };
 
+// The epilogue as separate ops on a batch norm's output y (what batch_norm runs where it cannot fuse).
+Tensor batch_norm_epilogue(const Tensor& y, const BatchNormEpilogue& epilogue);
+
 // x [N, C, ...]. training: normalise with batch statistics and update running_mean/var in place
 // (momentum, unbiased variance, as PyTorch); eval: use the running statistics. weight/bias [C] optional.
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor running_mean,
