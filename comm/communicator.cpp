@@ -53,6 +53,11 @@ void Communicator::check_tensor(const Tensor& t, const char* what) const {
   TANDEM_CHECK(t.dtype() != DType::u8, "{}: dtype u8 is not supported by collectives", what);
 }
 
+Tensor Communicator::make_buffer(int64_t numel, DType dtype) {
+  TANDEM_CHECK(numel >= 0, "make_buffer: numel must be >= 0, got {}", numel);
+  return Tensor::zeros({numel}, dtype, device());
+}
+
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
   check_tensor(t, "allreduce");
   return allreduce(t.data_ptr(), t.numel(), t.dtype(), op);

@@ -77,6 +77,15 @@ class Communicator {
   virtual WorkPtr recv(void* buf, int64_t count, DType dtype, int peer) = 0;
   virtual WorkPtr barrier() = 0;
 
+  // Memory for buffers that are reduced again and again (DDP's gradient buckets): a zeroed 1-D
+  // tensor of numel elements on device(). Where the backend can, it lives in memory every rank of
+  // the node maps (mpi with all ranks on one node: a shared-memory window), and an allreduce over
+  // it reduces in place, straight from every rank's buffer: no copies through channels. Collective:
+  // every rank calls it in the same order with the same numel and dtype, and every rank must then
+  // pass the same range of its buffer to such an allreduce. Plain memory elsewhere (the default).
+  // Shared buffers stay allocated until MPI_Finalize.
+  virtual Tensor make_buffer(int64_t numel, DType dtype);
+
   // Non-virtual Tensor conveniences (check device/contiguity/dtype, then call the raw ones).
   WorkPtr allreduce(Tensor& t, ReduceOp op = ReduceOp::Sum);
   WorkPtr broadcast(Tensor& t, int root);

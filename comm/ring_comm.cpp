@@ -109,11 +109,18 @@ void RingCommunicator::check_desync(const CallDesc& mine, const OpInfo& info) {
               rank_, info.seq, ranks_str(bad), major->str(), calls);
 }
 
+void RingCommunicator::run_in_order(std::function<void()> fn) {
+  TANDEM_CHECK(executor_, "communicator is not started");
+  executor_->submit(std::move(fn))->wait();
+}
+
 WorkPtr RingCommunicator::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op) {
   check_args("allreduce", count, dtype);
   CallDesc d{int32_t(CollectiveKind::Allreduce), int32_t(dtype), count, int32_t(op), -1, 0};
   return launch(d, [=](const OpInfo& info) {
     if (opts_.algo == Options::Algo::Native && native_allreduce(buf, count, dtype, op, info)) return;
+    if (opts_.algo == Options::Algo::Ring && size_ > 1 && count > 0 && direct_allreduce(buf, count, dtype, op, info))
+      return;
     ring_->allreduce(buf, count, dtype, op, info);
   });
 }

@@ -68,6 +68,12 @@ class RingCommunicator : public Communicator {
   virtual bool native_allgather(const void*, void*, int64_t, DType, const OpInfo&) { return false; }
   virtual bool native_broadcast(void*, int64_t, DType, int, const OpInfo&) { return false; }
   virtual bool native_barrier(const OpInfo&) { return false; }
+  // An all-reduce the backend can do without the ring for this buffer (mpi: make_buffer memory
+  // shared by the node's ranks); false: the ring runs. Runs on the executor, with Algo::Ring.
+  virtual bool direct_allreduce(void*, int64_t, DType, ReduceOp, const OpInfo&) { return false; }
+  // Runs fn on the executor, after the work queued before it (collective setup that must keep the
+  // issue order, such as allocating a shared window), and waits for it.
+  void run_in_order(std::function<void()> fn);
   // Called on the caller's thread when a call is queued; what it returns runs on the executor
   // before the call's communication. Stream-ordered backends (nccl) order their stream after the
   // work the caller already queued on its compute stream, which produced the buffers.

@@ -43,34 +43,35 @@ void Transport::copy(void* dst, const void* src, size_t bytes) {
 }
 
 namespace {
+// out may alias mine or incoming (the loops read element i before writing it).
 template <class T>
-void reduce_loop(T* __restrict d, const T* __restrict s, int64_t n, ReduceOp op) {
+void reduce_loop(T* out, const T* mine, const T* incoming, int64_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Avg:
-      for (int64_t i = 0; i < n; ++i) d[i] = d[i] + s[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = mine[i] + incoming[i];
       break;
     case ReduceOp::Max:
-      for (int64_t i = 0; i < n; ++i) d[i] = s[i] > d[i] ? s[i] : d[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = incoming[i] > mine[i] ? incoming[i] : mine[i];
       break;
     case ReduceOp::Min:
-      for (int64_t i = 0; i < n; ++i) d[i] = s[i] < d[i] ? s[i] : d[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = incoming[i] < mine[i] ? incoming[i] : mine[i];
       break;
   }
 }
 }  // namespace
 
-void Transport::reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op) {
+void reduce_elements(void* out, const void* mine, const void* incoming, int64_t n, DType dtype, ReduceOp op) {
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16> || std::is_same_v<T, uint8_t>)
       TANDEM_FAIL(Internal, "comm reduce called on {} (16-bit sums go through f32)", dtype_name(dtype));
     else
-      reduce_loop(static_cast<T*>(dst), static_cast<const T*>(src), n, op);
+      reduce_loop(static_cast<T*>(out), static_cast<const T*>(mine), static_cast<const T*>(incoming), n, op);
   });
 }
 
-void Transport::divide(void* buf, int64_t n, DType dtype, int divisor) {
+void divide_elements(void* buf, int64_t n, DType dtype, int divisor) {
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16> || std::is_same_v<T, uint8_t>) {
@@ -82,6 +83,12 @@ void Transport::divide(void* buf, int64_t n, DType dtype, int divisor) {
     }
   });
 }
+
+void Transport::reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op) {
+  reduce_elements(dst, dst, src, n, dtype, op);
+}
+
+void Transport::divide(void* buf, int64_t n, DType dtype, int divisor) { divide_elements(buf, n, dtype, divisor); }
 
 void Transport::convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n) {
   convert_host(src, src_dtype, dst, dst_dtype, n);

@@ -87,4 +87,10 @@ class Scratch {
 
 std::string ranks_str(const std::vector<int>& ranks);  // "1, 3" or "none"
 
+// The host arithmetic of every reduction, so that all algorithms round alike: out[i] =
+// op(mine[i], incoming[i]) for f32, f64, i32, i64 (Avg sums; out may alias either input), and
+// buf[i] = buf[i] / divisor.
+void reduce_elements(void* out, const void* mine, const void* incoming, int64_t n, DType dtype, ReduceOp op);
+void divide_elements(void* buf, int64_t n, DType dtype, int divisor);
+
 }  // namespace tandem::comm

@@ -2,6 +2,8 @@
 // of the mlp or cnn at a per-rank batch, with the gradient all-reduce and without it (same compute
 // and bucket copies, all-reduce skipped), the all-reduce time of the same buckets on its own, and
 // the fraction of that time hidden under backward. Step times are the slowest rank's median.
+// The one-rank baseline is measured in the same job: each rank in turn trains alone while the
+// others sleep (the cores of a machine are not all equally fast; the baseline averages them).
 #include <omp.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/common/host_memory.h"
 #include "comm/mpi/mpi_check.h"
 #include "comm/mpi/mpi_comm.h"
 #include "nn/models.h"
@@ -125,6 +128,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    app::keep_freed_host_memory();  // as tandem-train does
     omp_set_num_threads(threads);
     auto comm = comm::make_mpi_communicator();
     const int rank = comm->rank(), world = comm->size();
@@ -135,17 +139,15 @@ int main(int argc, char** argv) {
     setup.ddp.broadcast_buffers = !no_broadcast_buffers;
     Runner with_comm(setup, comm, false), without_comm(setup, comm, true);
     // The one-rank baseline, measured in this job between the N-rank rounds (side by side, so the
-    // ratio survives the machine's drift between separate launches): rank 0 alone with DDP over a
-    // communicator of its own, while the other ranks sleep (not spin) until it is done.
+    // ratio survives the machine's drift between separate launches): each rank in turn alone with
+    // DDP over a communicator of its own, while the other ranks sleep (not spin) until it is done.
     std::unique_ptr<Runner> solo;
     std::shared_ptr<comm::Communicator> solo_comm;
     if (world > 1) {
       MPI_Comm split = MPI_COMM_NULL;
-      MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : MPI_UNDEFINED, 0, &split));
-      if (rank == 0) {
-        solo_comm = comm::make_mpi_communicator(split);
-        solo = std::make_unique<Runner>(setup, solo_comm, false);
-      }
+      MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &split));
+      solo_comm = comm::make_mpi_communicator(split);
+      solo = std::make_unique<Runner>(setup, solo_comm, false);
     }
 
     // Per-rank data (ranks see different samples, as under a DistributedSampler).
@@ -170,16 +172,18 @@ int main(int argc, char** argv) {
         }
       }
     };
-    // Everyone waits for rank 0's solo steps without taking a core: a nonblocking barrier, tested
-    // between short sleeps (MPI's blocking barrier would spin).
+    // Each rank's solo steps in turn; the others wait without taking a core: a nonblocking
+    // barrier, tested between short sleeps (MPI's blocking barrier would spin).
     auto solo_phase = [&](int64_t n, Timings* t) {
       if (world == 1) return;
-      if (rank == 0) run(*solo, n, t);
-      MPI_Request req;
-      MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
-      for (int done = 0; !done;) {
-        MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-        if (!done) usleep(200);
+      for (int alone = 0; alone < world; ++alone) {
+        if (rank == alone) run(*solo, n, t);
+        MPI_Request req;
+        MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+        for (int done = 0; !done;) {
+          MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+          if (!done) usleep(200);
+        }
       }
     };
     run(with_comm, warmup, nullptr);
@@ -195,9 +199,9 @@ int main(int argc, char** argv) {
     }
 
     // The same buckets' all-reduces on their own (launched back to back, as backward would).
-    std::vector<Tensor> buffers;
+    std::vector<Tensor> buffers;  // in the communicator's memory, as the buckets are
     for (int64_t bytes : with_comm.ddp->reducer().bucket_bytes())
-      buffers.push_back(Tensor::zeros({bytes / 4}, DType::f32));
+      buffers.push_back(comm->make_buffer(bytes / 4, DType::f32));
     std::vector<double> comm_s;
     for (int rep = 0; rep < 20; ++rep) {
       comm->barrier()->wait();
@@ -216,11 +220,18 @@ int main(int argc, char** argv) {
     const double cpu = nn::parallel::allreduce_max(*comm, median(tc.cpu_s));
     const double cpu_nocomm = nn::parallel::allreduce_max(*comm, median(tn.cpu_s));
     const double exposed = std::max(0.0, step - step_nocomm);
+    // The one-rank step: the mean over ranks (cores) of each one's median step alone.
+    std::vector<double> solo_steps(static_cast<size_t>(world));
+    const double my_solo = ts.step_s.empty() ? step : median(ts.step_s);
+    MPI_CHECK(MPI_Gather(&my_solo, 1, MPI_DOUBLE, solo_steps.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     auto clamp01 = [](double v) { return std::min(1.0, std::max(0.0, v)); };
     if (rank == 0) {
       // Weak-scaling efficiency from the solo rounds of this job: throughput(N) / (N throughput(1))
       // = solo step / N-rank step at a fixed per-rank batch.
-      const double step_solo = ts.step_s.empty() ? step : median(ts.step_s);
+      double step_solo = 0;
+      for (double v : solo_steps) step_solo += v / world;
+      std::vector<double> solo_ms;
+      for (double v : solo_steps) solo_ms.push_back(1e3 * v);
       int64_t grad_bytes = 0;
       for (int64_t b : with_comm.ddp->reducer().bucket_bytes()) grad_bytes += b;
       nlohmann::json j{{"bench", "scaling"},
@@ -239,6 +250,7 @@ int main(int argc, char** argv) {
                        {"samples_per_s_nocomm", static_cast<double>(batch * world) / step_nocomm},
                        {"comm_overhead", step / step_nocomm},
                        {"step_ms_solo", 1e3 * step_solo},
+                       {"step_ms_solo_per_rank", solo_ms},
                        {"efficiency_side_by_side", step_solo / step},
                        {"cpu_ms", 1e3 * cpu},
                        {"cpu_ms_nocomm", 1e3 * cpu_nocomm},

@@ -55,7 +55,20 @@ class MpiCommunicator final : public RingCommunicator {
     stop();
   }
 
+  Tensor make_buffer(int64_t numel, DType dtype) override {
+    TANDEM_CHECK(numel >= 0, "make_buffer: numel must be >= 0, got {}", numel);
+    const size_t bytes = static_cast<size_t>(numel) * dtype_size(dtype);
+    void* p = nullptr;
+    if (bytes > 0 && mpi_->uses_shared_memory()) run_in_order([&] { p = mpi_->allocate_shared(bytes); });
+    if (!p) return Communicator::make_buffer(numel, dtype);
+    // The window outlives the tensor (until MPI_Finalize): nothing for the owner to free.
+    return Tensor::from_blob(p, {numel}, dtype, kCPU, nullptr);
+  }
+
  protected:
+  bool direct_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) override {
+    return mpi_->direct_allreduce(buf, count, dtype, op, info);
+  }
   bool native_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) override {
     if (count > INT_MAX) return false;
     void* data = buf;

@@ -37,9 +37,13 @@ MpiTransport::MpiTransport(MPI_Comm host, bool use_shm) {
       MPI_CHECK(MPI_Win_shared_query(board_win_, r, &bytes, &disp, &p));
       board_.push_back(static_cast<std::atomic<uint64_t>*>(p));
     }
-    if (use_shm && size_ > 1) shm_ = std::make_unique<ShmChannels>(comm_, rank_, size_);
   }
   oversubscribed_ = node_size > sysconf(_SC_NPROCESSORS_ONLN);
+  if (node_size == size_ && use_shm && size_ > 1) {
+    bells_ = std::make_unique<Doorbells>(comm_, rank_, size_, oversubscribed_);
+    shm_ = std::make_unique<ShmChannels>(comm_, rank_, size_, *bells_);
+    direct_ = std::make_unique<ShmDirect>(comm_, rank_, size_, *bells_);
+  }
   MPI_CHECK(MPI_Comm_free(&node));
 }
 
@@ -105,7 +109,7 @@ void MpiTransport::wait(const OpInfo& op) {
   if (shm_) {
     bool done = false;
     try {
-      done = poll([&] { return shm_->progress(*this); }, op.deadline);
+      done = bells_->wait_until([&] { return shm_->progress(*this); }, op.deadline);
     } catch (const CommError& e) {  // a size mismatch or a vanished peer: say which collective
       broken_ = true;
       shm_->abandon();
@@ -141,6 +145,25 @@ void MpiTransport::wait(const OpInfo& op) {
   }
   reqs_.clear();
   peers_.clear();
+}
+
+void* MpiTransport::allocate_shared(size_t bytes) { return direct_ ? direct_->allocate(bytes) : nullptr; }
+
+bool MpiTransport::direct_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
+  if (!direct_ || !direct_->covers(buf, static_cast<size_t>(count) * dtype_size(dtype), dtype)) return false;
+  std::vector<int> missing;
+  bool done = false;
+  try {
+    done = direct_->allreduce(buf, count, dtype, op, info.seq, info.deadline, missing);
+  } catch (const CommError&) {
+    broken_ = true;
+    throw;
+  }
+  if (!done) {
+    broken_ = true;
+    deadline_error(info, missing);
+  }
+  return true;
 }
 
 void MpiTransport::wait_request(MPI_Request& req, const OpInfo& op) {

@@ -7,7 +7,9 @@
 #include <memory>
 #include <vector>
 
+#include "comm/mpi/doorbell.h"
 #include "comm/mpi/shm_channels.h"
+#include "comm/mpi/shm_direct.h"
 
 #include "comm/transport.h"
 
@@ -32,6 +34,12 @@ class MpiTransport final : public Transport {
   void announce(uint64_t seq) override;
   std::vector<int> lagging_ranks(uint64_t seq) override;
 
+  // make_buffer's memory: a collective shared allocation (nullptr without shared memory).
+  void* allocate_shared(size_t bytes);
+  // The direct all-reduce where buf lies in make_buffer memory (false: not applicable, run the
+  // ring). Throws CommError at the deadline or when the ranks disagree.
+  bool direct_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info);
+
   // Polls one collective request (MPI_I*) until done or op.deadline (then throws CommError).
   void wait_request(MPI_Request& req, const OpInfo& op);
   void mark_broken() { broken_ = true; }
@@ -50,7 +58,9 @@ class MpiTransport final : public Transport {
   // Board: one cache line per rank in an MPI_Win_allocate_shared window, when all ranks share a node.
   MPI_Win board_win_ = MPI_WIN_NULL;
   std::vector<std::atomic<uint64_t>*> board_;
+  std::unique_ptr<Doorbells> bells_;  // with shm_: how waits sleep until a peer moves
   std::unique_ptr<ShmChannels> shm_;
+  std::unique_ptr<ShmDirect> direct_;
 };
 
 }  // namespace tandem::comm

@@ -11,13 +11,15 @@
 #include <new>
 #include <string>
 
+#include "comm/mpi/doorbell.h"
 #include "comm/mpi/mpi_check.h"
 #include "comm/transport.h"
 
 namespace tandem::comm {
 
-ShmChannels::ShmChannels(MPI_Comm comm, int rank, int size, size_t slot_bytes, int slots, size_t cma_min_bytes)
-    : rank_(rank), size_(size), slot_bytes_(slot_bytes), slots_(std::min(slots, 64)), cma_min_bytes_(cma_min_bytes) {
+ShmChannels::ShmChannels(MPI_Comm comm, int rank, int size, Doorbells& bells, size_t slot_bytes, int slots,
+                         size_t cma_min_bytes)
+    : rank_(rank), size_(size), bells_(bells), slot_bytes_(slot_bytes), slots_(std::min(slots, 64)), cma_min_bytes_(cma_min_bytes) {
   channel_bytes_ = (sizeof(Header) + slot_bytes_ * slots_ + 4095) / 4096 * 4096;
   void* mine = nullptr;
   // Channels rank -> d live in rank's segment. MPI_Win_free is collective, so the window is left
@@ -85,6 +87,7 @@ bool ShmChannels::advance_cma(Op& o, Transport& reducer) {
       o.seq = head;
       o.published = true;
       h->head.store(head + 1, std::memory_order_release);
+      bells_.ring(o.peer);
     }
     if (h->tail.load(std::memory_order_acquire) > o.seq) o.done = o.bytes;
     return o.done == o.bytes;
@@ -110,6 +113,7 @@ bool ShmChannels::advance_cma(Op& o, Transport& reducer) {
   }
   o.done = o.bytes;
   h->tail.store(tail + 1, std::memory_order_release);
+  bells_.ring(o.peer);
   return true;
 }
 
@@ -137,6 +141,7 @@ void ShmChannels::post_recv_reduce(void* dst, size_t bytes, int peer, DType dtyp
 // Moves as many pieces of o as the channel allows; true when o is finished.
 bool ShmChannels::advance(Op& o, Transport& reducer) {
   if (o.cma) return advance_cma(o, reducer);
+  const size_t before = o.done;
   if (o.send) {
     Header* h = channel(rank_, o.peer);
     uint64_t head = h->head.load(std::memory_order_relaxed);
@@ -169,6 +174,7 @@ bool ShmChannels::advance(Op& o, Transport& reducer) {
       if (tail == head) head = h->head.load(std::memory_order_acquire);
     }
   }
+  if (o.done != before) bells_.ring(o.peer);  // new pieces to read, or free slots to fill
   return o.done == o.bytes;
 }
 

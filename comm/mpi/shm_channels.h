@@ -7,7 +7,8 @@
 //    sender when done; used for messages of at least cma_min_bytes (a system call per message
 //    costs more than copying a small one). Env TANDEM_COMM_CMA=0 forces copy mode.
 // Both sides pick the mode from the message size, so one channel's entries (data pieces or
-// address descriptors) are consumed in the order they were published.
+// address descriptors) are consumed in the order they were published. Every change to a channel
+// rings the peer's doorbell, so a rank waiting for its channels can sleep (Doorbells::wait_until).
 #pragma once
 #include <mpi.h>
 
@@ -19,12 +20,13 @@
 
 namespace tandem::comm {
 
+class Doorbells;
 class Transport;
 
 class ShmChannels {
  public:
   // Collective over comm, whose ranks must all share one node.
-  ShmChannels(MPI_Comm comm, int rank, int size, size_t slot_bytes = 64 * 1024, int slots = 8,
+  ShmChannels(MPI_Comm comm, int rank, int size, Doorbells& bells, size_t slot_bytes = 64 * 1024, int slots = 8,
               size_t cma_min_bytes = 1024 * 1024);
   ShmChannels(const ShmChannels&) = delete;
   ShmChannels& operator=(const ShmChannels&) = delete;
@@ -65,6 +67,7 @@ class ShmChannels {
   void read_remote(int peer, void* dst, uint64_t remote_addr, size_t bytes);
 
   int rank_, size_;
+  Doorbells& bells_;
   size_t slot_bytes_;
   int slots_;
   size_t channel_bytes_;

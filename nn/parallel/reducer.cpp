@@ -94,7 +94,10 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
     int64_t numel = 0;
     for (size_t i : bucket.params) numel += params_[i].numel();
     const Tensor& first = params_[bucket.params.front()];
-    bucket.buffer = Tensor::zeros({numel}, first.dtype(), first.device());
+    // The communicator's own memory where it has some (one node under MPI: shared with the other
+    // ranks, so the all-reduce reads their buckets in place).
+    bucket.buffer = first.device() == comm_->device() ? comm_->make_buffer(numel, first.dtype())
+                                                      : Tensor::zeros({numel}, first.dtype(), first.device());
     int64_t off = 0;
     for (size_t i : bucket.params) {
       bucket_of_[i] = b;

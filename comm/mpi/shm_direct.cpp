@@ -1,0 +1,168 @@
+// The direct all-reduce over shared buffers: arrivals, pieces taken from a shared counter, the
+// ring's summation order per element.
+#include "comm/mpi/shm_direct.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "comm/mpi/mpi_check.h"
+
+namespace tandem::comm {
+
+namespace {
+constexpr int64_t kPieceBytes = 32 * 1024;  // the unit of work sharing
+constexpr int64_t kBlockBytes = 8 * 1024;   // a piece is summed in blocks that stay in L1
+
+bool summable(DType d) { return d == DType::f32 || d == DType::f64 || d == DType::i32 || d == DType::i64; }
+}  // namespace
+
+ShmDirect::ShmDirect(MPI_Comm comm, int rank, int size, Doorbells& bells)
+    : comm_(comm), rank_(rank), size_(size), bells_(bells) {
+  void* mine = nullptr;
+  const size_t bytes = rank_ == 0 ? sizeof(Arrival) + sizeof(Counters) : sizeof(Arrival);
+  MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 64, MPI_INFO_NULL, comm_, &mine, &control_win_));
+  new (mine) Arrival();
+  if (rank_ == 0) new (static_cast<char*>(mine) + sizeof(Arrival)) Counters();
+  for (int r = 0; r < size_; ++r) {
+    MPI_Aint b = 0;
+    int disp = 0;
+    void* p = nullptr;
+    MPI_CHECK(MPI_Win_shared_query(control_win_, r, &b, &disp, &p));
+    arrivals_.push_back(static_cast<Arrival*>(p));
+    if (r == 0) counters_ = reinterpret_cast<Counters*>(static_cast<char*>(p) + sizeof(Arrival));
+  }
+  MPI_CHECK(MPI_Barrier(comm_));  // constructed everywhere before first use
+}
+
+void* ShmDirect::allocate(size_t bytes) {
+  // Every rank must ask for the same size: all of them fail alike when one does not.
+  std::vector<uint64_t> sizes(static_cast<size_t>(size_));
+  const uint64_t want = bytes;
+  MPI_CHECK(MPI_Allgather(&want, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, comm_));
+  for (int r = 0; r < size_; ++r)
+    TANDEM_CHECK_KIND(Comm, sizes[static_cast<size_t>(r)] == want,
+                      "make_buffer: rank {} asked for {} bytes but rank {} for {}; make_buffer is collective and "
+                      "every rank must ask for the same size",
+                      rank_, bytes, r, sizes[static_cast<size_t>(r)]);
+  MPI_Info info;
+  MPI_CHECK(MPI_Info_create(&info));
+  // Each rank's segment on pages of its own (first touched, hence placed, by its owner).
+  MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
+  Buffer b{MPI_WIN_NULL, bytes, {}};
+  void* mine = nullptr;
+  MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 64, info, comm_, &mine, &b.win));
+  MPI_CHECK(MPI_Info_free(&info));
+  std::memset(mine, 0, bytes);
+  for (int r = 0; r < size_; ++r) {
+    MPI_Aint got = 0;
+    int disp = 0;
+    void* p = nullptr;
+    MPI_CHECK(MPI_Win_shared_query(b.win, r, &got, &disp, &p));
+    b.base.push_back(static_cast<char*>(p));
+  }
+  buffers_.push_back(std::move(b));
+  return mine;
+}
+
+bool ShmDirect::covers(const void* p, size_t bytes, DType dtype) const {
+  if (!summable(dtype)) return false;
+  const char* c = static_cast<const char*>(p);
+  for (const Buffer& b : buffers_) {
+    const char* mine = b.base[static_cast<size_t>(rank_)];
+    if (c >= mine && c + bytes <= mine + b.bytes) return true;
+  }
+  return false;
+}
+
+bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, uint64_t seq,
+                          Clock::time_point deadline, std::vector<int>& missing) {
+  const size_t esz = dtype_size(dtype);
+  const char* p = static_cast<const char*>(buf);
+  int64_t index = -1, offset = 0;
+  for (size_t i = 0; i < buffers_.size() && index < 0; ++i) {
+    const char* mine = buffers_[i].base[static_cast<size_t>(rank_)];
+    if (p >= mine && p + count * esz <= mine + buffers_[i].bytes) {
+      index = static_cast<int64_t>(i);
+      offset = p - mine;
+    }
+  }
+  TANDEM_CHECK_KIND(Internal, index >= 0, "ShmDirect::allreduce on a buffer it does not cover");
+
+  // Arrive: say what we reduce (fields first, then seq with release), and wake the peers.
+  Arrival* me = arrival(rank_);
+  me->buffer.store(index, std::memory_order_relaxed);
+  me->offset.store(offset, std::memory_order_relaxed);
+  me->count.store(count, std::memory_order_relaxed);
+  me->dtype.store(static_cast<int32_t>(dtype), std::memory_order_relaxed);
+  me->op.store(static_cast<int32_t>(op), std::memory_order_relaxed);
+  me->seq.store(seq, std::memory_order_release);
+  bells_.ring_all();
+  auto all_arrived = [&] {
+    for (int r = 0; r < size_; ++r)
+      if (arrival(r)->seq.load(std::memory_order_acquire) < seq) return false;
+    return true;
+  };
+  if (!bells_.wait_until(all_arrived, deadline)) {
+    for (int r = 0; r < size_; ++r)
+      if (arrival(r)->seq.load(std::memory_order_acquire) < seq) missing.push_back(r);
+    return false;
+  }
+  // Every rank must reduce the same range. A peer already past this collective (its arrival
+  // shows a later one, the pieces all done) is not read: its fields may be changing.
+  for (int r = 0; r < size_; ++r) {
+    const Arrival* a = arrival(r);
+    if (a->seq.load(std::memory_order_acquire) != seq) continue;
+    const int64_t b = a->buffer.load(std::memory_order_relaxed), o = a->offset.load(std::memory_order_relaxed);
+    const int64_t n = a->count.load(std::memory_order_relaxed);
+    const int32_t d = a->dtype.load(std::memory_order_relaxed), f = a->op.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (a->seq.load(std::memory_order_relaxed) != seq) continue;  // changed while we read
+    if (b != index || o != offset || n != count || d != static_cast<int32_t>(dtype) || f != static_cast<int32_t>(op))
+      TANDEM_FAIL(Comm,
+                  "rank {}: allreduce (collective #{}) over make_buffer memory: rank {} reduces {} elements at byte "
+                  "{} of shared buffer #{}, this rank {} elements at byte {} of buffer #{} (or another dtype or "
+                  "op); every rank must reduce the same range of the same buffer",
+                  rank_, seq, r, n, o, b, count, offset, index);
+  }
+
+  std::vector<char*> x(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) x[static_cast<size_t>(r)] = buffers_[static_cast<size_t>(index)].base[static_cast<size_t>(r)] + offset;
+  const int64_t piece_elems = std::max<int64_t>(1, kPieceBytes / static_cast<int64_t>(esz));
+  const int64_t max_chunk = (count + size_ - 1) / size_;
+  const int64_t per_chunk = std::max<int64_t>(1, (max_chunk + piece_elems - 1) / piece_elems);
+  const uint64_t first = first_piece_, end = first + static_cast<uint64_t>(per_chunk * size_);
+  first_piece_ = end;
+  // Take pieces until none is left; whoever finishes the last one wakes the others.
+  uint64_t t = counters_->next.load(std::memory_order_relaxed);
+  while (t < end) {
+    if (!counters_->next.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
+    reduce_piece(x, count, dtype, op, piece_elems, per_chunk, t - first);
+    if (counters_->done.fetch_add(1, std::memory_order_acq_rel) + 1 == end) bells_.ring_all();
+    t = counters_->next.load(std::memory_order_relaxed);
+  }
+  return bells_.wait_until([&] { return counters_->done.load(std::memory_order_acquire) >= end; }, deadline);
+}
+
+void ShmDirect::reduce_piece(const std::vector<char*>& x, int64_t count, DType dtype, ReduceOp op, int64_t piece_elems,
+                             int64_t per_chunk, uint64_t piece) {
+  const int n = size_;
+  const int c = static_cast<int>(piece / static_cast<uint64_t>(per_chunk));
+  const int64_t j = static_cast<int64_t>(piece % static_cast<uint64_t>(per_chunk));
+  const int64_t lo = count * c / n + j * piece_elems;
+  const int64_t hi = std::min(count * (c + 1) / n, lo + piece_elems);
+  const size_t esz = dtype_size(dtype);
+  const int64_t block = kBlockBytes / static_cast<int64_t>(esz);
+  alignas(64) char acc[kBlockBytes];
+  for (int64_t b = lo; b < hi; b += block) {
+    const int64_t len = std::min(block, hi - b);
+    const size_t off = static_cast<size_t>(b) * esz, bytes = static_cast<size_t>(len) * esz;
+    // The ring's order: chunk c starts as rank c's values; rank c+k adds its own to the partial.
+    std::memcpy(acc, x[static_cast<size_t>(c)] + off, bytes);
+    for (int k = 1; k < n; ++k) reduce_elements(acc, x[static_cast<size_t>((c + k) % n)] + off, acc, len, dtype, op);
+    if (op == ReduceOp::Avg) divide_elements(acc, len, dtype, n);
+    for (int r = 0; r < n; ++r) std::memcpy(x[static_cast<size_t>(r)] + off, acc, bytes);
+  }
+}
+
+}  // namespace tandem::comm

@@ -1,0 +1,67 @@
+// The direct all-reduce of the ranks of one node, over buffers that live in shared memory
+// (Communicator::make_buffer): every rank maps every peer's buffer, so no byte goes through a
+// channel. The buffer is cut into pieces; whichever rank is free takes the next piece, sums it
+// over all ranks' buffers and writes the sum into all of them. One pass over the data instead of
+// the ring's copies, and a rank that is waiting for a slower peer does the work meanwhile.
+// Each element is summed in the ring's order (chunk c of n starts at rank c and goes around), so
+// the result is bitwise the ring's, identical on every rank and across reruns, whoever sums it.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "comm/mpi/doorbell.h"
+#include "comm/transport.h"
+
+namespace tandem::comm {
+
+class ShmDirect {
+ public:
+  // Collective over comm, whose ranks must all share one node.
+  ShmDirect(MPI_Comm comm, int rank, int size, Doorbells& bells);
+  ShmDirect(const ShmDirect&) = delete;
+  ShmDirect& operator=(const ShmDirect&) = delete;
+
+  // Collective (same bytes on every rank, in the same order): a new shared buffer, zeroed. The
+  // memory stays until MPI_Finalize (MPI_Win_free is collective; a rank must not block in it).
+  void* allocate(size_t bytes);
+  // Whether [p, p + bytes) lies in one buffer from allocate(), and dtype can be summed directly.
+  bool covers(const void* p, size_t bytes, DType dtype) const;
+  // All-reduce in place of a range covered by a buffer of every rank (same buffer, offset and
+  // count everywhere). Returns false at the deadline with the ranks that never arrived in
+  // `missing`; throws CommError when the ranks disagree about the call.
+  bool allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, uint64_t seq, Clock::time_point deadline,
+                 std::vector<int>& missing);
+
+ private:
+  struct Arrival {  // one per rank: what it is reducing in collective `seq` (fields before seq)
+    alignas(64) std::atomic<uint64_t> seq;
+    std::atomic<int64_t> buffer, offset, count;
+    std::atomic<int32_t> dtype, op;
+  };
+  struct Counters {  // in rank 0's segment; pieces are numbered on across collectives
+    alignas(64) std::atomic<uint64_t> next;  // the next piece to take
+    alignas(64) std::atomic<uint64_t> done;  // pieces finished
+  };
+  struct Buffer {
+    MPI_Win win;
+    size_t bytes;
+    std::vector<char*> base;  // each rank's segment
+  };
+  Arrival* arrival(int r) const { return arrivals_[static_cast<size_t>(r)]; }
+  void reduce_piece(const std::vector<char*>& x, int64_t count, DType dtype, ReduceOp op, int64_t piece_elems,
+                    int64_t pieces_per_chunk, uint64_t piece);
+
+  MPI_Comm comm_;
+  int rank_, size_;
+  Doorbells& bells_;
+  MPI_Win control_win_ = MPI_WIN_NULL;
+  std::vector<Arrival*> arrivals_;
+  Counters* counters_ = nullptr;
+  std::vector<Buffer> buffers_;
+  uint64_t first_piece_ = 0;  // of the next collective (the same on every rank)
+};
+
+}  // namespace tandem::comm
