@@ -19,7 +19,12 @@ namespace tandem::comm {
 
 ShmChannels::ShmChannels(MPI_Comm comm, int rank, int size, Doorbells& bells, size_t slot_bytes, int slots,
                          size_t cma_min_bytes)
-    : rank_(rank), size_(size), bells_(bells), slot_bytes_(slot_bytes), slots_(std::min(slots, 64)), cma_min_bytes_(cma_min_bytes) {
+    : rank_(rank),
+      size_(size),
+      bells_(bells),
+      slot_bytes_(slot_bytes),
+      slots_(std::min(slots, 64)),
+      cma_min_bytes_(cma_min_bytes) {
   channel_bytes_ = (sizeof(Header) + slot_bytes_ * slots_ + 4095) / 4096 * 4096;
   void* mine = nullptr;
   // Channels rank -> d live in rank's segment. MPI_Win_free is collective, so the window is left

@@ -126,8 +126,8 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
                   rank_, seq, r, n, o, b, count, offset, index);
   }
 
-  std::vector<char*> x(static_cast<size_t>(size_));
-  for (int r = 0; r < size_; ++r) x[static_cast<size_t>(r)] = buffers_[static_cast<size_t>(index)].base[static_cast<size_t>(r)] + offset;
+  std::vector<char*> x;  // every rank's range, through our mapping of its segment
+  for (char* base : buffers_[static_cast<size_t>(index)].base) x.push_back(base + offset);
   const int64_t piece_elems = std::max<int64_t>(1, kPieceBytes / static_cast<int64_t>(esz));
   const int64_t max_chunk = (count + size_ - 1) / size_;
   const int64_t per_chunk = std::max<int64_t>(1, (max_chunk + piece_elems - 1) / piece_elems);
