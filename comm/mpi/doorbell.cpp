@@ -11,6 +11,7 @@
 #include <new>
 
 #include "comm/mpi/mpi_check.h"
+#include "comm/mpi/shared_window.h"
 
 namespace tandem::comm {
 
@@ -19,13 +20,7 @@ Doorbells::Doorbells(MPI_Comm comm, int rank, int size, bool oversubscribed)
   void* mine = nullptr;
   MPI_CHECK(MPI_Win_allocate_shared(sizeof(Bell), 64, MPI_INFO_NULL, comm, &mine, &win_));
   new (mine) Bell();
-  for (int r = 0; r < size_; ++r) {
-    MPI_Aint bytes = 0;
-    int disp = 0;
-    void* p = nullptr;
-    MPI_CHECK(MPI_Win_shared_query(win_, r, &bytes, &disp, &p));
-    bells_.push_back(static_cast<Bell*>(p));
-  }
+  for (char* p : shared_segments(win_, size_)) bells_.push_back(reinterpret_cast<Bell*>(p));
   MPI_CHECK(MPI_Barrier(comm));  // every bell constructed before anyone rings
 }
 

@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "comm/mpi/mpi_check.h"
+#include "comm/mpi/shared_window.h"
 
 namespace tandem::comm {
 
@@ -30,13 +31,7 @@ MpiTransport::MpiTransport(MPI_Comm host, bool use_shm) {
     MPI_CHECK(MPI_Win_allocate_shared(64, 64, MPI_INFO_NULL, node, &base, &board_win_));
     new (base) std::atomic<uint64_t>(0);
     MPI_CHECK(MPI_Barrier(node));
-    for (int r = 0; r < size_; ++r) {
-      MPI_Aint bytes = 0;
-      int disp = 0;
-      void* p = nullptr;
-      MPI_CHECK(MPI_Win_shared_query(board_win_, r, &bytes, &disp, &p));
-      board_.push_back(static_cast<std::atomic<uint64_t>*>(p));
-    }
+    for (char* p : shared_segments(board_win_, size_)) board_.push_back(reinterpret_cast<std::atomic<uint64_t>*>(p));
   }
   oversubscribed_ = node_size > sysconf(_SC_NPROCESSORS_ONLN);
   if (node_size == size_ && use_shm && size_ > 1) {

@@ -13,6 +13,7 @@
 
 #include "comm/mpi/doorbell.h"
 #include "comm/mpi/mpi_check.h"
+#include "comm/mpi/shared_window.h"
 #include "comm/transport.h"
 
 namespace tandem::comm {
@@ -33,13 +34,7 @@ ShmChannels::ShmChannels(MPI_Comm comm, int rank, int size, Doorbells& bells, si
                                     &win_));
   std::memset(mine, 0, channel_bytes_ * size_);  // fault the pages in now
   for (int d = 0; d < size_; ++d) new (static_cast<char*>(mine) + channel_bytes_ * d) Header();
-  for (int r = 0; r < size_; ++r) {
-    MPI_Aint bytes = 0;
-    int disp = 0;
-    void* p = nullptr;
-    MPI_CHECK(MPI_Win_shared_query(win_, r, &bytes, &disp, &p));
-    base_.push_back(static_cast<char*>(p));
-  }
+  base_ = shared_segments(win_, size_);
   MPI_CHECK(MPI_Barrier(comm));  // every header constructed before anyone uses it
 
   // Cross-memory attach: usable when every rank can read a word of every other rank.

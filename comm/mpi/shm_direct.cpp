@@ -7,6 +7,7 @@
 #include <new>
 
 #include "comm/mpi/mpi_check.h"
+#include "comm/mpi/shared_window.h"
 
 namespace tandem::comm {
 
@@ -24,14 +25,8 @@ ShmDirect::ShmDirect(MPI_Comm comm, int rank, int size, Doorbells& bells)
   MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 64, MPI_INFO_NULL, comm_, &mine, &control_win_));
   new (mine) Arrival();
   if (rank_ == 0) new (static_cast<char*>(mine) + sizeof(Arrival)) Counters();
-  for (int r = 0; r < size_; ++r) {
-    MPI_Aint b = 0;
-    int disp = 0;
-    void* p = nullptr;
-    MPI_CHECK(MPI_Win_shared_query(control_win_, r, &b, &disp, &p));
-    arrivals_.push_back(static_cast<Arrival*>(p));
-    if (r == 0) counters_ = reinterpret_cast<Counters*>(static_cast<char*>(p) + sizeof(Arrival));
-  }
+  for (char* p : shared_segments(control_win_, size_)) arrivals_.push_back(reinterpret_cast<Arrival*>(p));
+  counters_ = reinterpret_cast<Counters*>(reinterpret_cast<char*>(arrivals_[0]) + sizeof(Arrival));
   MPI_CHECK(MPI_Barrier(comm_));  // constructed everywhere before first use
 }
 
@@ -54,13 +49,7 @@ void* ShmDirect::allocate(size_t bytes) {
   MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 64, info, comm_, &mine, &b.win));
   MPI_CHECK(MPI_Info_free(&info));
   std::memset(mine, 0, bytes);
-  for (int r = 0; r < size_; ++r) {
-    MPI_Aint got = 0;
-    int disp = 0;
-    void* p = nullptr;
-    MPI_CHECK(MPI_Win_shared_query(b.win, r, &got, &disp, &p));
-    b.base.push_back(static_cast<char*>(p));
-  }
+  b.base = shared_segments(b.win, size_);
   buffers_.push_back(std::move(b));
   return mine;
 }
