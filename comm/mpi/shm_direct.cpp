@@ -54,28 +54,23 @@ void* ShmDirect::allocate(size_t bytes) {
   return mine;
 }
 
-bool ShmDirect::covers(const void* p, size_t bytes, DType dtype) const {
-  if (!summable(dtype)) return false;
+ShmDirect::Range ShmDirect::locate(const void* p, size_t bytes) const {
   const char* c = static_cast<const char*>(p);
-  for (const Buffer& b : buffers_) {
-    const char* mine = b.base[static_cast<size_t>(rank_)];
-    if (c >= mine && c + bytes <= mine + b.bytes) return true;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const char* mine = buffers_[i].base[static_cast<size_t>(rank_)];
+    if (c >= mine && c + bytes <= mine + buffers_[i].bytes) return {static_cast<int64_t>(i), c - mine};
   }
-  return false;
+  return {};
+}
+
+bool ShmDirect::covers(const void* p, size_t bytes, DType dtype) const {
+  return summable(dtype) && locate(p, bytes).buffer >= 0;
 }
 
 bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, uint64_t seq,
                           Clock::time_point deadline, std::vector<int>& missing) {
   const size_t esz = dtype_size(dtype);
-  const char* p = static_cast<const char*>(buf);
-  int64_t index = -1, offset = 0;
-  for (size_t i = 0; i < buffers_.size() && index < 0; ++i) {
-    const char* mine = buffers_[i].base[static_cast<size_t>(rank_)];
-    if (p >= mine && p + count * esz <= mine + buffers_[i].bytes) {
-      index = static_cast<int64_t>(i);
-      offset = p - mine;
-    }
-  }
+  const auto [index, offset] = locate(buf, static_cast<size_t>(count) * esz);
   TANDEM_CHECK_KIND(Internal, index >= 0, "ShmDirect::allreduce on a buffer it does not cover");
 
   // Arrive: say what we reduce (fields first, then seq with release), and wake the peers.

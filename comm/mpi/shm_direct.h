@@ -50,6 +50,11 @@ class ShmDirect {
     size_t bytes;
     std::vector<char*> base;  // each rank's segment
   };
+  struct Range {
+    int64_t buffer = -1, offset = 0;  // buffer -1: in none of ours
+  };
+  // Which buffer of ours holds [p, p + bytes), at which byte offset.
+  Range locate(const void* p, size_t bytes) const;
   Arrival* arrival(int r) const { return arrivals_[static_cast<size_t>(r)]; }
   void reduce_piece(const std::vector<char*>& x, int64_t count, DType dtype, ReduceOp op, int64_t piece_elems,
                     int64_t pieces_per_chunk, uint64_t piece);
