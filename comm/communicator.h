@@ -83,7 +83,8 @@ class Communicator {
   // it reduces in place, straight from every rank's buffer: no copies through channels. Collective:
   // every rank calls it in the same order with the same numel and dtype, and every rank must then
   // pass the same range of its buffer to such an allreduce. Plain memory elsewhere (the default).
-  // Shared buffers stay allocated until MPI_Finalize.
+  // Shared windows stay until MPI_Finalize; a buffer whose tensors are all gone is handed out
+  // again (it must be free on every rank), so memory grows only to the most taken at once.
   virtual Tensor make_buffer(int64_t numel, DType dtype);
 
   // Non-virtual Tensor conveniences (check device/contiguity/dtype, then call the raw ones).

@@ -58,11 +58,11 @@ class MpiCommunicator final : public RingCommunicator {
   Tensor make_buffer(int64_t numel, DType dtype) override {
     TANDEM_CHECK(numel >= 0, "make_buffer: numel must be >= 0, got {}", numel);
     const size_t bytes = static_cast<size_t>(numel) * dtype_size(dtype);
-    void* p = nullptr;
-    if (bytes > 0 && mpi_->uses_shared_memory()) run_in_order([&] { p = mpi_->allocate_shared(bytes); });
-    if (!p) return Communicator::make_buffer(numel, dtype);
-    // The window outlives the tensor (until MPI_Finalize): nothing for the owner to free.
-    return Tensor::from_blob(p, {numel}, dtype, kCPU, nullptr);
+    ShmDirect::Block block;
+    if (bytes > 0 && mpi_->uses_shared_memory()) run_in_order([&] { block = mpi_->allocate_shared(bytes); });
+    if (!block.data) return Communicator::make_buffer(numel, dtype);
+    // The window outlives the tensor (until MPI_Finalize); the token frees the buffer for reuse.
+    return Tensor::from_blob(block.data, {numel}, dtype, kCPU, std::move(block.token));
   }
 
  protected:

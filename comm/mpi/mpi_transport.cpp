@@ -142,7 +142,7 @@ void MpiTransport::wait(const OpInfo& op) {
   peers_.clear();
 }
 
-void* MpiTransport::allocate_shared(size_t bytes) { return direct_ ? direct_->allocate(bytes) : nullptr; }
+ShmDirect::Block MpiTransport::allocate_shared(size_t bytes) { return direct_ ? direct_->allocate(bytes) : ShmDirect::Block{}; }
 
 bool MpiTransport::direct_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
   if (!direct_ || !direct_->covers(buf, static_cast<size_t>(count) * dtype_size(dtype), dtype)) return false;

@@ -34,8 +34,8 @@ class MpiTransport final : public Transport {
   void announce(uint64_t seq) override;
   std::vector<int> lagging_ranks(uint64_t seq) override;
 
-  // make_buffer's memory: a collective shared allocation (nullptr without shared memory).
-  void* allocate_shared(size_t bytes);
+  // make_buffer's memory: a collective shared allocation (data nullptr without shared memory).
+  ShmDirect::Block allocate_shared(size_t bytes);
   // The direct all-reduce where buf lies in make_buffer memory (false: not applicable, run the
   // ring). Throws CommError at the deadline or when the ranks disagree.
   bool direct_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info);

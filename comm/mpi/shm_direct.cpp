@@ -30,7 +30,7 @@ ShmDirect::ShmDirect(MPI_Comm comm, int rank, int size, Doorbells& bells)
   MPI_CHECK(MPI_Barrier(comm_));  // constructed everywhere before first use
 }
 
-void* ShmDirect::allocate(size_t bytes) {
+ShmDirect::Block ShmDirect::allocate(size_t bytes) {
   // Every rank must ask for the same size: all of them fail alike when one does not.
   std::vector<uint64_t> sizes(static_cast<size_t>(size_));
   const uint64_t want = bytes;
@@ -40,18 +40,45 @@ void* ShmDirect::allocate(size_t bytes) {
                       "make_buffer: rank {} asked for {} bytes but rank {} for {}; make_buffer is collective and "
                       "every rank must ask for the same size",
                       rank_, bytes, r, sizes[static_cast<size_t>(r)]);
-  MPI_Info info;
-  MPI_CHECK(MPI_Info_create(&info));
-  // Each rank's segment on pages of its own (first touched, hence placed, by its owner).
-  MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
-  Buffer b{MPI_WIN_NULL, bytes, {}};
-  void* mine = nullptr;
-  MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 64, info, comm_, &mine, &b.win));
-  MPI_CHECK(MPI_Info_free(&info));
+  int64_t index = reusable(bytes);
+  if (index < 0) {
+    MPI_Info info;
+    MPI_CHECK(MPI_Info_create(&info));
+    // Each rank's segment on pages of its own (first touched, hence placed, by its owner).
+    MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
+    Buffer b{MPI_WIN_NULL, bytes, {}, std::make_shared<std::atomic<bool>>(false)};
+    void* mine = nullptr;
+    MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 64, info, comm_, &mine, &b.win));
+    MPI_CHECK(MPI_Info_free(&info));
+    b.base = shared_segments(b.win, size_);
+    index = static_cast<int64_t>(buffers_.size());
+    buffers_.push_back(std::move(b));
+  }
+  Buffer& b = buffers_[static_cast<size_t>(index)];
+  b.taken->store(true, std::memory_order_relaxed);
+  char* mine = b.base[static_cast<size_t>(rank_)];
   std::memset(mine, 0, bytes);
-  b.base = shared_segments(b.win, size_);
-  buffers_.push_back(std::move(b));
-  return mine;
+  // The token must not be null (a null owner counts as none): it points at the flag it clears.
+  std::shared_ptr<std::atomic<bool>> taken = b.taken;
+  return {mine, std::shared_ptr<void>(taken.get(), [taken](void*) { taken->store(false, std::memory_order_release); })};
+}
+
+int64_t ShmDirect::reusable(size_t bytes) const {
+  const size_t n = buffers_.size();
+  if (n == 0) return -1;
+  std::vector<uint8_t> fits(n), all(n * static_cast<size_t>(size_));
+  for (size_t i = 0; i < n; ++i)
+    fits[i] = buffers_[i].bytes >= bytes && !buffers_[i].taken->load(std::memory_order_acquire);
+  MPI_CHECK(MPI_Allgather(fits.data(), static_cast<int>(n), MPI_UINT8_T, all.data(), static_cast<int>(n), MPI_UINT8_T,
+                          comm_));
+  int64_t best = -1;
+  for (size_t i = 0; i < n; ++i) {
+    bool everywhere = true;
+    for (int r = 0; r < size_; ++r) everywhere = everywhere && all[static_cast<size_t>(r) * n + i];
+    if (everywhere && (best < 0 || buffers_[i].bytes < buffers_[static_cast<size_t>(best)].bytes))
+      best = static_cast<int64_t>(i);
+  }
+  return best;
 }
 
 ShmDirect::Range ShmDirect::locate(const void* p, size_t bytes) const {

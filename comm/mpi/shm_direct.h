@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "comm/mpi/doorbell.h"
@@ -24,9 +25,17 @@ class ShmDirect {
   ShmDirect(const ShmDirect&) = delete;
   ShmDirect& operator=(const ShmDirect&) = delete;
 
-  // Collective (same bytes on every rank, in the same order): a new shared buffer, zeroed. The
-  // memory stays until MPI_Finalize (MPI_Win_free is collective; a rank must not block in it).
-  void* allocate(size_t bytes);
+  // This rank's part of a shared buffer, and the token that keeps the buffer taken: when the last
+  // copy of the token goes (the last tensor over the buffer), the buffer is free again.
+  struct Block {
+    void* data = nullptr;
+    std::shared_ptr<void> token;
+  };
+  // Collective (same bytes on every rank, in the same order): a zeroed shared buffer of at least
+  // `bytes`. The smallest buffer that is big enough and free on every rank is reused, else a new
+  // window is made. Windows stay until MPI_Finalize (MPI_Win_free is collective, and a rank must
+  // not block in it), so memory grows only to the most that is taken at once.
+  Block allocate(size_t bytes);
   // Whether [p, p + bytes) lies in one buffer from allocate(), and dtype can be summed directly.
   bool covers(const void* p, size_t bytes, DType dtype) const;
   // All-reduce in place of a range covered by a buffer of every rank (same buffer, offset and
@@ -48,8 +57,12 @@ class ShmDirect {
   struct Buffer {
     MPI_Win win;
     size_t bytes;
-    std::vector<char*> base;  // each rank's segment
+    std::vector<char*> base;                  // each rank's segment
+    std::shared_ptr<std::atomic<bool>> taken;  // cleared by the token, from whichever thread drops it
   };
+  // The buffer to hand out for `bytes`: the smallest one big enough and free on every rank (each
+  // rank's view gathered, so all pick the same), or -1.
+  int64_t reusable(size_t bytes) const;
   struct Range {
     int64_t buffer = -1, offset = 0;  // buffer -1: in none of ours
   };

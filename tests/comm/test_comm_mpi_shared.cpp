@@ -46,6 +46,46 @@ TEST(CommMpiShared, MakeBufferIsZeroedHostMemory) {
   EXPECT_EQ(c.make_buffer(0, DType::f32).numel(), 0);
 }
 
+// Larger than any buffer the other tests take, so only this test's buffers can fit.
+constexpr int64_t kLarge = int64_t(3) << 20;
+
+TEST(CommMpiShared, MakeBufferReusesReleasedBuffersZeroed) {
+  Communicator& c = world();
+  if (c.size() == 1) GTEST_SKIP() << "one rank: make_buffer is plain memory";
+  void* first = nullptr;
+  {
+    Tensor a = c.make_buffer(kLarge, DType::f32);
+    a.fill_(7.0);
+    first = a.data_ptr();
+  }
+  Tensor b = c.make_buffer(kLarge - 1000, DType::f32);  // fits in a's buffer, which is free again
+  EXPECT_EQ(b.data_ptr(), first);
+  for (float x : b.to_vector<float>()) ASSERT_EQ(x, 0.0f);
+  Tensor d = c.make_buffer(kLarge - 1000, DType::f32);  // b still holds it
+  EXPECT_NE(d.data_ptr(), first);
+  // A loop that takes and drops a buffer (a DDP built again and again) keeps reusing one: the
+  // smallest free one that fits (d's is too small).
+  b = Tensor();
+  d = Tensor();
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(c.make_buffer(kLarge, DType::f32).data_ptr(), first) << i;
+}
+
+TEST(CommMpiShared, BufferHeldOnOneRankIsNotReusedOnAny) {
+  Communicator& c = world();
+  const int n = c.size(), r = c.rank();
+  if (n == 1) GTEST_SKIP() << "needs 2 ranks";
+  Tensor held = c.make_buffer(kLarge, DType::f32);
+  void* old = held.data_ptr();
+  if (r != 0) held = Tensor();  // free on every rank but rank 0
+  Tensor next = c.make_buffer(kLarge, DType::f32);
+  EXPECT_NE(next.data_ptr(), old);  // rank 0 still uses it: every rank takes another buffer ...
+  fill(DType::f32, next.data_ptr(), kLarge, r, 3u);
+  std::vector<float> plain = next.to_vector<float>();
+  c.allreduce(next.data_ptr(), kLarge, DType::f32, ReduceOp::Sum)->wait();  // ... the same one
+  c.allreduce(plain.data(), kLarge, DType::f32, ReduceOp::Sum)->wait();
+  EXPECT_EQ(std::memcmp(next.data_ptr(), plain.data(), plain.size() * sizeof(float)), 0);
+}
+
 TEST(CommMpiShared, AllreduceGivesTheRingsBitsForEveryDtypeOpAndSize) {
   Communicator& c = world(Options::Algo::Ring, 0);
   const int n = c.size(), r = c.rank();
