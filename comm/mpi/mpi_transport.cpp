@@ -104,7 +104,13 @@ void MpiTransport::wait(const OpInfo& op) {
   if (shm_) {
     bool done = false;
     try {
-      done = bells_->wait_until([&] { return shm_->progress(*this); }, op.deadline);
+      done = bells_->wait_until(
+          [&] {
+            if (shm_->progress(*this)) return true;
+            if (direct_ && op.seq == ring_allreduce_seq_) direct_->check_no_direct_peer(op.seq);
+            return false;
+          },
+          op.deadline);
     } catch (const CommError& e) {  // a size mismatch or a vanished peer: say which collective
       broken_ = true;
       shm_->abandon();
@@ -142,10 +148,17 @@ void MpiTransport::wait(const OpInfo& op) {
   peers_.clear();
 }
 
-ShmDirect::Block MpiTransport::allocate_shared(size_t bytes) { return direct_ ? direct_->allocate(bytes) : ShmDirect::Block{}; }
+ShmDirect::Block MpiTransport::allocate_shared(size_t bytes) {
+  return direct_ ? direct_->allocate(bytes) : ShmDirect::Block{};
+}
 
 bool MpiTransport::direct_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
-  if (!direct_ || !direct_->covers(buf, static_cast<size_t>(count) * dtype_size(dtype), dtype)) return false;
+  if (!direct_) return false;
+  if (!direct_->covers(buf, static_cast<size_t>(count) * dtype_size(dtype), dtype)) {
+    direct_->arrive_plain(info.seq);
+    ring_allreduce_seq_ = info.seq;  // wait() checks that no peer went direct meanwhile
+    return false;
+  }
   std::vector<int> missing;
   bool done = false;
   try {

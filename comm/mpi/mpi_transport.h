@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -61,6 +62,9 @@ class MpiTransport final : public Transport {
   std::unique_ptr<Doorbells> bells_;  // with shm_: how waits sleep until a peer moves
   std::unique_ptr<ShmChannels> shm_;
   std::unique_ptr<ShmDirect> direct_;
+  // The collective # of the all-reduce now running the ring beside direct_ (its waits check that
+  // no peer reduces shared memory in it).
+  uint64_t ring_allreduce_seq_ = UINT64_MAX;
 };
 
 }  // namespace tandem::comm

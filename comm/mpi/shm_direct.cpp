@@ -129,6 +129,11 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
     const int32_t d = a->dtype.load(std::memory_order_relaxed), f = a->op.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (a->seq.load(std::memory_order_relaxed) != seq) continue;  // changed while we read
+    if (b == kPlain)
+      TANDEM_FAIL(Comm,
+                  "rank {}: allreduce (collective #{}) over make_buffer memory, but rank {} passes memory that is not "
+                  "from make_buffer (or a 16-bit type); every rank must pass its own make_buffer buffer or none does",
+                  rank_, seq, r);
     if (b != index || o != offset || n != count || d != static_cast<int32_t>(dtype) || f != static_cast<int32_t>(op))
       TANDEM_FAIL(Comm,
                   "rank {}: allreduce (collective #{}) over make_buffer memory: rank {} reduces {} elements at byte "
@@ -153,6 +158,28 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
     t = counters_->next.load(std::memory_order_relaxed);
   }
   return bells_.wait_until([&] { return counters_->done.load(std::memory_order_acquire) >= end; }, deadline);
+}
+
+void ShmDirect::arrive_plain(uint64_t seq) {
+  Arrival* me = arrival(rank_);
+  me->buffer.store(kPlain, std::memory_order_relaxed);
+  // No ring: that would cost the ring's peers a wake-up on every all-reduce. A peer waiting in the
+  // direct all-reduce sees this within its longest sleep (100 ms).
+  me->seq.store(seq, std::memory_order_release);
+}
+
+void ShmDirect::check_no_direct_peer(uint64_t seq) const {
+  for (int r = 0; r < size_; ++r) {
+    const Arrival* a = arrival(r);
+    if (r == rank_ || a->seq.load(std::memory_order_acquire) != seq) continue;
+    const int64_t b = a->buffer.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (b != kPlain && a->seq.load(std::memory_order_relaxed) == seq)
+      TANDEM_FAIL(Comm,
+                  "rank {} reduces make_buffer memory in this allreduce, but this rank ({}) passes memory that is not "
+                  "from make_buffer (or a 16-bit type); every rank must pass its own make_buffer buffer or none does",
+                  r, rank_);
+  }
 }
 
 void ShmDirect::reduce_piece(const std::vector<char*>& x, int64_t count, DType dtype, ReduceOp op, int64_t piece_elems,

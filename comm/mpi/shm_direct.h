@@ -43,8 +43,15 @@ class ShmDirect {
   // `missing`; throws CommError when the ranks disagree about the call.
   bool allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, uint64_t seq, Clock::time_point deadline,
                  std::vector<int>& missing);
+  // An all-reduce that takes the ring over memory that is not ours (or a type we do not sum)
+  // says so here, and checks while it waits that no peer reduces shared memory in the same
+  // collective (throws CommError): a rank that passes plain memory while its peers pass
+  // make_buffer memory fails every rank within 100 ms instead of at the deadline.
+  void arrive_plain(uint64_t seq);
+  void check_no_direct_peer(uint64_t seq) const;
 
  private:
+  static constexpr int64_t kPlain = -1;  // Arrival::buffer of a rank that runs the ring instead
   struct Arrival {  // one per rank: what it is reducing in collective `seq` (fields before seq)
     alignas(64) std::atomic<uint64_t> seq;
     std::atomic<int64_t> buffer, offset, count;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -195,6 +196,32 @@ TEST(CommMpiShared, RanksReducingDifferentRangesFailOnEveryRank) {
       msg = e.what();
     }
     EXPECT_NE(msg.find("every rank must reduce the same range of the same buffer"), std::string::npos) << msg;
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(CommMpiShared, PlainMemoryOnOneRankFailsEveryRankAtOnce) {
+  const int r = world().rank();
+  if (world().size() == 1) GTEST_SKIP() << "needs 2 ranks";
+  {
+    Options o;
+    o.timeout_s = 120;  // far beyond the test's wait: the error must come from the mismatch
+    auto c = make_mpi_communicator(MPI_COMM_WORLD, o);
+    Tensor shared = c->make_buffer(5000, DType::f32);
+    std::vector<float> plain(5000, 1.0f);
+    void* mine = r == 0 ? static_cast<void*>(plain.data()) : shared.data_ptr();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string msg;
+    try {
+      c->allreduce(mine, 5000, DType::f32, ReduceOp::Sum)->wait();
+    } catch (const CommError& e) {
+      msg = e.what();
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_NE(msg.find("memory that is not from make_buffer"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(r == 0 ? "this rank (0)" : "but rank 0 passes"), std::string::npos) << msg;
+    EXPECT_LT(waited, 60.0);
     MPI_Barrier(MPI_COMM_WORLD);
   }
   MPI_Barrier(MPI_COMM_WORLD);
