@@ -100,14 +100,8 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
   const auto [index, offset] = locate(buf, static_cast<size_t>(count) * esz);
   TANDEM_CHECK_KIND(Internal, index >= 0, "ShmDirect::allreduce on a buffer it does not cover");
 
-  // Arrive: say what we reduce (fields first, then seq with release), and wake the peers.
-  Arrival* me = arrival(rank_);
-  me->buffer.store(index, std::memory_order_relaxed);
-  me->offset.store(offset, std::memory_order_relaxed);
-  me->count.store(count, std::memory_order_relaxed);
-  me->dtype.store(static_cast<int32_t>(dtype), std::memory_order_relaxed);
-  me->op.store(static_cast<int32_t>(op), std::memory_order_relaxed);
-  me->seq.store(seq, std::memory_order_release);
+  // Arrive: say what we reduce, and wake the peers.
+  publish(seq, index, offset, count, static_cast<int32_t>(dtype), static_cast<int32_t>(op));
   bells_.ring_all();
   auto all_arrived = [&] {
     for (int r = 0; r < size_; ++r)
@@ -160,12 +154,26 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
   return bells_.wait_until([&] { return counters_->done.load(std::memory_order_acquire) >= end; }, deadline);
 }
 
-void ShmDirect::arrive_plain(uint64_t seq) {
+// A seqlock: seq drops to kChanging before the fields change, and becomes the new collective's #
+// (release) after. A peer may still be checking our previous arrival (we can finish all of a
+// collective's pieces and move on while it is preempted); it then sees seq change, never new
+// fields under the old seq, which it would take for a mismatch.
+void ShmDirect::publish(uint64_t seq, int64_t buffer, int64_t offset, int64_t count, int32_t dtype, int32_t op) {
   Arrival* me = arrival(rank_);
-  me->buffer.store(kPlain, std::memory_order_relaxed);
+  me->seq.store(kChanging, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // kChanging is seen before any new field
+  me->buffer.store(buffer, std::memory_order_relaxed);
+  me->offset.store(offset, std::memory_order_relaxed);
+  me->count.store(count, std::memory_order_relaxed);
+  me->dtype.store(dtype, std::memory_order_relaxed);
+  me->op.store(op, std::memory_order_relaxed);
+  me->seq.store(seq, std::memory_order_release);
+}
+
+void ShmDirect::arrive_plain(uint64_t seq) {
   // No ring: that would cost the ring's peers a wake-up on every all-reduce. A peer waiting in the
   // direct all-reduce sees this within its longest sleep (100 ms).
-  me->seq.store(seq, std::memory_order_release);
+  publish(seq, kPlain, 0, 0, 0, 0);
 }
 
 void ShmDirect::check_no_direct_peer(uint64_t seq) const {

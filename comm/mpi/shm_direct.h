@@ -51,8 +51,9 @@ class ShmDirect {
   void check_no_direct_peer(uint64_t seq) const;
 
  private:
-  static constexpr int64_t kPlain = -1;  // Arrival::buffer of a rank that runs the ring instead
-  struct Arrival {  // one per rank: what it is reducing in collective `seq` (fields before seq)
+  static constexpr int64_t kPlain = -1;       // Arrival::buffer of a rank that runs the ring instead
+  static constexpr uint64_t kChanging = 0;   // Arrival::seq while the fields change (collectives count from 1)
+  struct Arrival {  // one per rank: what it is reducing in collective `seq` (see publish)
     alignas(64) std::atomic<uint64_t> seq;
     std::atomic<int64_t> buffer, offset, count;
     std::atomic<int32_t> dtype, op;
@@ -76,6 +77,7 @@ class ShmDirect {
   // Which buffer of ours holds [p, p + bytes), at which byte offset.
   Range locate(const void* p, size_t bytes) const;
   Arrival* arrival(int r) const { return arrivals_[static_cast<size_t>(r)]; }
+  void publish(uint64_t seq, int64_t buffer, int64_t offset, int64_t count, int32_t dtype, int32_t op);
   void reduce_piece(const std::vector<char*>& x, int64_t count, DType dtype, ReduceOp op, int64_t piece_elems,
                     int64_t pieces_per_chunk, uint64_t piece);
 
