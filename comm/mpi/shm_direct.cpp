@@ -60,7 +60,8 @@ ShmDirect::Block ShmDirect::allocate(size_t bytes) {
   std::memset(mine, 0, bytes);
   // The token must not be null (a null owner counts as none): it points at the flag it clears.
   std::shared_ptr<std::atomic<bool>> taken = b.taken;
-  return {mine, std::shared_ptr<void>(taken.get(), [taken](void*) { taken->store(false, std::memory_order_release); })};
+  auto release = [taken](void*) { taken->store(false, std::memory_order_release); };
+  return {mine, std::shared_ptr<void>(taken.get(), release)};
 }
 
 int64_t ShmDirect::reusable(size_t bytes) const {
