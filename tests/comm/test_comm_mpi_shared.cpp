@@ -72,6 +72,23 @@ TEST(CommMpiShared, MakeBufferReusesReleasedBuffersZeroed) {
   for (int i = 0; i < 20; ++i) ASSERT_EQ(c.make_buffer(kLarge, DType::f32).data_ptr(), first) << i;
 }
 
+TEST(CommMpiShared, BuffersTakenAndDroppedInALoopReduceCorrectly) {
+  Communicator& c = world();
+  const int n = c.size(), r = c.rank();
+  Tensor kept;  // every third buffer outlives its iteration, so reuse sees buffers of every state
+  for (int i = 0; i < 300; ++i) {
+    const int64_t count = 1000 + 4097 * (i % 3);
+    Tensor t = c.make_buffer(count, DType::f32);
+    for (float x : t.to_vector<float>()) ASSERT_EQ(x, 0.0f) << i;
+    t.fill_(r + i);
+    c.allreduce(t.data_ptr(), count, DType::f32, ReduceOp::Sum)->wait();
+    std::vector<float> v = t.to_vector<float>();
+    ASSERT_EQ(v.front(), n * i + n * (n - 1) / 2.0f) << i;
+    ASSERT_EQ(v.back(), v.front()) << i;
+    if (i % 3 == 0) kept = t;
+  }
+}
+
 TEST(CommMpiShared, BufferHeldOnOneRankIsNotReusedOnAny) {
   Communicator& c = world();
   const int n = c.size(), r = c.rank();
