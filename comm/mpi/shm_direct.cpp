@@ -2,6 +2,8 @@
 // ring's summation order per element.
 #include "comm/mpi/shm_direct.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -114,27 +116,23 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
       if (arrival(r)->seq.load(std::memory_order_acquire) < seq) missing.push_back(r);
     return false;
   }
-  // Every rank must reduce the same range. A peer already past this collective (its arrival
-  // shows a later one, the pieces all done) is not read: its fields may be changing.
+  // Every rank must reduce the same range. A peer already past this collective (it finished the
+  // pieces, after reading our arrival and checking it against its own) is not checked again.
   for (int r = 0; r < size_; ++r) {
-    const Arrival* a = arrival(r);
-    if (a->seq.load(std::memory_order_acquire) != seq) continue;
-    const int64_t b = a->buffer.load(std::memory_order_relaxed), o = a->offset.load(std::memory_order_relaxed);
-    const int64_t n = a->count.load(std::memory_order_relaxed);
-    const int32_t d = a->dtype.load(std::memory_order_relaxed), f = a->op.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (a->seq.load(std::memory_order_relaxed) != seq) continue;  // changed while we read
-    if (b == kPlain)
+    Fields f;
+    if (!arrival_for(r, seq, f)) continue;
+    if (f.buffer == kPlain)
       TANDEM_FAIL(Comm,
                   "rank {}: allreduce (collective #{}) over make_buffer memory, but rank {} passes memory that is not "
                   "from make_buffer (or a 16-bit type); every rank must pass its own make_buffer buffer or none does",
                   rank_, seq, r);
-    if (b != index || o != offset || n != count || d != static_cast<int32_t>(dtype) || f != static_cast<int32_t>(op))
+    if (f.buffer != index || f.offset != offset || f.count != count || f.dtype != static_cast<int32_t>(dtype) ||
+        f.op != static_cast<int32_t>(op))
       TANDEM_FAIL(Comm,
                   "rank {}: allreduce (collective #{}) over make_buffer memory: rank {} reduces {} elements at byte "
                   "{} of shared buffer #{}, this rank {} elements at byte {} of buffer #{} (or another dtype or "
                   "op); every rank must reduce the same range of the same buffer",
-                  rank_, seq, r, n, o, b, count, offset, index);
+                  rank_, seq, r, f.count, f.offset, f.buffer, count, offset, index);
   }
 
   std::vector<char*> x;  // every rank's range, through our mapping of its segment
@@ -155,20 +153,39 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
   return bells_.wait_until([&] { return counters_->done.load(std::memory_order_acquire) >= end; }, deadline);
 }
 
-// A seqlock: seq drops to kChanging before the fields change, and becomes the new collective's #
-// (release) after. A peer may still be checking our previous arrival (we can finish all of a
-// collective's pieces and move on while it is preempted); it then sees seq change, never new
-// fields under the old seq, which it would take for a mismatch.
+// A seqlock on `version` (odd while the fields change). A peer may still be checking our previous
+// arrival (we can finish all of a collective's pieces and move on while it is preempted): it must
+// never read the next arrival's fields with the old seq, which it would take for a mismatch. seq
+// itself only grows (all_arrived reads it alone).
 void ShmDirect::publish(uint64_t seq, int64_t buffer, int64_t offset, int64_t count, int32_t dtype, int32_t op) {
   Arrival* me = arrival(rank_);
-  me->seq.store(kChanging, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);  // kChanging is seen before any new field
+  const uint64_t v = me->version.load(std::memory_order_relaxed);
+  me->version.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // the odd version is seen before any new field
   me->buffer.store(buffer, std::memory_order_relaxed);
   me->offset.store(offset, std::memory_order_relaxed);
   me->count.store(count, std::memory_order_relaxed);
   me->dtype.store(dtype, std::memory_order_relaxed);
   me->op.store(op, std::memory_order_relaxed);
   me->seq.store(seq, std::memory_order_release);
+  me->version.store(v + 2, std::memory_order_release);
+}
+
+bool ShmDirect::arrival_for(int r, uint64_t seq, Fields& f) const {
+  const Arrival* a = arrival(r);
+  for (;;) {
+    const uint64_t v = a->version.load(std::memory_order_acquire);
+    if (v & 1) {  // a publish in progress: a few stores, unless the writer was preempted
+      sched_yield();
+      continue;
+    }
+    if (a->seq.load(std::memory_order_relaxed) != seq) return false;
+    f = {a->buffer.load(std::memory_order_relaxed), a->offset.load(std::memory_order_relaxed),
+         a->count.load(std::memory_order_relaxed), a->dtype.load(std::memory_order_relaxed),
+         a->op.load(std::memory_order_relaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (a->version.load(std::memory_order_relaxed) == v) return true;
+  }
 }
 
 void ShmDirect::arrive_plain(uint64_t seq) {
@@ -179,11 +196,8 @@ void ShmDirect::arrive_plain(uint64_t seq) {
 
 void ShmDirect::check_no_direct_peer(uint64_t seq) const {
   for (int r = 0; r < size_; ++r) {
-    const Arrival* a = arrival(r);
-    if (r == rank_ || a->seq.load(std::memory_order_acquire) != seq) continue;
-    const int64_t b = a->buffer.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (b != kPlain && a->seq.load(std::memory_order_relaxed) == seq)
+    Fields f;
+    if (r != rank_ && arrival_for(r, seq, f) && f.buffer != kPlain)
       TANDEM_FAIL(Comm,
                   "rank {} reduces make_buffer memory in this allreduce, but this rank ({}) passes memory that is not "
                   "from make_buffer (or a 16-bit type); every rank must pass its own make_buffer buffer or none does",

@@ -51,12 +51,16 @@ class ShmDirect {
   void check_no_direct_peer(uint64_t seq) const;
 
  private:
-  static constexpr int64_t kPlain = -1;       // Arrival::buffer of a rank that runs the ring instead
-  static constexpr uint64_t kChanging = 0;   // Arrival::seq while the fields change (collectives count from 1)
+  static constexpr int64_t kPlain = -1;  // Arrival::buffer of a rank that runs the ring instead
   struct Arrival {  // one per rank: what it is reducing in collective `seq` (see publish)
     alignas(64) std::atomic<uint64_t> seq;
+    std::atomic<uint64_t> version;  // odd while the fields change
     std::atomic<int64_t> buffer, offset, count;
     std::atomic<int32_t> dtype, op;
+  };
+  struct Fields {
+    int64_t buffer, offset, count;
+    int32_t dtype, op;
   };
   struct Counters {  // in rank 0's segment; pieces are numbered on across collectives
     alignas(64) std::atomic<uint64_t> next;  // the next piece to take
@@ -78,6 +82,9 @@ class ShmDirect {
   Range locate(const void* p, size_t bytes) const;
   Arrival* arrival(int r) const { return arrivals_[static_cast<size_t>(r)]; }
   void publish(uint64_t seq, int64_t buffer, int64_t offset, int64_t count, int32_t dtype, int32_t op);
+  // Peer r's arrival for collective `seq`, read whole (never half of the next one); false when
+  // the peer's latest arrival is another collective's.
+  bool arrival_for(int r, uint64_t seq, Fields& f) const;
   void reduce_piece(const std::vector<char*>& x, int64_t count, DType dtype, ReduceOp op, int64_t piece_elems,
                     int64_t pieces_per_chunk, uint64_t piece);
 
