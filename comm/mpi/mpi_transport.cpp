@@ -154,20 +154,19 @@ ShmDirect::Block MpiTransport::allocate_shared(size_t bytes) {
 
 bool MpiTransport::direct_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
   if (!direct_) return false;
-  if (!direct_->covers(buf, static_cast<size_t>(count) * dtype_size(dtype), dtype)) {
-    direct_->arrive_plain(info.seq);
-    ring_allreduce_seq_ = info.seq;  // wait() checks that no peer went direct meanwhile
-    return false;
-  }
   std::vector<int> missing;
-  bool done = false;
+  ShmDirect::Outcome outcome;
   try {
-    done = direct_->allreduce(buf, count, dtype, op, info.seq, info.deadline, missing);
+    outcome = direct_->allreduce(buf, count, dtype, op, info.seq, info.deadline, missing);
   } catch (const CommError&) {
     broken_ = true;
     throw;
   }
-  if (!done) {
+  if (outcome == ShmDirect::Outcome::Plain) {
+    ring_allreduce_seq_ = info.seq;  // wait() checks that no peer went direct meanwhile
+    return false;
+  }
+  if (outcome == ShmDirect::Outcome::Missed) {
     broken_ = true;
     deadline_error(info, missing);
   }

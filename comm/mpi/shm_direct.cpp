@@ -93,15 +93,16 @@ ShmDirect::Range ShmDirect::locate(const void* p, size_t bytes) const {
   return {};
 }
 
-bool ShmDirect::covers(const void* p, size_t bytes, DType dtype) const {
-  return summable(dtype) && locate(p, bytes).buffer >= 0;
-}
-
-bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, uint64_t seq,
-                          Clock::time_point deadline, std::vector<int>& missing) {
+ShmDirect::Outcome ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, uint64_t seq,
+                                        Clock::time_point deadline, std::vector<int>& missing) {
   const size_t esz = dtype_size(dtype);
   const auto [index, offset] = locate(buf, static_cast<size_t>(count) * esz);
-  TANDEM_CHECK_KIND(Internal, index >= 0, "ShmDirect::allreduce on a buffer it does not cover");
+  if (index < 0 || !summable(dtype)) {
+    // No ring of the doorbell: that would cost the ring's peers a wake-up on every all-reduce. A
+    // peer waiting here for our arrival sees the plain one within its longest sleep (100 ms).
+    publish(seq, kPlain, 0, 0, 0, 0);
+    return Outcome::Plain;
+  }
 
   // Arrive: say what we reduce, and wake the peers.
   publish(seq, index, offset, count, static_cast<int32_t>(dtype), static_cast<int32_t>(op));
@@ -114,7 +115,7 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
   if (!bells_.wait_until(all_arrived, deadline)) {
     for (int r = 0; r < size_; ++r)
       if (arrival(r)->seq.load(std::memory_order_acquire) < seq) missing.push_back(r);
-    return false;
+    return Outcome::Missed;
   }
   // Every rank must reduce the same range. A peer already past this collective (it finished the
   // pieces, after reading our arrival and checking it against its own) is not checked again.
@@ -150,7 +151,9 @@ bool ShmDirect::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, ui
     if (counters_->done.fetch_add(1, std::memory_order_acq_rel) + 1 == end) bells_.ring_all();
     t = counters_->next.load(std::memory_order_relaxed);
   }
-  return bells_.wait_until([&] { return counters_->done.load(std::memory_order_acquire) >= end; }, deadline);
+  const bool done =
+      bells_.wait_until([&] { return counters_->done.load(std::memory_order_acquire) >= end; }, deadline);
+  return done ? Outcome::Done : Outcome::Missed;
 }
 
 // A seqlock on `version` (odd while the fields change). A peer may still be checking our previous
@@ -186,12 +189,6 @@ bool ShmDirect::arrival_for(int r, uint64_t seq, Fields& f) const {
     std::atomic_thread_fence(std::memory_order_acquire);
     if (a->version.load(std::memory_order_relaxed) == v) return true;
   }
-}
-
-void ShmDirect::arrive_plain(uint64_t seq) {
-  // No ring: that would cost the ring's peers a wake-up on every all-reduce. A peer waiting in the
-  // direct all-reduce sees this within its longest sleep (100 ms).
-  publish(seq, kPlain, 0, 0, 0, 0);
 }
 
 void ShmDirect::check_no_direct_peer(uint64_t seq) const {

@@ -36,18 +36,18 @@ class ShmDirect {
   // window is made. Windows stay until MPI_Finalize (MPI_Win_free is collective, and a rank must
   // not block in it), so memory grows only to the most that is taken at once.
   Block allocate(size_t bytes);
-  // Whether [p, p + bytes) lies in one buffer from allocate(), and dtype can be summed directly.
-  bool covers(const void* p, size_t bytes, DType dtype) const;
-  // All-reduce in place of a range covered by a buffer of every rank (same buffer, offset and
-  // count everywhere). Returns false at the deadline with the ranks that never arrived in
-  // `missing`; throws CommError when the ranks disagree about the call.
-  bool allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, uint64_t seq, Clock::time_point deadline,
-                 std::vector<int>& missing);
-  // An all-reduce that takes the ring over memory that is not ours (or a type we do not sum)
-  // says so here, and checks while it waits that no peer reduces shared memory in the same
-  // collective (throws CommError): a rank that passes plain memory while its peers pass
-  // make_buffer memory fails every rank within 100 ms instead of at the deadline.
-  void arrive_plain(uint64_t seq);
+  enum class Outcome {
+    Plain,   // buf is not in a buffer from allocate() (or dtype is not summed here): run the ring
+    Done,    // reduced in place
+    Missed,  // the deadline passed; `missing` names the ranks that never arrived
+  };
+  // All-reduce in place of a range of a buffer from allocate() (the same buffer, offset and count
+  // on every rank). Throws CommError when the ranks disagree about the call. For Plain it has
+  // said so to the peers; the ring's waits then call check_no_direct_peer, so that a rank passing
+  // plain memory while its peers pass make_buffer memory fails every rank within 100 ms instead
+  // of at the deadline (throws CommError).
+  Outcome allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, uint64_t seq, Clock::time_point deadline,
+                    std::vector<int>& missing);
   void check_no_direct_peer(uint64_t seq) const;
 
  private:
