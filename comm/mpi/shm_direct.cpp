@@ -100,12 +100,13 @@ ShmDirect::Outcome ShmDirect::allreduce(void* buf, int64_t count, DType dtype, R
   if (index < 0 || !summable(dtype)) {
     // No ring of the doorbell: that would cost the ring's peers a wake-up on every all-reduce. A
     // peer waiting here for our arrival sees the plain one within its longest sleep (100 ms).
-    publish(seq, kPlain, 0, 0, 0, 0);
+    publish(seq, {kPlain, 0, 0, 0, 0});
     return Outcome::Plain;
   }
 
   // Arrive: say what we reduce, and wake the peers.
-  publish(seq, index, offset, count, static_cast<int32_t>(dtype), static_cast<int32_t>(op));
+  const Fields mine{index, offset, count, static_cast<int32_t>(dtype), static_cast<int32_t>(op)};
+  publish(seq, mine);
   bells_.ring_all();
   auto all_arrived = [&] {
     for (int r = 0; r < size_; ++r)
@@ -127,8 +128,7 @@ ShmDirect::Outcome ShmDirect::allreduce(void* buf, int64_t count, DType dtype, R
                   "rank {}: allreduce (collective #{}) over make_buffer memory, but rank {} passes memory that is not "
                   "from make_buffer (or a 16-bit type); every rank must pass its own make_buffer buffer or none does",
                   rank_, seq, r);
-    if (f.buffer != index || f.offset != offset || f.count != count || f.dtype != static_cast<int32_t>(dtype) ||
-        f.op != static_cast<int32_t>(op))
+    if (!(f == mine))
       TANDEM_FAIL(Comm,
                   "rank {}: allreduce (collective #{}) over make_buffer memory: rank {} reduces {} elements at byte "
                   "{} of shared buffer #{}, this rank {} elements at byte {} of buffer #{} (or another dtype or "
@@ -160,16 +160,16 @@ ShmDirect::Outcome ShmDirect::allreduce(void* buf, int64_t count, DType dtype, R
 // arrival (we can finish all of a collective's pieces and move on while it is preempted): it must
 // never read the next arrival's fields with the old seq, which it would take for a mismatch. seq
 // itself only grows (all_arrived reads it alone).
-void ShmDirect::publish(uint64_t seq, int64_t buffer, int64_t offset, int64_t count, int32_t dtype, int32_t op) {
+void ShmDirect::publish(uint64_t seq, const Fields& f) {
   Arrival* me = arrival(rank_);
   const uint64_t v = me->version.load(std::memory_order_relaxed);
   me->version.store(v + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);  // the odd version is seen before any new field
-  me->buffer.store(buffer, std::memory_order_relaxed);
-  me->offset.store(offset, std::memory_order_relaxed);
-  me->count.store(count, std::memory_order_relaxed);
-  me->dtype.store(dtype, std::memory_order_relaxed);
-  me->op.store(op, std::memory_order_relaxed);
+  me->buffer.store(f.buffer, std::memory_order_relaxed);
+  me->offset.store(f.offset, std::memory_order_relaxed);
+  me->count.store(f.count, std::memory_order_relaxed);
+  me->dtype.store(f.dtype, std::memory_order_relaxed);
+  me->op.store(f.op, std::memory_order_relaxed);
   me->seq.store(seq, std::memory_order_release);
   me->version.store(v + 2, std::memory_order_release);
 }

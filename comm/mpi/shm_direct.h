@@ -58,9 +58,12 @@ class ShmDirect {
     std::atomic<int64_t> buffer, offset, count;
     std::atomic<int32_t> dtype, op;
   };
-  struct Fields {
+  struct Fields {  // what an arrival says, as plain values
     int64_t buffer, offset, count;
     int32_t dtype, op;
+    bool operator==(const Fields& o) const {
+      return buffer == o.buffer && offset == o.offset && count == o.count && dtype == o.dtype && op == o.op;
+    }
   };
   struct Counters {  // in rank 0's segment; pieces are numbered on across collectives
     alignas(64) std::atomic<uint64_t> next;  // the next piece to take
@@ -81,7 +84,7 @@ class ShmDirect {
   // Which buffer of ours holds [p, p + bytes), at which byte offset.
   Range locate(const void* p, size_t bytes) const;
   Arrival* arrival(int r) const { return arrivals_[static_cast<size_t>(r)]; }
-  void publish(uint64_t seq, int64_t buffer, int64_t offset, int64_t count, int32_t dtype, int32_t op);
+  void publish(uint64_t seq, const Fields& f);
   // Peer r's arrival for collective `seq`, read whole (never half of the next one); false when
   // the peer's latest arrival is another collective's.
   bool arrival_for(int r, uint64_t seq, Fields& f) const;
