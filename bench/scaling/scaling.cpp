@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <memory>
-#include <cstdio>
 #include <vector>
 
 #include <CLI/CLI.hpp>
