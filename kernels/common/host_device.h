@@ -5,3 +5,13 @@
 #else
 #define TANDEM_HD
 #endif
+
+// TANDEM_HD_INLINE: per-element math that a loop calls, inlined wherever the loop is (left to
+// itself, g++ may call it out of line from a large loop body, which then cannot be vectorised).
+#if defined(__CUDACC__)
+#define TANDEM_HD_INLINE TANDEM_HD __forceinline__
+#elif defined(__GNUC__)
+#define TANDEM_HD_INLINE TANDEM_HD inline __attribute__((always_inline))
+#else
+#define TANDEM_HD_INLINE TANDEM_HD inline
+#endif

@@ -3,6 +3,7 @@
 // sums of squares are added chunk by chunk in list order (deterministic for any thread count).
 // A list of one chunk runs on the calling thread: a parallel region costs more than it saves.
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/multi_tensor.h"
 
@@ -106,34 +107,45 @@ void for_each_param_chunk(const std::vector<Tensor>& params, const std::vector<T
   }
 }
 
+// Calls f(std::bool_constant<v>{}). The update loops are instantiated per combination of their
+// options (a momentum buffer, a second stream to write, a gradient factor), so that no test is
+// left inside a loop, where it would keep the loop from being vectorised.
+template <class F>
+void with_flag(bool v, F&& f) {
+  if (v) f(std::true_type{});
+  else f(std::false_type{});
+}
+
 void cpu_adam(const MultiTensorAdamArgs& a) {
   check_multi_tensor_lists("multi_tensor_adam", a.params, {&a.grads, &a.exp_avgs, &a.exp_avg_sqs, &a.model_params},
                            a.hypers.size());
   if (skip_step(a.found_inf) || a.params.empty()) return;
   const bool master = !a.model_params.empty();
   for_each_param_chunk(a.params, a.grads, "multi_tensor_adam", [&](const TensorChunk& ch, size_t t, auto pt, auto gt) {
-    const Tensor& param = a.params[t];
     using T = decltype(pt);
     using G = decltype(gt);
     using A = acc_t<T>;
-    T* p = static_cast<T*>(param.data_ptr()) + ch.start;
-    T* m = static_cast<T*>(a.exp_avgs[t].data_ptr()) + ch.start;
-    T* v = static_cast<T*>(a.exp_avg_sqs[t].data_ptr()) + ch.start;
-    const G* g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
-    G* out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
+    T* __restrict p = static_cast<T*>(a.params[t].data_ptr()) + ch.start;
+    T* __restrict m = static_cast<T*>(a.exp_avgs[t].data_ptr()) + ch.start;
+    T* __restrict v = static_cast<T*>(a.exp_avg_sqs[t].data_ptr()) + ch.start;
+    const G* __restrict g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
+    G* __restrict out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
     const A factor = static_cast<A>(a.grad_factor);
-    const bool scaled = a.grad_factor != 1.0;
-    const AdamHyper& h = a.hypers[t];
-    for (int64_t i = 0; i < ch.length; ++i) {
-      A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
-      if (scaled) gv = gv * factor;
-      A pv = static_cast<A>(p[i]), mv = static_cast<A>(m[i]), vv = static_cast<A>(v[i]);
-      adam_update<A>(pv, gv, mv, vv, h);
-      p[i] = T(pv);
-      m[i] = T(mv);
-      v[i] = T(vv);
-      if (out) out[i] = G(pv);
-    }
+    const AdamHyper h = a.hypers[t];  // a local copy: the stores below cannot alias it
+    with_flag(master, [&](auto has_out) {
+      with_flag(a.grad_factor != 1.0, [&](auto scaled) {
+        for (int64_t i = 0; i < ch.length; ++i) {
+          A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
+          if constexpr (scaled) gv = gv * factor;
+          A pv = static_cast<A>(p[i]), mv = static_cast<A>(m[i]), vv = static_cast<A>(v[i]);
+          adam_update<A>(pv, gv, mv, vv, h);
+          p[i] = T(pv);
+          m[i] = T(mv);
+          v[i] = T(vv);
+          if constexpr (has_out) out[i] = G(pv);
+        }
+      });
+    });
   });
 }
 
@@ -144,26 +156,31 @@ void cpu_sgd(const MultiTensorSgdArgs& a) {
   const bool master = !a.model_params.empty();
   const bool momentum = !a.momentum_bufs.empty();
   for_each_param_chunk(a.params, a.grads, "multi_tensor_sgd", [&](const TensorChunk& ch, size_t t, auto pt, auto gt) {
-    const Tensor& param = a.params[t];
     using T = decltype(pt);
     using G = decltype(gt);
     using A = acc_t<T>;
-    T* p = static_cast<T*>(param.data_ptr()) + ch.start;
-    T* b = momentum ? static_cast<T*>(a.momentum_bufs[t].data_ptr()) + ch.start : nullptr;
-    const G* g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
-    G* out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
+    T* __restrict p = static_cast<T*>(a.params[t].data_ptr()) + ch.start;
+    T* __restrict b = momentum ? static_cast<T*>(a.momentum_bufs[t].data_ptr()) + ch.start : nullptr;
+    const G* __restrict g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
+    G* __restrict out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
     const A factor = static_cast<A>(a.grad_factor);
-    const bool scaled = a.grad_factor != 1.0;
-    const SgdHyper& h = a.hypers[t];
-    for (int64_t i = 0; i < ch.length; ++i) {
-      A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
-      if (scaled) gv = gv * factor;
-      A pv = static_cast<A>(p[i]), bv = b ? static_cast<A>(b[i]) : A(0);
-      sgd_update<A>(pv, gv, bv, h);
-      p[i] = T(pv);
-      if (b) b[i] = T(bv);
-      if (out) out[i] = G(pv);
-    }
+    const SgdHyper h = a.hypers[t];  // a local copy: the stores below cannot alias it
+    with_flag(momentum, [&](auto has_buf) {
+      with_flag(master, [&](auto has_out) {
+        with_flag(a.grad_factor != 1.0, [&](auto scaled) {
+          for (int64_t i = 0; i < ch.length; ++i) {
+            A gv = static_cast<A>(static_cast<acc_t<G>>(g[i]));
+            if constexpr (scaled) gv = gv * factor;
+            A pv = static_cast<A>(p[i]), bv = A(0);
+            if constexpr (has_buf) bv = static_cast<A>(b[i]);
+            sgd_update<A>(pv, gv, bv, h);
+            p[i] = T(pv);
+            if constexpr (has_buf) b[i] = T(bv);
+            if constexpr (has_out) out[i] = G(pv);
+          }
+        });
+      });
+    });
   });
 }
 
