@@ -84,12 +84,16 @@ void Executor::shutdown() {
 void QueuedWork::wait() {
   Executor& ex = *ex_;
   std::unique_lock<std::mutex> lk(ex.mu_);
-  while (state_ != State::Done) {
-    // Not started and nobody running: run the queue up to this work on our own thread.
-    if (state_ == State::Pending && !ex.busy_)
-      ex.run_front(lk);
-    else
-      ex.cv_.wait(lk);
+  if (state_ != State::Done) {
+    if (ex.waiters_++ == 0 && ex.wait_hook_) ex.wait_hook_(true);
+    while (state_ != State::Done) {
+      // Not started and nobody running: run the queue up to this work on our own thread.
+      if (state_ == State::Pending && !ex.busy_)
+        ex.run_front(lk);
+      else
+        ex.cv_.wait(lk);
+    }
+    if (--ex.waiters_ == 0 && ex.wait_hook_) ex.wait_hook_(false);
   }
   if (error_) std::rethrow_exception(error_);
 }

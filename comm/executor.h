@@ -43,6 +43,10 @@ class Executor : public std::enable_shared_from_this<Executor> {
   // Runs what is queued, then stops the progress thread. The owner calls it before destruction.
   void shutdown();
   bool broken() const;
+  // Told true when a caller starts to block in QueuedWork::wait (the first of them) and false when
+  // the last one returns: the transport may then spin where it would sleep (the caller's core is
+  // free). Set before the first submit.
+  void set_wait_hook(std::function<void(bool waiting)> hook) { wait_hook_ = std::move(hook); }
 
  private:
   friend class QueuedWork;
@@ -54,6 +58,8 @@ class Executor : public std::enable_shared_from_this<Executor> {
   std::condition_variable cv_;  // queue changed, a work finished, or stop
   std::deque<std::shared_ptr<QueuedWork>> queue_;
   bool busy_ = false;
+  int waiters_ = 0;  // callers blocked in QueuedWork::wait
+  std::function<void(bool)> wait_hook_;
   bool stop_ = false;
   std::string broken_;  // the first error's message; non-empty once broken
   std::thread thread_;

@@ -45,6 +45,9 @@ class Transport {
   // Called after the last step of each operation: a transport that only queued the work (NCCL on
   // a stream) waits for it here, until op.deadline. Host transports are done already.
   virtual void complete(const OpInfo& /*op*/) {}
+  // The thread that issues the collectives is blocked until they complete (true), or runs again
+  // (false): a transport that waits for its peers by sleeping may spin meanwhile.
+  virtual void set_caller_waiting(bool /*waiting*/) {}
 
   // ---- diagnosis ----
   // Records that this rank started collective `seq` (others read it when they time out).

@@ -40,6 +40,21 @@ void Doorbells::ring_all() {
     if (r != rank_) ring(r);
 }
 
+void Doorbells::set_owner_idle(bool idle) {
+  owner_idle_.store(idle, std::memory_order_relaxed);
+  if (idle) ring(rank_);
+}
+
+Clock::duration Doorbells::spin_budget() const {
+  return owner_idle_.load(std::memory_order_relaxed) ? Clock::duration(kSpinIdle) : Clock::duration(kSpin);
+}
+
+void Doorbells::cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 uint32_t Doorbells::ticket() const { return bells_[static_cast<size_t>(rank_)]->rings.load(std::memory_order_seq_cst); }
 
 void Doorbells::park(uint32_t ticket, Clock::duration timeout) {

@@ -31,6 +31,9 @@ class MpiTransport final : public Transport {
   bool can_recv_reduce() const override { return shm_ != nullptr; }
   void recv_reduce(void* dst, size_t bytes, int peer, DType dtype, ReduceOp op) override;
   void wait(const OpInfo& op) override;
+  void set_caller_waiting(bool waiting) override {
+    if (bells_) bells_->set_owner_idle(waiting);
+  }
 
   void announce(uint64_t seq) override;
   std::vector<int> lagging_ranks(uint64_t seq) override;

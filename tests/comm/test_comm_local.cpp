@@ -2,8 +2,13 @@
 // values computed from the ranks, bitwise equality across members and reruns, deadline and desync.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -199,6 +204,35 @@ TEST(CommExecutor, ThreadedModeRunsInOrderAndWaitCanSteal) {
   std::vector<int> want(50);
   for (int i = 0; i < 50; ++i) want[i] = i;
   EXPECT_EQ(order, want);
+  ex->shutdown();
+}
+
+// The wait hook tells the transport when the caller blocks on running work (its core is then free
+// for a progress thread to spin on) and when it runs again. Here the running work can only finish
+// once the hook has said "waiting": without the call, it would time out and record so.
+TEST(CommExecutor, WaitHookBracketsTheCallersBlockedWait) {
+  auto ex = std::make_shared<Executor>(/*use_thread=*/true);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<bool> calls;
+  ex->set_wait_hook([&](bool waiting) {
+    std::lock_guard<std::mutex> lk(mu);
+    calls.push_back(waiting);
+    cv.notify_all();
+  });
+  std::atomic<bool> started{false};
+  bool released_by_hook = false;
+  WorkPtr w = ex->submit([&] {
+    started = true;
+    std::unique_lock<std::mutex> lk(mu);
+    released_by_hook = cv.wait_for(lk, std::chrono::seconds(30), [&] { return !calls.empty(); });
+  });
+  while (!started) std::this_thread::yield();  // running on the progress thread
+  w->wait();
+  EXPECT_TRUE(released_by_hook);
+  EXPECT_EQ(calls, (std::vector<bool>{true, false}));
+  w->wait();  // complete already: no blocking, no call
+  EXPECT_EQ(calls.size(), 2u);
   ex->shutdown();
 }
 
