@@ -1,6 +1,6 @@
 // Reducer: the gradient side of DistributedDataParallel. Parameters are packed into buckets (reverse
-// registration order, a small first bucket, then bucket_cap_mb; one dtype/device per bucket; an
-// oversized tensor alone). Each parameter's grad-ready hook copies its gradient into its bucket slot
+// registration order, a small first bucket, then bucket_cap_mb; one dtype/device per bucket, as
+// PyTorch's). Each parameter's grad-ready hook copies its gradient into its bucket slot
 // (or, with gradient_as_bucket_view, makes the gradient that slot); when a bucket's last gradient
 // arrives its all-reduce (average) is launched asynchronously, strictly in bucket order so that
 // every rank issues the same collectives in the same order, and communication overlaps the rest of
@@ -29,8 +29,8 @@ struct ReducerOptions {
 
 // Groups `tensors` (indices in `order`, e.g. reverse registration order) into buckets: one dtype and
 // device per bucket; a bucket closes once it reaches its byte limit (limits[0] for the first bucket
-// of a dtype/device, then limits.back()), so it may pass the limit by its last tensor, as PyTorch's;
-// a tensor at least as large as the limit sits alone. Buckets come out ordered by their first
+// of a dtype/device, then limits.back()), so it may pass the limit by its last tensor, as PyTorch's
+// (a large tensor is not put in a bucket of its own). Buckets come out ordered by their first
 // tensor's position in `order`: the same on every rank given the same shapes.
 std::vector<std::vector<size_t>> compute_bucket_assignment(const std::vector<Tensor>& tensors,
                                                            const std::vector<size_t>& order,

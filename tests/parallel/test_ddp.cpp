@@ -149,8 +149,8 @@ TEST(DDP, BucketsFollowReverseParameterOrder) {
   ASSERT_FALSE(names.empty());
   EXPECT_EQ(names.front().front(), "4.bias");  // the last parameter comes first
   EXPECT_EQ(names.back().back(), "0.weight");
-  // 4.weight (320 B) is larger than the 100 B first limit: 4.bias and 4.weight are alone.
-  EXPECT_EQ(names.front().size(), 1u);
+  // 4.bias (20 B) then 4.weight (320 B) pass the 100 B first limit: they are the first bucket.
+  EXPECT_EQ(names.front(), (std::vector<std::string>{"4.bias", "4.weight"}));
   // Buckets launch during backward, as soon as their gradients are in: all but the last one
   // before the last gradient arrives.
   Batch b = make_batch(5, {8, 12}, 5);
