@@ -17,10 +17,11 @@ namespace tandem::comm {
 
 Doorbells::Doorbells(MPI_Comm comm, int rank, int size, bool oversubscribed)
     : rank_(rank), size_(size), oversubscribed_(oversubscribed) {
-  void* mine = nullptr;
-  MPI_CHECK(MPI_Win_allocate_shared(sizeof(Bell), 64, MPI_INFO_NULL, comm, &mine, &win_));
-  new (mine) Bell();
-  for (char* p : shared_segments(win_, size_)) bells_.push_back(reinterpret_cast<Bell*>(p));
+  static_assert(alignof(Bell) <= kSharedAlign);
+  SharedWindow w = allocate_shared_window(comm, sizeof(Bell));
+  win_ = w.win;
+  new (w.segments[static_cast<size_t>(rank_)]) Bell();
+  for (char* p : w.segments) bells_.push_back(reinterpret_cast<Bell*>(p));
   MPI_CHECK(MPI_Barrier(comm));  // every bell constructed before anyone rings
 }
 

@@ -27,11 +27,11 @@ MpiTransport::MpiTransport(MPI_Comm host, bool use_shm) {
   MPI_CHECK(MPI_Comm_size(node, &node_size));
   if (node_size == size_) {
     // Key 0 keeps the order of comm_, so node ranks equal our ranks.
-    void* base = nullptr;
-    MPI_CHECK(MPI_Win_allocate_shared(64, 64, MPI_INFO_NULL, node, &base, &board_win_));
-    new (base) std::atomic<uint64_t>(0);
+    SharedWindow w = allocate_shared_window(node, kSharedAlign);  // a cache line per rank
+    board_win_ = w.win;
+    new (w.segments[static_cast<size_t>(rank_)]) std::atomic<uint64_t>(0);
     MPI_CHECK(MPI_Barrier(node));
-    for (char* p : shared_segments(board_win_, size_)) board_.push_back(reinterpret_cast<std::atomic<uint64_t>*>(p));
+    for (char* p : w.segments) board_.push_back(reinterpret_cast<std::atomic<uint64_t>*>(p));
   }
   oversubscribed_ = node_size > sysconf(_SC_NPROCESSORS_ONLN);
   if (node_size == size_ && use_shm && size_ > 1) {

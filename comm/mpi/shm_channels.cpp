@@ -27,14 +27,14 @@ ShmChannels::ShmChannels(MPI_Comm comm, int rank, int size, Doorbells& bells, si
       slots_(std::min(slots, 64)),
       cma_min_bytes_(cma_min_bytes) {
   channel_bytes_ = (sizeof(Header) + slot_bytes_ * slots_ + 4095) / 4096 * 4096;
-  void* mine = nullptr;
-  // Channels rank -> d live in rank's segment. MPI_Win_free is collective, so the window is left
-  // for MPI_Finalize (a rank whose peers failed must not block in it).
-  MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(channel_bytes_ * size_), 64, MPI_INFO_NULL, comm, &mine,
-                                    &win_));
+  // Channels rank -> d live in rank's segment, each on a whole number of pages.
+  static_assert(alignof(Header) <= kSharedAlign);
+  SharedWindow w = allocate_shared_window(comm, channel_bytes_ * size_);
+  win_ = w.win;
+  base_ = std::move(w.segments);
+  char* mine = base_[static_cast<size_t>(rank_)];
   std::memset(mine, 0, channel_bytes_ * size_);  // fault the pages in now
-  for (int d = 0; d < size_; ++d) new (static_cast<char*>(mine) + channel_bytes_ * d) Header();
-  base_ = shared_segments(win_, size_);
+  for (int d = 0; d < size_; ++d) new (mine + channel_bytes_ * d) Header();
   MPI_CHECK(MPI_Barrier(comm));  // every header constructed before anyone uses it
 
   // Cross-memory attach: usable when every rank can read a word of every other rank.

@@ -22,13 +22,16 @@ bool summable(DType d) { return d == DType::f32 || d == DType::f64 || d == DType
 
 ShmDirect::ShmDirect(MPI_Comm comm, int rank, int size, Doorbells& bells)
     : comm_(comm), rank_(rank), size_(size), bells_(bells) {
-  void* mine = nullptr;
+  static_assert(alignof(Arrival) <= kSharedAlign && alignof(Counters) <= kSharedAlign);
+  static_assert(sizeof(Arrival) % alignof(Counters) == 0, "Counters follow Arrival in rank 0's segment");
   const size_t bytes = rank_ == 0 ? sizeof(Arrival) + sizeof(Counters) : sizeof(Arrival);
-  MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 64, MPI_INFO_NULL, comm_, &mine, &control_win_));
+  SharedWindow w = allocate_shared_window(comm_, bytes);
+  control_win_ = w.win;
+  char* mine = w.segments[static_cast<size_t>(rank_)];
   new (mine) Arrival();
-  if (rank_ == 0) new (static_cast<char*>(mine) + sizeof(Arrival)) Counters();
-  for (char* p : shared_segments(control_win_, size_)) arrivals_.push_back(reinterpret_cast<Arrival*>(p));
-  counters_ = reinterpret_cast<Counters*>(reinterpret_cast<char*>(arrivals_[0]) + sizeof(Arrival));
+  if (rank_ == 0) new (mine + sizeof(Arrival)) Counters();
+  for (char* p : w.segments) arrivals_.push_back(reinterpret_cast<Arrival*>(p));
+  counters_ = reinterpret_cast<Counters*>(w.segments[0] + sizeof(Arrival));
   MPI_CHECK(MPI_Barrier(comm_));  // constructed everywhere before first use
 }
 
@@ -48,11 +51,9 @@ ShmDirect::Block ShmDirect::allocate(size_t bytes) {
     MPI_CHECK(MPI_Info_create(&info));
     // Each rank's segment on pages of its own (first touched, hence placed, by its owner).
     MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
-    Buffer b{MPI_WIN_NULL, bytes, {}, std::make_shared<std::atomic<bool>>(false)};
-    void* mine = nullptr;
-    MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 64, info, comm_, &mine, &b.win));
+    SharedWindow w = allocate_shared_window(comm_, bytes, info);
     MPI_CHECK(MPI_Info_free(&info));
-    b.base = shared_segments(b.win, size_);
+    Buffer b{w.win, bytes, std::move(w.segments), std::make_shared<std::atomic<bool>>(false)};
     index = static_cast<int64_t>(buffers_.size());
     buffers_.push_back(std::move(b));
   }
