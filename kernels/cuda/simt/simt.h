@@ -22,6 +22,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #define __global__
 #define __device__
 #define __host__
@@ -63,6 +67,22 @@ constexpr size_t kFiberStack = 128 * 1024;
 
 namespace detail {
 
+// AddressSanitizer follows a switch between stacks only when told (it keeps a fake stack and the
+// stack bounds per context); other builds compile these away. start_switch before every resume,
+// finish_switch first thing on the other side; a context that ends for good passes no save slot.
+inline void start_switch([[maybe_unused]] void** save, [[maybe_unused]] const void* bottom,
+                         [[maybe_unused]] size_t size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(save, bottom, size);
+#endif
+}
+inline void finish_switch([[maybe_unused]] void* save, [[maybe_unused]] const void** old_bottom,
+                          [[maybe_unused]] size_t* old_size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(save, old_bottom, old_size);
+#endif
+}
+
 enum class Wait : uint8_t { None, Block, Warp, Done };
 
 struct Thread {
@@ -74,6 +94,10 @@ struct Thread {
   int line = 0;
   boost::context::fiber fiber;  // this thread's suspended context
   boost::context::fiber sched;  // the scheduler's, while this thread runs
+  bool started = false;         // its body has run (so a suspended fiber unwinds through it)
+  const void* stack_bottom = nullptr;  // the fiber's stack, for the sanitizer's switch annotations
+  size_t stack_size = 0;
+  void* fake_stack = nullptr;  // the sanitizer's save slot while this fiber is switched out
 };
 
 // Shadow of one byte of dynamic shared memory: who wrote it last, in which barrier epochs.
@@ -94,6 +118,8 @@ struct Block {
   uint32_t block_epoch = 1;
   std::vector<uint32_t> warp_epoch;
   std::exception_ptr error;
+  const void* sched_bottom = nullptr;  // the scheduler's stack, learned on the first switch to a fiber
+  size_t sched_size = 0;
 };
 
 inline thread_local Block* tls_block = nullptr;
@@ -123,7 +149,15 @@ inline void suspend(Wait w, unsigned mask, const char* file, int line) {
   t.mask = mask;
   t.file = file;
   t.line = line;
-  t.sched = std::move(t.sched).resume();
+  Block& b = block();
+  start_switch(&t.fake_stack, b.sched_bottom, b.sched_size);
+  try {
+    t.sched = std::move(t.sched).resume();
+  } catch (const boost::context::detail::forced_unwind&) {  // destroyed while suspended (see unwind)
+    finish_switch(t.fake_stack, nullptr, nullptr);
+    throw;
+  }
+  finish_switch(t.fake_stack, nullptr, nullptr);
 }
 
 // Stacks reused across blocks and launches (one pool per OS thread running kernels).
@@ -136,10 +170,17 @@ struct StackPool {
 };
 inline thread_local StackPool tls_stacks;
 struct PooledStack {
+  Thread* owner;  // told where its stack is (it grows down from sp)
   boost::context::stack_context allocate() {
-    if (tls_stacks.free.empty()) return tls_stacks.base.allocate();
-    auto s = tls_stacks.free.back();
-    tls_stacks.free.pop_back();
+    boost::context::stack_context s;
+    if (tls_stacks.free.empty()) {
+      s = tls_stacks.base.allocate();
+    } else {
+      s = tls_stacks.free.back();
+      tls_stacks.free.pop_back();
+    }
+    owner->stack_bottom = static_cast<char*>(s.sp) - s.size;
+    owner->stack_size = s.size;
     return s;
   }
   void deallocate(boost::context::stack_context& s) noexcept { tls_stacks.free.push_back(s); }
@@ -224,24 +265,41 @@ inline bool release_block(Block& b) {
   return true;
 }
 
+// Destroys every thread's fiber; one still suspended is resumed to unwind its stack (Boost throws
+// forced_unwind in it), a switch the sanitizer is told of like any other.
+inline void unwind(Block& b) {
+  for (Thread& t : b.threads) {
+    if (!t.fiber) continue;
+    void* save = nullptr;
+    if (t.started) start_switch(&save, t.stack_bottom, t.stack_size);
+    t.fiber = boost::context::fiber();
+    if (t.started) finish_switch(save, nullptr, nullptr);
+  }
+  b.threads.clear();
+}
+
 template <class Body>
 void run_block(Block& b, unsigned nthreads, Body& body) {
-  b.threads.clear();
+  unwind(b);
   b.threads.resize(nthreads);
   for (unsigned i = 0; i < nthreads; ++i) {
     Thread& t = b.threads[i];
     t.linear = i;
     t.tid = uint3{i % blockDim.x, i / blockDim.x % blockDim.y, i / (blockDim.x * blockDim.y)};
-    t.fiber = boost::context::fiber(std::allocator_arg, PooledStack{}, [&b, &t, &body](boost::context::fiber&& sched) {
+    t.fiber = boost::context::fiber(std::allocator_arg, PooledStack{&t}, [&b, &t, &body](boost::context::fiber&& sched) {
+      finish_switch(nullptr, &b.sched_bottom, &b.sched_size);
       t.sched = std::move(sched);
+      t.started = true;
       try {
         body();
       } catch (const boost::context::detail::forced_unwind&) {
+        start_switch(nullptr, b.sched_bottom, b.sched_size);  // this fiber ends: back to the unwinder
         throw;
       } catch (...) {
         if (!b.error) b.error = std::current_exception();
       }
       t.wait = Wait::Done;
+      start_switch(nullptr, b.sched_bottom, b.sched_size);  // this fiber ends: its fake stack goes
       return std::move(t.sched);
     });
   }
@@ -254,7 +312,10 @@ void run_block(Block& b, unsigned nthreads, Body& body) {
       if (t.wait != Wait::None) continue;
       b.current = &t;
       threadIdx = t.tid;
+      void* save = nullptr;
+      start_switch(&save, t.stack_bottom, t.stack_size);
       t.fiber = std::move(t.fiber).resume();
+      finish_switch(save, nullptr, nullptr);
       if (b.error) std::rethrow_exception(b.error);
     }
     bool all_done = std::all_of(b.threads.begin(), b.threads.end(), [](const Thread& t) { return t.wait == Wait::Done; });
@@ -311,11 +372,11 @@ void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 bl
           detail::run_block(b, static_cast<unsigned>(nthreads), body);
         }
   } catch (...) {
-    b.threads.clear();  // unwinds suspended fibers
+    detail::unwind(b);
     threadIdx = saved_tid, blockIdx = saved_bid, blockDim = saved_bdim, gridDim = saved_gdim;
     throw;
   }
-  b.threads.clear();
+  detail::unwind(b);
   threadIdx = saved_tid, blockIdx = saved_bid, blockDim = saved_bdim, gridDim = saved_gdim;
 }
 
