@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "comm/communicator.h"
-#include "kernels/cuda/device.h"
+#include "runtime/device_query.h"
 #include "runtime/error.h"
 #ifdef TANDEM_HAVE_MPI
 #include "comm/mpi/mpi_comm.h"

@@ -3,9 +3,9 @@
 
 #include <map>
 
-#include "kernels/core.h"
-#include "kernels/optim.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/core.h"
+#include "runtime/backend/optim.h"
 
 namespace tandem::nn {
 

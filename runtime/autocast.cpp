@@ -8,8 +8,8 @@
 #include <map>
 #include <tuple>
 
-#include "kernels/core.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/core.h"
 
 namespace tandem {
 

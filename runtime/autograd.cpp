@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "kernels/core.h"
+#include "runtime/backend/core.h"
 
 namespace tandem {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/common/half.h"
+#include "runtime/backend/common/half.h"
 #include "runtime/error.h"
 
 namespace tandem {

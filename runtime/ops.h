@@ -2,10 +2,13 @@
 #pragma once
 #include "runtime/autograd.h"
 #include "runtime/ops/conv.h"
+#include "runtime/ops/dropout.h"
 #include "runtime/ops/elementwise.h"
+#include "runtime/ops/embedding.h"
 #include "runtime/ops/loss.h"
 #include "runtime/ops/matmul.h"
 #include "runtime/ops/norm.h"
+#include "runtime/ops/pool.h"
 #include "runtime/ops/reduce.h"
 #include "runtime/ops/shape.h"
 #include "runtime/random.h"

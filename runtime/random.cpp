@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "kernels/common/philox.h"
+#include "runtime/backend/common/philox.h"
 
 namespace tandem {
 

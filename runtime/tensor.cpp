@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include "kernels/core.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/core.h"
 
 namespace tandem {
 

@@ -54,7 +54,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--devices", cfg.devices,
                  "dp: comma-separated devices of one kind, e.g. cpu:0,cpu:1 or cuda:0,cuda:1");
   app.add_flag("--sync-bn", cfg.sync_bn, "ddp: BatchNorm statistics over all ranks (SyncBatchNorm)");
-  app.add_option("--bucket-cap-mb", cfg.bucket_cap_mb, "ddp: gradient bucket size in MiB")
+  app.add_option("--bucket-cap-mb", cfg.ddp.bucket_cap_mb, "ddp: gradient bucket size in MiB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--accumulation-steps", cfg.accumulation_steps, "micro-batches per optimizer step")

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "nn/parallel/ddp_options.h"
 #include "runtime/data/dataset.h"
 
 namespace tandem::app {
@@ -30,13 +31,13 @@ struct TrainConfig {
   std::string metrics_path;  // JSON lines; empty: none
   bool quiet = false;        // no per-epoch lines
 
-  // data parallelism (nn/parallel/train_integration.h)
+  // data parallelism (apps/common/parallel_setup.h)
   std::string mode;          // single | ddp | dp; empty: ddp under mpirun with > 1 rank, else single
   std::string devices;       // dp: "cpu:0,cpu:1" or "cuda:0,cuda:1"
   bool sync_bn = false;      // ddp: BatchNorm -> SyncBatchNorm
-  double bucket_cap_mb = 25.0;
   int64_t accumulation_steps = 1;  // micro-batches per optimizer step
-  // mixed precision, clipping, activation checkpointing, EMA, checkpoints (nn/amp/train_integration.h)
+  nn::parallel::DDPOptions ddp;    // ddp: --bucket-cap-mb
+  // mixed precision, clipping, activation checkpointing, EMA, checkpoints (apps/common/amp_config.h, nn/training_state.h)
   std::string amp = "off";   // off | f16 | bf16
   double grad_clip = 0;      // max global gradient norm (0: no clipping)
   int checkpoint_activations = 0;  // segments of checkpoint_sequential (0: off)

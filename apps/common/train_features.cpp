@@ -7,10 +7,10 @@
 
 #include "apps/common/factory.h"
 #include "comm/communicator.h"
-#include "kernels/cuda/device.h"
-#include "nn/checkpoint.h"
+#include "nn/checkpoint_sequential.h"
 #include "nn/optim/clip_grad.h"
 #include "runtime/autocast.h"
+#include "runtime/device_query.h"
 
 namespace tandem::app {
 
@@ -98,12 +98,12 @@ std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg) {
   return std::make_shared<CheckpointedSequential>(seq, cfg.checkpoint_activations);
 }
 
-FullTrainer::FullTrainer(const TrainConfig& cfg, nn::parallel::ParallelSetup ps,
+FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
                          std::unique_ptr<nn::Optimizer> optimizer, data::Dataset train_set, data::Dataset test_set)
     : Trainer(cfg, ps.model, std::move(optimizer), std::move(train_set), std::move(test_set), World{ps.comm}),
       ps_(std::move(ps)),
-      amp_(nn::AmpConfig::parse(cfg.amp)),
-      scaler_(nn::make_grad_scaler(amp_, ps_.comm.get())) {
+      amp_(AmpConfig::parse(cfg.amp)),
+      scaler_(make_grad_scaler(amp_, ps_.comm.get())) {
   if (cfg.ema_decay > 0) {
     nn::EMAOptions eo;
     eo.decay = cfg.ema_decay;

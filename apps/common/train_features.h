@@ -6,9 +6,10 @@
 #include <memory>
 #include <optional>
 
+#include "apps/common/amp_config.h"
+#include "apps/common/parallel_setup.h"
 #include "apps/common/trainer.h"
-#include "nn/amp/train_integration.h"
-#include "nn/parallel/train_integration.h"
+#include "nn/training_state.h"
 
 namespace tandem::app {
 
@@ -30,7 +31,7 @@ std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg);
 class FullTrainer : public Trainer {
  public:
   // `ps` from setup_parallel over make_run_model(cfg); the optimizer over ps.model->parameters().
-  FullTrainer(const TrainConfig& cfg, nn::parallel::ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
+  FullTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
               data::Dataset train_set, data::Dataset test_set);
 
   // --resume: restores model, optimizer, scaler, schedule, EMA, RNG and the loop position.
@@ -38,7 +39,7 @@ class FullTrainer : public Trainer {
   // Rank 0 writes cfg.save_dir/ckpt-<step>; the others wait (collective).
   void save();
   std::string param_hash() const { return app::param_hash(*ps_.inner); }
-  const nn::parallel::ParallelSetup& parallel() const { return ps_; }
+  const ParallelSetup& parallel() const { return ps_; }
 
  protected:
   Tensor forward_loss(const data::Batch& batch) override;
@@ -53,8 +54,8 @@ class FullTrainer : public Trainer {
   nn::TrainProgress progress();
   void barrier();
 
-  nn::parallel::ParallelSetup ps_;
-  nn::AmpConfig amp_;
+  ParallelSetup ps_;
+  AmpConfig amp_;
   nn::GradScaler scaler_;
   std::unique_ptr<nn::EMA> ema_;
   int64_t last_saved_step_ = -1;

@@ -20,11 +20,11 @@ int train(app::TrainConfig cfg) {
   app::keep_freed_host_memory();
   int threads = app::apply_threads(cfg.threads);
   cfg.mode = app::resolve_mode(cfg.mode);
-  nn::parallel::ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.bucket_cap_mb, cfg.accumulation_steps};
+  app::ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.accumulation_steps, cfg.ddp};
   pc.device = app::resolve_device(cfg);
   auto model = app::make_run_model(cfg);  // initialised on the CPU (the same weights on every device)
   model->to(pc.device);
-  nn::parallel::ParallelSetup ps = nn::parallel::setup_parallel(pc, model);  // collective (ddp)
+  app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
   app::Logger log(ps.rank(), cfg.quiet);
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",

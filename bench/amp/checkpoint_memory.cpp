@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "nn/checkpoint.h"
+#include "nn/checkpoint_sequential.h"
 #include "nn/models.h"
 #include "runtime/autocast.h"
 #include "runtime/ops.h"

@@ -71,9 +71,8 @@ struct Runner {
     auto seq = nn::make_model(s.model, gen);
     seq->fuse_batchnorm_epilogues();  // as tandem-train runs it
     net = seq;
-    DDPOptions o = s.ddp;
-    o.skip_allreduce = skip;
-    ddp = std::make_unique<DistributedDataParallel>(net, comm, o);
+    ddp = std::make_unique<DistributedDataParallel>(net, comm, s.ddp);
+    ddp->reducer().skip_allreduce_for_benchmarks(skip);
     nn::SGDOptions so;
     so.lr = 0.01;
     so.momentum = 0.9;
@@ -107,17 +106,17 @@ int main(int argc, char** argv) {
   std::string model = "mlp";
   int64_t batch = 128, steps = 10, warmup = 5, rounds = 9;
   int threads = 1;
-  double bucket_cap_mb = 25.0, first_bucket_mb = 1.0;
-  bool as_view = false, no_broadcast_buffers = false;
+  DDPOptions ddp;  // its defaults are the flags' defaults
+  bool no_broadcast_buffers = false;
   app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
   app.add_option("--batch-size", batch, "samples per step per rank")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--steps", steps, "timed steps per round and mode")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps per mode first")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--rounds", rounds, "rounds alternating the two modes")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--threads", threads, "compute threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--bucket-cap-mb", bucket_cap_mb, "DDP bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--first-bucket-mb", first_bucket_mb, "DDP first bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_flag("--gradient-as-bucket-view", as_view, "gradients live in the buckets");
+  app.add_option("--bucket-cap-mb", ddp.bucket_cap_mb, "DDP bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--first-bucket-mb", ddp.first_bucket_mb, "DDP first bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_flag("--gradient-as-bucket-view", ddp.gradient_as_bucket_view, "gradients live in the buckets");
   app.add_flag("--no-broadcast-buffers", no_broadcast_buffers, "skip DDP's per-forward broadcast of BN buffers");
   try {
     app.parse(argc, argv);
@@ -132,11 +131,8 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);
     auto comm = comm::make_mpi_communicator();
     const int rank = comm->rank(), world = comm->size();
-    Setup setup{model, batch, {}};
-    setup.ddp.bucket_cap_mb = bucket_cap_mb;
-    setup.ddp.first_bucket_mb = first_bucket_mb;
-    setup.ddp.gradient_as_bucket_view = as_view;
-    setup.ddp.broadcast_buffers = !no_broadcast_buffers;
+    ddp.broadcast_buffers = !no_broadcast_buffers;
+    Setup setup{model, batch, ddp};
     Runner with_comm(setup, comm, false), without_comm(setup, comm, true);
     // The one-rank baseline, measured in this job between the N-rank rounds (side by side, so the
     // ratio survives the machine's drift between separate launches): each rank in turn alone with
@@ -242,7 +238,7 @@ int main(int argc, char** argv) {
                        {"buckets", static_cast<int64_t>(buffers.size())},
                        {"buckets_launched_during_backward", with_comm.ddp->reducer().stats().launched_early},
                        {"grad_bytes", grad_bytes},
-                       {"gradient_as_bucket_view", as_view},
+                       {"gradient_as_bucket_view", ddp.gradient_as_bucket_view},
                        {"broadcast_buffers", !no_broadcast_buffers},
                        {"step_ms", 1e3 * step},
                        {"step_ms_nocomm", 1e3 * step_nocomm},

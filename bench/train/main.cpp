@@ -20,10 +20,10 @@
 #endif
 #include "bench/common/peak.h"
 #include "bench/train/profile.h"
-#include "kernels/cuda/device.h"
 #include "nn/models.h"
 #include "nn/optim.h"
 #include "runtime/autocast.h"
+#include "runtime/device_query.h"
 #include "runtime/error.h"
 #include "runtime/ops.h"
 

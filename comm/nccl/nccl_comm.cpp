@@ -3,16 +3,17 @@
 // collectives; initialised by the MPI bootstrap (a process per GPU) or ncclCommInitAll (one process).
 #include "comm/nccl/nccl_comm.h"
 
+#include <nccl.h>
 #include <sched.h>
 
 #include <vector>
 
 #include "comm/mpi/mpi_check.h"
 #include "comm/mpi/mpi_comm.h"
-#include "comm/nccl/nccl_check.h"
 #include "comm/nccl/nccl_kernels.h"
 #include "comm/ring_comm.h"
-#include "kernels/cuda/backend.h"
+#include "runtime/backend/cuda/check.h"
+#include "runtime/device_query.h"
 
 namespace tandem::comm {
 namespace {
@@ -56,8 +57,8 @@ class NcclTransport final : public Transport {
     try {
       NCCL_CHECK(ncclCommUserRank(nccl_, &rank_));
       NCCL_CHECK(ncclCommCount(nccl_, &size_));
-      COMM_CUDA_CHECK(cudaSetDevice(device_));
-      COMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      CUDA_CHECK(cudaSetDevice(device_));
+      CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     } catch (...) {
       release();
       throw;
@@ -78,7 +79,7 @@ class NcclTransport final : public Transport {
   // deadline) is checked in complete(): everything after is ordered on the same stream.
   void wait(const OpInfo&) override {
     if (pending_.empty()) return;
-    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaSetDevice(device_));
     NCCL_CHECK(ncclGroupStart());
     for (const Pending& p : pending_) {
       if (p.is_send)
@@ -91,11 +92,11 @@ class NcclTransport final : public Transport {
   }
 
   void complete(const OpInfo& op) override {
-    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaSetDevice(device_));
     for (uint64_t i = 0;; ++i) {
       cudaError_t q = cudaStreamQuery(stream_);
       if (q == cudaSuccess) return;
-      if (q != cudaErrorNotReady) COMM_CUDA_CHECK(q);
+      if (q != cudaErrorNotReady) CUDA_CHECK(q);
       ncclResult_t async = ncclSuccess;
       NCCL_CHECK(ncclCommGetAsyncError(nccl_, &async));
       if (async != ncclSuccess && async != ncclInProgress) {
@@ -112,11 +113,11 @@ class NcclTransport final : public Transport {
   }
 
   void* alloc(size_t bytes) override {
-    COMM_CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaSetDevice(device_));
     void* p = nullptr;
-    COMM_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
-    COMM_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
-    COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
     return p;
   }
   void free(void* p) override {
@@ -124,17 +125,17 @@ class NcclTransport final : public Transport {
     cudaFree(p);
   }
   void copy(void* dst, const void* src, size_t bytes) override {
-    if (bytes && dst != src) COMM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+    if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
   void upload(void* dst, const void* host_src, size_t bytes) override {
-    COMM_CUDA_CHECK(cudaSetDevice(device_));
-    COMM_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
-    COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host_src may be a temporary
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // host_src may be a temporary
   }
   void download(void* host_dst, const void* src, size_t bytes) override {
-    COMM_CUDA_CHECK(cudaSetDevice(device_));
-    COMM_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op) override {
     nccl_kernels::reduce(dst, src, n, dtype, op, stream_);
@@ -183,20 +184,20 @@ class NcclCommunicator final : public RingCommunicator {
   // Tensors handed in were produced by kernels queued on the device's compute stream (DDP's bucket
   // copies, say): the collective's stream waits for that point, without blocking the host.
   std::function<void()> order_after_caller() override {
-    // stream_for makes the device current first, so the event is made on the stream's device even
-    // when this thread last worked on another one.
-    cudaStream_t compute = cuda::stream_for(device());
+    // native_stream makes the device current first, so the event is made on the stream's device
+    // even when this thread last worked on another one.
+    cudaStream_t compute = static_cast<cudaStream_t>(cuda::native_stream(device()));
     cudaEvent_t produced = nullptr;
-    COMM_CUDA_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
     EventOwner owner{produced};
-    COMM_CUDA_CHECK(cudaEventRecord(produced, compute));
+    CUDA_CHECK(cudaEventRecord(produced, compute));
     owner.event = nullptr;
     return [this, produced] {
       // Runs on the executor's thread (or a waiting caller's): everything after it in the call
       // (kernels, copies, NCCL) is queued with the communicator's device current.
       EventOwner destroy{produced};
-      COMM_CUDA_CHECK(cudaSetDevice(device().index));
-      COMM_CUDA_CHECK(cudaStreamWaitEvent(nccl_->stream(), produced, 0));
+      CUDA_CHECK(cudaSetDevice(device().index));
+      CUDA_CHECK(cudaStreamWaitEvent(nccl_->stream(), produced, 0));
     };
   }
 
@@ -233,22 +234,13 @@ class NcclCommunicator final : public RingCommunicator {
 
 }  // namespace
 
-int cuda_device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no device" error
-    return 0;
-  }
-  return n;
-}
-
 namespace {
 // The MPI bootstrap: rank 0 makes the id, MPI carries it to everyone, each rank joins on `device`.
 ncclComm_t init_over_mpi(MPI_Comm host, int device) {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(host, &rank));
   MPI_CHECK(MPI_Comm_size(host, &size));
-  COMM_CUDA_CHECK(cudaSetDevice(device));
+  CUDA_CHECK(cudaSetDevice(device));
   ncclUniqueId id;
   if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, host));
@@ -262,7 +254,7 @@ std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts
   int initialised = 0;
   MPI_CHECK(MPI_Initialized(&initialised));
   TANDEM_CHECK(initialised, "make_nccl_communicator: MPI is not initialised; call MPI_Init_thread first");
-  const int devices = cuda_device_count();
+  const int devices = cuda::device_count();
   TANDEM_CHECK_KIND(NotSupported, devices > 0,
                     "make_nccl_communicator: no CUDA device is visible; use make_mpi_communicator for host buffers");
   const int on_node = local_size(comm);
@@ -277,7 +269,7 @@ std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts
 
 std::vector<std::shared_ptr<Communicator>> make_nccl_local_group(const std::vector<Device>& devices, Options opts) {
   TANDEM_CHECK(!devices.empty(), "make_nccl_local_group: no devices given");
-  const int visible = cuda_device_count();
+  const int visible = cuda::device_count();
   std::vector<int> ids;
   for (const Device& d : devices) {
     TANDEM_CHECK(d.kind == DeviceKind::CUDA, "make_nccl_local_group: {} is not a CUDA device; make_local_group "

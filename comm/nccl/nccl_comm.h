@@ -12,9 +12,6 @@
 
 namespace tandem::comm {
 
-// Number of visible CUDA devices (0 without a GPU or driver).
-int cuda_device_count();
-
 // Every rank of `comm` must call it. Device: cuda:<local rank> (MPI_Comm_split_type SHARED). Throws
 // NotSupportedError when no CUDA device is visible or a node has more ranks than devices.
 std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options = {});

@@ -1,10 +1,10 @@
 // The NCCL transport's device kernels: grid-stride elementwise reduce, divide and 16-bit casts.
-#include "kernels/cuda/platform.cuh"
+#include "runtime/backend/cuda/platform.cuh"
 
 #include <type_traits>
 
 #include "comm/nccl/nccl_kernels.h"
-#include "kernels/common/half.h"
+#include "runtime/backend/common/half.h"
 
 namespace tandem::comm::nccl_kernels {
 namespace {

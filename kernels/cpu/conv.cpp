@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/conv.h"
 #include "kernels/cpu/lanes.h"
-#include "kernels/gemm.h"
+#include "runtime/backend/conv.h"
+#include "runtime/backend/gemm.h"
 
 namespace tandem::kernels {
 namespace {

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/core.h"
+#include "runtime/backend/core.h"
 
 namespace tandem::kernels {
 namespace {

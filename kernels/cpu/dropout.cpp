@@ -1,8 +1,8 @@
 // CPU dropout: the keep mask of element i is philox_uniform(seed, offset, i) >= p, one Philox block
 // per four elements, so CPU, CUDA and a checkpoint replay agree.
-#include "kernels/common/philox.h"
 #include "kernels/cpu/lanes.h"
-#include "kernels/dropout.h"
+#include "runtime/backend/common/philox.h"
+#include "runtime/backend/dropout.h"
 
 namespace tandem::kernels {
 namespace {

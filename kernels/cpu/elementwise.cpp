@@ -2,7 +2,7 @@
 // One dtype/op dispatch per call, then tight loops over contiguous runs that g++ vectorises.
 #include <cmath>
 
-#include "kernels/elementwise.h"
+#include "runtime/backend/elementwise.h"
 
 namespace tandem::kernels {
 namespace {

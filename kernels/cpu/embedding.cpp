@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/embedding.h"
+#include "runtime/backend/embedding.h"
 
 namespace tandem::kernels {
 namespace {

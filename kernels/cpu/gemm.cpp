@@ -10,7 +10,7 @@
 #endif
 #include <Eigen/Core>
 
-#include "kernels/gemm.h"
+#include "runtime/backend/gemm.h"
 #include "runtime/tensor.h"
 
 namespace tandem::kernels {

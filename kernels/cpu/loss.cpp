@@ -3,7 +3,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/loss.h"
+#include "runtime/backend/loss.h"
 
 namespace tandem::kernels {
 namespace {

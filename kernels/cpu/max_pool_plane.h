@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/pool.h"
+#include "runtime/backend/pool.h"
 #include "runtime/dtype.h"
 
 #if defined(__AVX512F__)

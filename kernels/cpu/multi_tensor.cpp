@@ -5,7 +5,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kernels/multi_tensor.h"
+#include "runtime/backend/multi_tensor.h"
 
 namespace tandem::kernels {
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/common/welford.h"
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/max_pool_plane.h"
-#include "kernels/norm.h"
+#include "runtime/backend/common/welford.h"
+#include "runtime/backend/norm.h"
 
 namespace tandem::kernels {
 namespace {

@@ -1,8 +1,8 @@
 // CPU optimizer kernels: SGD and Adam updates on one tensor, sum of squares and in-place scaling
 // for gradient clipping. Math in acc_t<T> (float for 16-bit floats).
-#include "kernels/optim.h"
+#include "runtime/backend/optim.h"
 
-#include "kernels/multi_tensor.h"
+#include "runtime/backend/multi_tensor.h"
 
 namespace tandem::kernels {
 namespace {

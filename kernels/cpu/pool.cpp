@@ -6,7 +6,7 @@
 
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/max_pool_plane.h"
-#include "kernels/pool.h"
+#include "runtime/backend/pool.h"
 
 namespace tandem::kernels {
 namespace {

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/elementwise.h"
-#include "kernels/reduce.h"
+#include "runtime/backend/elementwise.h"
+#include "runtime/backend/reduce.h"
 
 namespace tandem::kernels {
 namespace {

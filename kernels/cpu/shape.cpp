@@ -1,7 +1,7 @@
 // CPU shape kernels: permute (an N-d strided gather) and the strided block copy behind concat.
 #include <cstring>
 
-#include "kernels/shape.h"
+#include "runtime/backend/shape.h"
 
 namespace tandem::kernels {
 namespace {

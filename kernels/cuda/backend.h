@@ -4,7 +4,7 @@
 #pragma once
 #include <cstddef>
 
-#include "kernels/cuda/platform.cuh"
+#include "runtime/backend/cuda/platform.cuh"
 #include "runtime/tensor.h"
 
 namespace tandem::TANDEM_CUDA_NS {

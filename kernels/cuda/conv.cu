@@ -5,12 +5,12 @@
 // filled by cuDNN (conv_cudnn.cpp), which calls these through conv_im2col.h for comparison.
 #include <algorithm>
 
-#include "kernels/conv.h"
-#include "kernels/core.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/conv_im2col.h"
-#include "kernels/gemm.h"
-#include "kernels/reduce.h"
+#include "runtime/backend/conv.h"
+#include "runtime/backend/core.h"
+#include "runtime/backend/gemm.h"
+#include "runtime/backend/reduce.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

@@ -15,18 +15,11 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/conv.h"
 #include "kernels/cuda/backend.h"
 #include "kernels/cuda/conv_im2col.h"
-#include "kernels/reduce.h"
-
-// Checks a cuDNN call: "<file>:<line>: <call> failed: <cudnnGetErrorString>" as a BackendError.
-#define TANDEM_CUDNN_CHECK(call)                                                                 \
-  do {                                                                                           \
-    cudnnStatus_t tandem_cudnn_st_ = (call);                                                     \
-    if (tandem_cudnn_st_ != CUDNN_STATUS_SUCCESS)                                                \
-      ::tandem::throw_call_error(#call, __FILE__, __LINE__, cudnnGetErrorString(tandem_cudnn_st_)); \
-  } while (0)
+#include "runtime/backend/conv.h"
+#include "runtime/backend/cuda/check.h"
+#include "runtime/backend/reduce.h"
 
 namespace tandem::cuda {
 namespace {
@@ -75,8 +68,8 @@ class HandleLease {
  public:
   explicit HandleLease(Device device) : slot_(slot_for(device)), lock_(slot_.mutex) {
     Stream stream = stream_for(device);  // makes the device current
-    if (!slot_.handle) TANDEM_CUDNN_CHECK(cudnnCreate(&slot_.handle));  // never destroyed: lives to exit
-    TANDEM_CUDNN_CHECK(cudnnSetStream(slot_.handle, stream));
+    if (!slot_.handle) CUDNN_CHECK(cudnnCreate(&slot_.handle));  // never destroyed: lives to exit
+    CUDNN_CHECK(cudnnSetStream(slot_.handle, stream));
   }
   cudnnHandle_t get() const { return slot_.handle; }
 
@@ -122,24 +115,24 @@ struct Plan {
 
   Plan(DType dt, const Conv2dGeometry& g) : dtype(dt) {
     const cudnnDataType_t type = cudnn_type(dt);
-    TANDEM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
-    TANDEM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
-    TANDEM_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
-    TANDEM_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-    TANDEM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, as_int(g.n, "n"), as_int(g.c, "c"),
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, as_int(g.n, "n"), as_int(g.c, "c"),
                                                   as_int(g.h, "h"), as_int(g.w, "w")));
-    TANDEM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, as_int(g.n, "n"), as_int(g.o, "o"),
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, as_int(g.n, "n"), as_int(g.o, "o"),
                                                   as_int(g.ho, "ho"), as_int(g.wo, "wo")));
-    TANDEM_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, as_int(g.o, "o"), as_int(g.c, "c"),
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, as_int(g.o, "o"), as_int(g.c, "c"),
                                                   as_int(g.kh, "kh"), as_int(g.kw, "kw")));
     // Cross-correlation (what every framework calls convolution); 16-bit data computes in f32.
     const cudnnDataType_t compute = dt == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    TANDEM_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, as_int(g.ph, "ph"), as_int(g.pw, "pw"),
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, as_int(g.ph, "ph"), as_int(g.pw, "pw"),
                                                        as_int(g.sh, "sh"), as_int(g.sw, "sw"), 1, 1,
                                                        CUDNN_CROSS_CORRELATION, compute));
-    TANDEM_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, search_math()));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(conv, search_math()));
     int n = 0, c = 0, h = 0, wd = 0;  // cuDNN must agree with the geometry ops::conv2d computed
-    TANDEM_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wd));
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wd));
     TANDEM_CHECK(n == g.n && c == g.o && h == g.ho && wd == g.wo,
                  "conv2d on cuda: cuDNN computes output [{}, {}, {}, {}], the geometry says [{}, {}, {}, {}]", n, c,
                  h, wd, g.n, g.o, g.ho, g.wo);
@@ -205,10 +198,10 @@ void choose_forward(cudnnHandle_t h, Plan& p) {
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int count = 0;
   if (heuristic_search())
-    TANDEM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, p.w, p.conv, p.y,
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, p.w, p.conv, p.y,
                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
   else
-    TANDEM_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p.x, p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p.x, p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                             &count, perf));
   p.fwd = pick<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(p, perf, count, "forward");
 }
@@ -218,10 +211,10 @@ void choose_backward_data(cudnnHandle_t h, Plan& p) {
   cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   int count = 0;
   if (heuristic_search())
-    TANDEM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w, p.y, p.conv, p.x,
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w, p.y, p.conv, p.x,
                                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
   else
-    TANDEM_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, p.w, p.y, p.conv, p.x,
+    CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, p.w, p.y, p.conv, p.x,
                                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
   p.bwd_data = pick<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(p, perf, count, "backward-data");
 }
@@ -231,10 +224,10 @@ void choose_backward_filter(cudnnHandle_t h, Plan& p) {
   cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   int count = 0;
   if (heuristic_search())
-    TANDEM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         h, p.x, p.y, p.conv, p.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
   else
-    TANDEM_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p.x, p.y, p.conv, p.w,
+    CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p.x, p.y, p.conv, p.w,
                                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
   p.bwd_filter =
       pick<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(p, perf, count, "backward-filter");
@@ -277,11 +270,11 @@ void conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, 
   HandleLease h(dev);
   Plan& p = plan_for(dev, x.dtype(), g);
   choose_forward(h.get(), p);
-  TANDEM_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv, p.fwd.math));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv, p.fwd.math));
   Workspace ws(p.fwd.workspace, dev);
   if (b.defined()) kernels::expand(dev)(b.view({g.o, 1, 1}), y, 1.0);  // y = bias, then y += conv
   const Scale one(x.dtype(), 1.0), beta(x.dtype(), b.defined() ? 1.0 : 0.0);
-  TANDEM_CUDNN_CHECK(cudnnConvolutionForward(h.get(), one.ptr(), p.x, x.data_ptr(), p.w, w.data_ptr(), p.conv,
+  CUDNN_CHECK(cudnnConvolutionForward(h.get(), one.ptr(), p.x, x.data_ptr(), p.w, w.data_ptr(), p.conv,
                                              p.fwd.algo, ws.get(), ws.size(), beta.ptr(), p.y, y.data_ptr()));
 }
 
@@ -292,10 +285,10 @@ void conv_backward_input(const Tensor& dy, const Tensor& w, Tensor& dx, const Co
   HandleLease h(dev);
   Plan& p = plan_for(dev, dy.dtype(), g);
   choose_backward_data(h.get(), p);
-  TANDEM_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv, p.bwd_data.math));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv, p.bwd_data.math));
   Workspace ws(p.bwd_data.workspace, dev);
   const Scale one(dy.dtype(), 1.0), zero(dy.dtype(), 0.0);
-  TANDEM_CUDNN_CHECK(cudnnConvolutionBackwardData(h.get(), one.ptr(), p.w, w.data_ptr(), p.y, dy.data_ptr(), p.conv,
+  CUDNN_CHECK(cudnnConvolutionBackwardData(h.get(), one.ptr(), p.w, w.data_ptr(), p.y, dy.data_ptr(), p.conv,
                                                   p.bwd_data.algo, ws.get(), ws.size(), zero.ptr(), p.x,
                                                   dx.data_ptr()));
 }
@@ -307,10 +300,10 @@ void conv_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor&
   HandleLease h(dev);
   Plan& p = plan_for(dev, x.dtype(), g);
   choose_backward_filter(h.get(), p);
-  TANDEM_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv, p.bwd_filter.math));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv, p.bwd_filter.math));
   Workspace ws(p.bwd_filter.workspace, dev);
   const Scale one(x.dtype(), 1.0), zero(x.dtype(), 0.0);
-  TANDEM_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h.get(), one.ptr(), p.x, x.data_ptr(), p.y, dy.data_ptr(), p.conv,
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(h.get(), one.ptr(), p.x, x.data_ptr(), p.y, dy.data_ptr(), p.conv,
                                                     p.bwd_filter.algo, ws.get(), ws.size(), zero.ptr(), p.w,
                                                     dw.data_ptr()));
   if (db.defined()) {

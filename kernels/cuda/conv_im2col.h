@@ -2,8 +2,8 @@
 // build registers it as its conv2d; the GPU build registers cuDNN (conv_cudnn.cpp), which falls back
 // to these for empty shapes and under TANDEM_CONV=im2col.
 #pragma once
-#include "kernels/conv.h"
-#include "kernels/cuda/platform.cuh"
+#include "runtime/backend/conv.h"
+#include "runtime/backend/cuda/platform.cuh"
 
 namespace tandem::TANDEM_CUDA_NS {
 

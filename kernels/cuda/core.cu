@@ -1,6 +1,6 @@
 // CUDA-backend kernels behind Tensor: fill, copy (host<->device through backend.h), cast, axpy.
-#include "kernels/core.h"
 #include "kernels/cuda/common.cuh"
+#include "runtime/backend/core.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 

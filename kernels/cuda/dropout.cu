@@ -1,8 +1,8 @@
 // Dropout of the CUDA backend: one thread per Philox block of four elements, the same draw
 // (kernels/common/philox.h) and scaling as the CPU, so both backends drop the same elements.
-#include "kernels/common/philox.h"
 #include "kernels/cuda/common.cuh"
-#include "kernels/dropout.h"
+#include "runtime/backend/common/philox.h"
+#include "runtime/backend/dropout.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/elementwise.h"
+#include "runtime/backend/elementwise.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/embedding.h"
+#include "runtime/backend/embedding.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

@@ -1,9 +1,10 @@
 // GEMM for the CUDA backend: cuBLAS strided-batched GEMM (tensor-op math for f16/bf16, f32
 // accumulation) on the device's stream; under the emulator the CPU GEMM stands in for cuBLAS.
 #include "kernels/cuda/common.cuh"
-#include "kernels/gemm.h"
+#include "runtime/backend/gemm.h"
 #ifndef TANDEM_SIMT_EMULATOR
 #include "kernels/cuda/cublas_loader.h"
+#include "runtime/backend/cuda/check.h"
 
 #include <mutex>
 #include <vector>
@@ -28,14 +29,6 @@ void gemm(Device device, const kernels::GemmArgs& args) {
 
 #else
 
-const char* cublas_error(cublasStatus_t s) { return cuda::cublas().status_string(s); }
-#define TANDEM_CUBLAS_CHECK(call)                                                        \
-  do {                                                                                   \
-    cublasStatus_t tandem_st_ = (call);                                                  \
-    if (tandem_st_ != CUBLAS_STATUS_SUCCESS)                                             \
-      ::tandem::throw_call_error(#call, __FILE__, __LINE__, cublas_error(tandem_st_));   \
-  } while (0)
-
 cublasHandle_t handle_for(Device device) {
   static std::mutex mutex;
   static std::vector<cublasHandle_t> handles;
@@ -44,10 +37,10 @@ cublasHandle_t handle_for(Device device) {
   if (handles.size() <= static_cast<size_t>(device.index)) handles.resize(static_cast<size_t>(device.index) + 1, nullptr);
   cublasHandle_t& h = handles[static_cast<size_t>(device.index)];
   if (!h) {
-    TANDEM_CUBLAS_CHECK(cuda::cublas().create(&h));
-    TANDEM_CUBLAS_CHECK(cuda::cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cuda::cublas().create(&h));
+    CUBLAS_CHECK(cuda::cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH));
   }
-  TANDEM_CUBLAS_CHECK(cuda::cublas().set_stream(h, stream));
+  CUBLAS_CHECK(cuda::cublas().set_stream(h, stream));
   return h;
 }
 
@@ -72,7 +65,7 @@ void gemm(Device device, const kernels::GemmArgs& a) {
   const double alpha64 = a.alpha, beta64 = a.beta;
   const void* alpha = a.dtype == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = a.dtype == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
-  TANDEM_CUBLAS_CHECK(cuda::cublas().gemm_strided_batched_ex(
+  CUBLAS_CHECK(cuda::cublas().gemm_strided_batched_ex(
       h, op_b, op_a, static_cast<int>(a.n), static_cast<int>(a.m), static_cast<int>(a.k), alpha, a.b, type,
       static_cast<int>(a.ldb), a.stride_b, a.a, type, static_cast<int>(a.lda), a.stride_a, beta, a.c, type,
       static_cast<int>(a.ldc), a.stride_c, static_cast<int>(a.batch), compute, CUBLAS_GEMM_DEFAULT));

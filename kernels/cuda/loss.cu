@@ -5,7 +5,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
-#include "kernels/loss.h"
+#include "runtime/backend/loss.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

@@ -8,10 +8,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/common/adam_step.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
-#include "kernels/multi_tensor.h"
+#include "runtime/backend/common/adam_step.h"
+#include "runtime/backend/multi_tensor.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

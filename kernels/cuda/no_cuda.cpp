@@ -1,5 +1,5 @@
-// Device discovery for a build without CUDA (TANDEM_CUDA=OFF): there is never a device.
-#include "kernels/cuda/device.h"
+// The device query (runtime/device_query.h) of a build without CUDA (TANDEM_CUDA=OFF): there is never a device.
+#include "runtime/device_query.h"
 #include "runtime/error.h"
 
 namespace tandem::cuda {
@@ -11,5 +11,7 @@ Device default_device(bool insist) {
   if (insist) TANDEM_FAIL(NotSupported, "{}; rebuild with -DTANDEM_CUDA=ON or use the CPU", describe());
   return kCPU;
 }
+DeviceInfo device_info(int index) { TANDEM_FAIL(NotSupported, "cuda:{}: {}", index, describe()); }
+void* native_stream(Device device) { TANDEM_FAIL(NotSupported, "{}: {}", device.str(), describe()); }
 
 }  // namespace tandem::cuda

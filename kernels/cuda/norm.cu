@@ -6,10 +6,10 @@
 #include <cmath>
 #include <utility>
 
-#include "kernels/core.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
-#include "kernels/norm.h"
+#include "runtime/backend/core.h"
+#include "runtime/backend/norm.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

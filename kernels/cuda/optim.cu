@@ -3,7 +3,7 @@
 // global-norm gradient clipping. sum_squares reduces in f64 (per-block partials, then one block).
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
-#include "kernels/optim.h"
+#include "runtime/backend/optim.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

@@ -2,7 +2,7 @@
 // gathers, one thread per input pixel, over the windows that cover it in increasing output order,
 // so no atomics are needed and the sums are added in the CPU's order (bitwise equal).
 #include "kernels/cuda/common.cuh"
-#include "kernels/pool.h"
+#include "runtime/backend/pool.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

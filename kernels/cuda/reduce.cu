@@ -3,8 +3,8 @@
 // storage type at the end, which gives the CPU's wrapped result exactly.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
-#include "kernels/elementwise.h"
-#include "kernels/reduce.h"
+#include "runtime/backend/elementwise.h"
+#include "runtime/backend/reduce.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

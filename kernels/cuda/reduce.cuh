@@ -2,8 +2,8 @@
 // value per warp through shared memory. Every lane/thread ends with the result. Blocks must be 1-D
 // with blockDim.x a multiple of 32 (<= 1024), and every thread of the block must call in.
 #pragma once
-#include "kernels/common/welford.h"
-#include "kernels/cuda/platform.cuh"
+#include "runtime/backend/common/welford.h"
+#include "runtime/backend/cuda/platform.cuh"
 
 namespace tandem::TANDEM_CUDA_NS {
 

@@ -10,15 +10,9 @@
 #include <vector>
 
 #include "kernels/cuda/backend.h"
-#include "kernels/cuda/device.h"
+#include "runtime/backend/cuda/check.h"
+#include "runtime/device_query.h"
 #include "runtime/storage.h"
-
-#define TANDEM_CUDA_CHECK(call)                                                        \
-  do {                                                                                 \
-    cudaError_t tandem_err_ = (call);                                                  \
-    if (tandem_err_ != cudaSuccess)                                                    \
-      ::tandem::throw_call_error(#call, __FILE__, __LINE__, cudaGetErrorString(tandem_err_)); \
-  } while (0)
 
 namespace tandem::cuda {
 namespace {
@@ -74,18 +68,18 @@ DeviceState& state(Device device) {
                     "device {} does not exist: {}", device.str(), describe());
   DeviceState& s = *states()[static_cast<size_t>(device.index)];
   std::call_once(init_flag(device.index), [&] {
-    TANDEM_CUDA_CHECK(cudaSetDevice(device.index));
-    TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaSetDevice(device.index));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     // Keep freed blocks in the pool instead of returning them to the driver at every sync.
     cudaMemPool_t pool;
-    TANDEM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device.index));
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device.index));
     uint64_t threshold = UINT64_MAX;
-    TANDEM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-    TANDEM_CUDA_CHECK(cudaMallocHost(&s.staging, kStagingBytes));
-    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&s.staging_free, cudaEventDisableTiming));
-    TANDEM_CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream));
+    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    CUDA_CHECK(cudaMallocHost(&s.staging, kStagingBytes));
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.staging_free, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream));
   });
-  TANDEM_CUDA_CHECK(cudaSetDevice(device.index));
+  CUDA_CHECK(cudaSetDevice(device.index));
   return s;
 }
 
@@ -119,13 +113,33 @@ Device default_device(bool insist) {
   return kCPU;
 }
 
+DeviceInfo device_info(int index) {
+  TANDEM_CHECK_KIND(NotSupported, index >= 0 && index < device_count(), "cuda:{} does not exist: {}", index,
+                    describe());
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+  DeviceInfo info;
+  info.index = index;
+  info.name = prop.name;
+  info.cc_major = prop.major;
+  info.cc_minor = prop.minor;
+  int current = 0;
+  CUDA_CHECK(cudaGetDevice(&current));
+  CUDA_CHECK(cudaSetDevice(index));
+  const cudaError_t err = cudaMemGetInfo(&info.memory_free, &info.memory_total);
+  CUDA_CHECK(cudaSetDevice(current));
+  CUDA_CHECK(err);
+  return info;
+}
+
 Stream stream_for(Device device) { return state(device).stream; }
+void* native_stream(Device device) { return stream_for(device); }
 
 void* device_alloc(size_t nbytes, Device device) {
   DeviceState& s = state(device);
   if (nbytes == 0) return nullptr;
   void* p = nullptr;
-  TANDEM_CUDA_CHECK(cudaMallocAsync(&p, nbytes, s.stream));
+  CUDA_CHECK(cudaMallocAsync(&p, nbytes, s.stream));
   return p;
 }
 
@@ -153,17 +167,17 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     std::lock_guard<std::mutex> lock(s.staging_mutex);
     for (size_t done = 0; done < nbytes; done += kStagingBytes) {
       size_t n = std::min(kStagingBytes, nbytes - done);
-      TANDEM_CUDA_CHECK(cudaEventSynchronize(s.staging_free));
+      CUDA_CHECK(cudaEventSynchronize(s.staging_free));
       std::memcpy(s.staging, static_cast<const char*>(src) + done, n);
-      TANDEM_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + done, s.staging, n, cudaMemcpyHostToDevice, s.stream));
-      TANDEM_CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream));
+      CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + done, s.staging, n, cudaMemcpyHostToDevice, s.stream));
+      CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream));
     }
   } else if (dst_host) {
     cudaStream_t stream = state(src_device).stream;
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream));
-    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
   } else if (src_device == dst_device) {
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, state(dst_device).stream));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, state(dst_device).stream));
   } else {
     // Across devices: the destination's stream waits for the source's queued work first, and the
     // source's stream for the copy after it, so that the source's stream-ordered allocator cannot
@@ -171,7 +185,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     Event ready(src_device);
     ready.record();
     ready.wait(dst_device);
-    TANDEM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes,
+    CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes,
                                           state(dst_device).stream));
     Event copied(dst_device);
     copied.record();
@@ -179,26 +193,26 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   }
 }
 
-void synchronize(Device device) { TANDEM_CUDA_CHECK(cudaStreamSynchronize(state(device).stream)); }
+void synchronize(Device device) { CUDA_CHECK(cudaStreamSynchronize(state(device).stream)); }
 
 Event::Event(Device device) : device_(device) {
   state(device);
   cudaEvent_t e;
-  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   event_ = e;
 }
 Event::~Event() {
   if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
 }
-void Event::record() { TANDEM_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), stream_for(device_))); }
+void Event::record() { CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), stream_for(device_))); }
 void Event::wait(Device other) {
-  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_for(other), static_cast<cudaEvent_t>(event_), 0));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_for(other), static_cast<cudaEvent_t>(event_), 0));
 }
-void Event::synchronize() { TANDEM_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_))); }
+void Event::synchronize() { CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_))); }
 bool Event::ready() {
   cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event_));
   if (err == cudaErrorNotReady) return false;
-  TANDEM_CUDA_CHECK(err);
+  CUDA_CHECK(err);
   return true;
 }
 

@@ -1,7 +1,7 @@
 // Shape kernels of the CUDA backend: permute (an N-d strided gather, one output element per
 // thread, coalesced writes) and the strided block copy behind concat.
 #include "kernels/cuda/common.cuh"
-#include "kernels/shape.h"
+#include "runtime/backend/shape.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {

@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "comm/communicator.h"
-#include "kernels/multi_tensor.h"
 #include "nn/optim/fused_optimizer.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/multi_tensor.h"
 #include "runtime/ops/elementwise.h"
 
 namespace tandem::nn {

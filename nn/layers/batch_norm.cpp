@@ -1,8 +1,8 @@
 // BatchNorm layers over ops::batch_norm; num_batches_tracked is counted on the buffer's device.
 #include "nn/layers/batch_norm.h"
 
-#include "kernels/core.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/core.h"
 #include "runtime/ops/norm.h"
 
 namespace tandem::nn {

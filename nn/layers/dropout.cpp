@@ -1,6 +1,7 @@
 // Dropout over ops::dropout.
 #include "nn/layers/dropout.h"
 
+#include "runtime/ops/dropout.h"
 #include "runtime/ops/norm.h"
 
 namespace tandem::nn {

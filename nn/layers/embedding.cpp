@@ -2,6 +2,7 @@
 #include "nn/layers/embedding.h"
 
 #include "nn/init.h"
+#include "runtime/ops/embedding.h"
 #include "runtime/ops/norm.h"
 
 namespace tandem::nn {

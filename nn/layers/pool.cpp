@@ -2,6 +2,7 @@
 #include "nn/layers/pool.h"
 
 #include "runtime/ops/conv.h"
+#include "runtime/ops/pool.h"
 
 namespace tandem::nn {
 

@@ -2,7 +2,7 @@
 // kernels::optim_adam_step.
 #include "nn/optim/adam.h"
 
-#include "kernels/optim.h"
+#include "runtime/backend/optim.h"
 
 namespace tandem::nn {
 

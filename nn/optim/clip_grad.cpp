@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "kernels/optim.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/optim.h"
 
 namespace tandem::nn {
 

@@ -1,7 +1,7 @@
 // FusedAdam: per-parameter state and one kernels::multi_tensor_adam launch per device.
 #include "nn/optim/fused_adam.h"
 
-#include "kernels/multi_tensor.h"
+#include "runtime/backend/multi_tensor.h"
 
 namespace tandem::nn {
 

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "kernels/multi_tensor.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/multi_tensor.h"
 
 namespace tandem::nn {
 

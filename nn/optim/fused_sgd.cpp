@@ -1,7 +1,7 @@
 // FusedSGD: lazily made momentum buffers and one kernels::multi_tensor_sgd launch per device.
 #include "nn/optim/fused_sgd.h"
 
-#include "kernels/multi_tensor.h"
+#include "runtime/backend/multi_tensor.h"
 
 namespace tandem::nn {
 

@@ -1,7 +1,7 @@
 // SGD: validation, lazily made momentum buffers, the update through kernels::optim_sgd_step.
 #include "nn/optim/sgd.h"
 
-#include "kernels/optim.h"
+#include "runtime/backend/optim.h"
 
 namespace tandem::nn {
 

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "kernels/cuda/device.h"
 #include "nn/parallel/coalesce.h"
 #include "nn/parallel/device_workers.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/device_query.h"
 
 namespace tandem::nn::parallel {
 

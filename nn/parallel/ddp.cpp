@@ -70,14 +70,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   TANDEM_CHECK(!reduced.empty(),
                "DistributedDataParallel: the module has no parameter that requires a gradient; there is nothing "
                "to synchronise");
-  ReducerOptions ro;
-  ro.bucket_cap_mb = options_.bucket_cap_mb;
-  ro.first_bucket_mb = options_.first_bucket_mb;
-  ro.find_unused_parameters = options_.find_unused_parameters;
-  ro.gradient_as_bucket_view = options_.gradient_as_bucket_view;
-  ro.static_graph = options_.static_graph;
-  ro.skip_allreduce = options_.skip_allreduce;
-  reducer_ = Reducer::create(std::move(reduced), reduced_names_, comm_, ro);
+  reducer_ = Reducer::create(std::move(reduced), reduced_names_, comm_, options_);
 }
 
 void DistributedDataParallel::verify_same_parameters(const NamedTensors& params) {

@@ -15,28 +15,11 @@
 
 #include "comm/communicator.h"
 #include "nn/module.h"
+#include "nn/parallel/ddp_options.h"
 #include "nn/parallel/reducer.h"
 
 namespace tandem::nn::parallel {
 
-struct DDPOptions {
-  double bucket_cap_mb = 25.0;
-  double first_bucket_mb = 1.0;
-  // Search the graph of each forward for parameters that will get no gradient and reduce zeros for
-  // them (costs a graph traversal per forward).
-  bool find_unused_parameters = false;
-  // Gradients are views into the bucket buffers: no copy in or out.
-  bool gradient_as_bucket_view = false;
-  // Broadcast rank 0's buffers (BN running statistics) before each synchronised forward (grad
-  // enabled, outside no_sync()); forwards under NoGradGuard are local, so ranks may evaluate
-  // different numbers of batches.
-  bool broadcast_buffers = true;
-  // The set of used parameters is the same every iteration: found once (first iteration), then
-  // checked; no per-forward search even with unused parameters.
-  bool static_graph = false;
-  // Benchmarks only: same compute and copies, the all-reduce skipped (gradients stay local).
-  bool skip_allreduce = false;
-};
 
 class DistributedDataParallel final : public Module {
  public:

@@ -60,14 +60,14 @@ std::vector<std::vector<size_t>> compute_bucket_assignment(const std::vector<Ten
 }
 
 std::shared_ptr<Reducer> Reducer::create(std::vector<Tensor> params, std::vector<std::string> names,
-                                         std::shared_ptr<comm::Communicator> comm, ReducerOptions options) {
+                                         std::shared_ptr<comm::Communicator> comm, const DDPOptions& options) {
   std::shared_ptr<Reducer> r(new Reducer(std::move(params), std::move(names), std::move(comm), options));
   r->install_hooks();
   return r;
 }
 
 Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
-                 std::shared_ptr<comm::Communicator> comm, ReducerOptions options)
+                 std::shared_ptr<comm::Communicator> comm, const DDPOptions& options)
     : params_(std::move(params)), names_(std::move(names)), comm_(std::move(comm)), options_(options) {
   TANDEM_CHECK(comm_ != nullptr, "Reducer: no communicator given");
   TANDEM_CHECK(params_.size() == names_.size(), "Reducer: {} parameters but {} names", params_.size(), names_.size());
@@ -288,7 +288,7 @@ void Reducer::launch_ready_buckets() {
     Bucket& b = buckets_[next_bucket_];
     if (next_bucket_ == 0) first_launch_time_ = now_s();
     if (ready_count_ < params_.size()) ++stats_.launched_early;
-    if (!options_.skip_allreduce)
+    if (!skip_allreduce_)
       b.work = comm_->allreduce(b.buffer.data_ptr(), b.buffer.numel(), b.buffer.dtype(), comm::ReduceOp::Avg);
     ++next_bucket_;
   }

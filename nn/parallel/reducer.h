@@ -13,19 +13,11 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "nn/parallel/ddp_options.h"
 #include "runtime/tensor.h"
 
 namespace tandem::nn::parallel {
 
-struct ReducerOptions {
-  double bucket_cap_mb = 25.0;
-  double first_bucket_mb = 1.0;  // a small first bucket starts communication early in backward
-  bool find_unused_parameters = false;
-  bool gradient_as_bucket_view = false;
-  bool static_graph = false;
-  // Benchmarks only: every copy and wait happens, the all-reduce itself is skipped.
-  bool skip_allreduce = false;
-};
 
 // Groups `tensors` (indices in `order`, e.g. reverse registration order) into buckets: one dtype and
 // device per bucket; a bucket closes once it reaches its byte limit (limits[0] for the first bucket
@@ -51,7 +43,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
  public:
   // `params` are the parameters that require grad, `names` their names (for errors).
   static std::shared_ptr<Reducer> create(std::vector<Tensor> params, std::vector<std::string> names,
-                                         std::shared_ptr<comm::Communicator> comm, ReducerOptions options);
+                                         std::shared_ptr<comm::Communicator> comm, const DDPOptions& options);
   ~Reducer();  // waits for collectives still in flight (their buffers live here)
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
@@ -69,6 +61,9 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // Bytes of each bucket.
   std::vector<int64_t> bucket_bytes() const;
   const ReducerStats& stats() const { return stats_; }
+  // Benchmarks only (the cost of the rest of DDP without communication): every copy and wait
+  // happens, the all-reduce itself is skipped, so gradients stay local.
+  void skip_allreduce_for_benchmarks(bool skip) { skip_allreduce_ = skip; }
   bool finalized() const { return finalized_; }
   // The bucket slot of parameter i (flat), for tests of gradient_as_bucket_view.
   Tensor bucket_view(size_t param_index) const;
@@ -81,7 +76,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     comm::WorkPtr work;
   };
   Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::shared_ptr<comm::Communicator> comm,
-          ReducerOptions options);
+          const DDPOptions& options);
   void install_hooks();
   void on_grad_ready(size_t index);
   // Puts parameter `index`'s gradient (or zeros, when it has none) into its slot; counts it ready.
@@ -95,7 +90,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<Tensor> params_;
   std::vector<std::string> names_;
   std::shared_ptr<comm::Communicator> comm_;
-  ReducerOptions options_;
+  const DDPOptions& options_;
 
   std::vector<Bucket> buckets_;
   std::vector<std::vector<size_t>> bucket_params_;
@@ -118,6 +113,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   double first_launch_time_ = 0;
 
   ReducerStats stats_;
+  bool skip_allreduce_ = false;
 };
 
 }  // namespace tandem::nn::parallel

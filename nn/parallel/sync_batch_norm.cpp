@@ -2,10 +2,10 @@
 // and convert_sync_batchnorm.
 #include "nn/parallel/sync_batch_norm.h"
 
-#include "kernels/common/welford.h"
-#include "kernels/core.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/common/welford.h"
+#include "runtime/backend/core.h"
 #include "runtime/ops/norm.h"
 
 namespace tandem::nn::parallel {

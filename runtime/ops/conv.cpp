@@ -2,9 +2,9 @@
 // keeps x only when dW is needed and w only when dX is needed.
 #include "runtime/ops/conv.h"
 
-#include "kernels/conv.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/conv.h"
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {

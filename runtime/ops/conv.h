@@ -1,4 +1,4 @@
-// Convolution and pooling, NCHW.
+// Convolution, NCHW.
 #pragma once
 #include <array>
 
@@ -9,11 +9,5 @@ namespace tandem::ops {
 // x [N, C, H, W], weight [O, C, kh, kw], bias [O] (optional) -> [N, O, Ho, Wo]
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               std::array<int64_t, 2> stride = {1, 1}, std::array<int64_t, 2> padding = {0, 0});
-// stride 0 means stride = kernel (PyTorch's default). Padding is -inf (max) or zero (avg, counted
-// in the divisor as PyTorch's count_include_pad=true).
-Tensor max_pool2d(const Tensor& x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride = {0, 0},
-                  std::array<int64_t, 2> padding = {0, 0});
-Tensor avg_pool2d(const Tensor& x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride = {0, 0},
-                  std::array<int64_t, 2> padding = {0, 0});
 
 }  // namespace tandem::ops

@@ -1,7 +1,8 @@
 // dropout entry: one Philox draw (seed, offset) per call; backward re-derives the same mask from the
 // captured (seed, offset) instead of storing it.
-#include "kernels/dropout.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/dropout.h"
+#include "runtime/ops/dropout.h"
 #include "runtime/ops/norm.h"
 #include "runtime/ops/op_checks.h"
 

@@ -2,8 +2,8 @@
 // that captures only what it reads.
 #include "runtime/ops/elementwise.h"
 
-#include "kernels/elementwise.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/elementwise.h"
 #include "runtime/ops/op_checks.h"
 #include "runtime/ops/shape.h"
 

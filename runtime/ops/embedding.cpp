@@ -1,7 +1,8 @@
 // embedding entry: gather rows of weight by index; backward scatter-adds into a dense dweight in index
 // order (deterministic).
-#include "kernels/embedding.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/embedding.h"
+#include "runtime/ops/embedding.h"
 #include "runtime/ops/norm.h"
 #include "runtime/ops/op_checks.h"
 

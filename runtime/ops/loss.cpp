@@ -2,9 +2,9 @@
 // under autocast).
 #include "runtime/ops/loss.h"
 
-#include "kernels/loss.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/loss.h"
 #include "runtime/ops/elementwise.h"
 #include "runtime/ops/op_checks.h"
 #include "runtime/ops/reduce.h"

@@ -1,12 +1,12 @@
 // Softmax family and losses (computed in f32 or f64; see the autocast policy).
 #pragma once
+#include "runtime/reduction.h"
 #include "runtime/tensor.h"
 
 namespace tandem::ops {
 
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
-enum class Reduction { Mean, Sum, None };
 // logits [N, C], target i64 [N]; fused log-softmax + NLL; targets equal to ignore_index count
 // neither in the loss nor in the mean's denominator.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,

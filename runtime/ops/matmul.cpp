@@ -2,10 +2,10 @@
 // sum for linear's bias).
 #include "runtime/ops/matmul.h"
 
-#include "kernels/gemm.h"
-#include "kernels/reduce.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/gemm.h"
+#include "runtime/backend/reduce.h"
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {

@@ -2,12 +2,13 @@
 // all-reduced statistics), and layer_norm.
 #include "runtime/ops/norm.h"
 
-#include "kernels/norm.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/norm.h"
 #include "runtime/ops/conv.h"
 #include "runtime/ops/elementwise.h"
 #include "runtime/ops/op_checks.h"
+#include "runtime/ops/pool.h"
 
 namespace tandem::ops {
 namespace {

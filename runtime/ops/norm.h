@@ -1,8 +1,7 @@
-// Normalisation layers, embedding and dropout.
+// Normalisation: batch norm (with its fused epilogue and the building blocks SyncBatchNorm uses), layer norm.
 #pragma once
 #include <array>
 
-#include "runtime/random.h"
 #include "runtime/tensor.h"
 
 namespace tandem::ops {
@@ -28,11 +27,6 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, Ten
 // Normalises over the last `normalized_dims` dimensions; weight/bias have those dims' shape (optional).
 Tensor layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
                   double eps = 1e-5);
-// indices (i32/i64) of any shape, weight [V, D] -> [..., D]
-Tensor embedding(const Tensor& indices, const Tensor& weight);
-// Inverted dropout: zero with probability p, scale survivors by 1/(1-p); identity when !training.
-// The mask comes from one Philox draw of gen (so recomputation with the same offset reproduces it).
-Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = default_generator());
 
 // ---- Batch-norm building blocks (not differentiable: they record nothing), for SyncBatchNorm,
 // which all-reduces between them. x is [N, C] or [N, C, H, W]; "stat" tensors are [C] of
@@ -41,7 +35,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = defaul
 //   y = batch_norm_apply(x, s.mean, invstd, weight, bias);
 //   backward: r = batch_norm_backward_reduce(dy, x, s.mean, invstd, weight, bias);
 //   dx = batch_norm_backward_elemt(dy, x, s.mean, invstd, weight, r.sum_dy, r.sum_dy_xmu, s.count).
-// SyncBN merges the per-rank (count, mean, m2) with welford_merge (kernels/common/welford.h) before
+// SyncBN merges the per-rank (count, mean, m2) with welford_merge (runtime/backend/common/welford.h) before
 // batch_norm_invstd, and all-reduces sum_dy / sum_dy_xmu before batch_norm_backward_elemt, passing the
 // total count.
 DType batch_norm_stat_dtype(DType x_dtype);

@@ -5,8 +5,8 @@
 
 #include <array>
 
-#include "kernels/pool.h"
-#include "kernels/reduce.h"
+#include "runtime/backend/pool.h"
+#include "runtime/backend/reduce.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
 

@@ -1,9 +1,10 @@
 // max_pool2d / avg_pool2d entries: validate, compute the geometry, call the backend's pooling tables,
 // record backward (max keeps the i32 argmax, avg keeps only the geometry).
-#include "kernels/pool.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/pool.h"
 #include "runtime/ops/conv.h"
 #include "runtime/ops/op_checks.h"
+#include "runtime/ops/pool.h"
 
 namespace tandem::ops {
 namespace detail {

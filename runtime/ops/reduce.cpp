@@ -2,9 +2,9 @@
 // argmax.
 #include "runtime/ops/reduce.h"
 
-#include "kernels/reduce.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/reduce.h"
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {

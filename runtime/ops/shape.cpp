@@ -2,9 +2,9 @@
 // transpose/permute/concat copy through the backend's kernels; cast and to_device move back.
 #include "runtime/ops/shape.h"
 
-#include "kernels/core.h"
-#include "kernels/shape.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/core.h"
+#include "runtime/backend/shape.h"
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {

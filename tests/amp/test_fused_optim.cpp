@@ -7,13 +7,13 @@
 #include <functional>
 #include <memory>
 
-#include "kernels/multi_tensor.h"
 #include "nn/amp/grad_scaler.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/clip_grad.h"
 #include "nn/optim/fused_adam.h"
 #include "nn/optim/fused_sgd.h"
 #include "nn/optim/sgd.h"
+#include "runtime/backend/multi_tensor.h"
 #include "runtime/random.h"
 
 using namespace tandem;

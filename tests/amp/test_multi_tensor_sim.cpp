@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/multi_tensor.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/fused_adam.h"
+#include "runtime/backend/multi_tensor.h"
 #include "runtime/random.h"
 
 using namespace tandem;

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "nn/checkpoint.h"
+#include "nn/checkpoint_sequential.h"
 #include "nn/layers.h"
 #include "nn/models.h"
 #include "runtime/autocast.h"

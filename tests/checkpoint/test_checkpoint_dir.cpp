@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "runtime/serialization/atomic_file.h"
-#include "runtime/serialization/checkpoint.h"
+#include "runtime/serialization/training_checkpoint.h"
 #include "tests/checkpoint/temp_dir.h"
 
 using namespace tandem;

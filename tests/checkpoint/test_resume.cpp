@@ -7,12 +7,12 @@
 
 #include <cstring>
 
-#include "nn/amp/train_integration.h"
-#include "nn/checkpoint.h"
+#include "nn/checkpoint_sequential.h"
 #include "nn/layers.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/fused_adam.h"
 #include "nn/parallel/distributed_sampler.h"
+#include "nn/training_state.h"
 #include "runtime/autocast.h"
 #include "runtime/ops.h"
 #include "tests/checkpoint/temp_dir.h"

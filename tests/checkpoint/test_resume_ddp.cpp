@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "comm/communicator.h"
-#include "nn/amp/train_integration.h"
 #include "nn/layers.h"
 #include "nn/optim/adam.h"
 #include "nn/parallel/ddp.h"
 #include "nn/parallel/distributed_sampler.h"
+#include "nn/training_state.h"
 #include "runtime/autocast.h"
 #include "runtime/ops.h"
 #include "tests/checkpoint/temp_dir.h"

@@ -7,6 +7,7 @@
 
 #include "comm/mpi/mpi_comm.h"
 #include "comm/nccl/nccl_comm.h"
+#include "runtime/device_query.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
 
@@ -26,11 +27,11 @@ std::shared_ptr<Communicator> nccl_world(Options::Algo algo) {
 }
 
 TEST(CommNccl, CollectivesOnDeviceBuffers) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible: the NCCL communicator needs a GPU";
-  if (local_size() > cuda_device_count()) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible: the NCCL communicator needs a GPU";
+  if (local_size() > cuda::device_count()) {
     // Every rank sees the same counts, so all skip together; the factory's error is checked instead.
     EXPECT_THROW(make_nccl_communicator(MPI_COMM_WORLD), NotSupportedError);
-    GTEST_SKIP() << local_size() << " ranks on this node share " << cuda_device_count() << " CUDA device(s)";
+    GTEST_SKIP() << local_size() << " ranks on this node share " << cuda::device_count() << " CUDA device(s)";
   }
   for (auto algo : {Options::Algo::Ring, Options::Algo::Native}) {
     auto c = nccl_world(algo);

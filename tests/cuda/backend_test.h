@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/device.h"
+#include "runtime/device_query.h"
 #include "runtime/tensor.h"
 
 namespace tandem::testing {

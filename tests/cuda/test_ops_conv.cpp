@@ -1,12 +1,13 @@
 // conv2d forward / backward_input / backward_weight of the CUDA backend against the CPU, one test per
 // (backend, shape): cuDNN on a GPU (skipped without one), im2col + GEMM under the emulator. Shapes
 // cover stride 2, padding, odd and non-square sizes, 1x1 and even kernels, with and without bias.
+// Also im2col/col2im (exact) and conv2d on small shapes, among them an empty batch (ConvBackendOps).
 #include <cstdlib>
 #include <ostream>
 #include <string>
 #include <tuple>
 
-#include "kernels/conv.h"
+#include "runtime/backend/conv.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {
@@ -147,6 +148,61 @@ TEST(CudnnConv, Im2colSwitchAgreesAndPlansAreDeterministic) {
   Tensor y = Tensor::empty(ys, DType::f32, d);
   EXPECT_THROW(kernels::conv2d_forward(d)(x, w, b, y, g), ValueError);
 }
+
+kernels::Conv2dGeometry conv_geometry(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k, int64_t s,
+                                      int64_t p) {
+  kernels::Conv2dGeometry g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.o = o, g.kh = k, g.kw = k, g.sh = s, g.sw = s, g.ph = p, g.pw = p;
+  g.ho = (h + 2 * p - k) / s + 1;
+  g.wo = (w + 2 * p - k) / s + 1;
+  return g;
+}
+
+class ConvBackendOps : public BackendTest {};
+
+TEST_P(ConvBackendOps, Im2colCol2imMatchCpuExactly) {
+  for (auto g : {conv_geometry(2, 3, 6, 7, 4, 3, 1, 1), conv_geometry(1, 2, 9, 8, 3, 3, 2, 0), conv_geometry(1, 1, 1, 1, 1, 1, 1, 0),
+                 conv_geometry(2, 2, 5, 5, 2, 2, 2, 1)}) {
+    Tensor x = random_tensor({g.n, g.c, g.h, g.w}, DType::f32, 131);
+    Tensor cols = Tensor::empty({g.k(), g.n * g.l()}), dcols = Tensor::empty({g.k(), g.n * g.l()}, DType::f32, dev());
+    Tensor dx = x.to(dev());
+    kernels::im2col(kCPU)(kCPU, DType::f32, g, x.data_ptr(), cols.data_ptr());
+    kernels::im2col(dev())(dev(), DType::f32, g, dx.data_ptr(), dcols.data_ptr());
+    expect_close(dcols, cols, 0, "im2col");
+    Tensor back = Tensor::empty(x.shape()), dback = Tensor::empty(x.shape(), DType::f32, dev());
+    kernels::col2im(kCPU)(kCPU, DType::f32, g, cols.data_ptr(), back.data_ptr());
+    kernels::col2im(dev())(dev(), DType::f32, g, dcols.data_ptr(), dback.data_ptr());
+    expect_close(dback, back, 0, "col2im");
+  }
+}
+
+TEST_P(ConvBackendOps, Conv2dForwardBackwardMatchCpu) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16})
+    for (auto g : {conv_geometry(2, 3, 6, 7, 4, 3, 1, 1), conv_geometry(3, 2, 9, 8, 5, 3, 2, 0), conv_geometry(1, 1, 1, 1, 1, 1, 1, 0),
+                   conv_geometry(0, 2, 4, 4, 3, 3, 1, 1)}) {
+      const double rtol = dt == DType::f16 ? 2e-3 : 1e-5;
+      std::string what = std::string(dtype_name(dt)) + " n=" + std::to_string(g.n) + " c=" + std::to_string(g.c);
+      Shape xs{g.n, g.c, g.h, g.w}, ws{g.o, g.c, g.kh, g.kw}, ys{g.n, g.o, g.ho, g.wo};
+      Tensor x = random_tensor(xs, dt, 141), w = random_tensor(ws, dt, 142), b = random_tensor({g.o}, dt, 143);
+      Tensor dy = random_tensor(ys, dt, 144);
+      Tensor y = Tensor::empty(ys, dt), gy = Tensor::empty(ys, dt, dev());
+      kernels::conv2d_forward(kCPU)(x, w, b, y, g);
+      kernels::conv2d_forward(dev())(x.to(dev()), w.to(dev()), b.to(dev()), gy, g);
+      expect_close(gy, y, rtol, what + " y");
+      Tensor dx = Tensor::empty(xs, dt), gdx = Tensor::empty(xs, dt, dev());
+      kernels::conv2d_backward_input(kCPU)(dy, w, dx, g);
+      kernels::conv2d_backward_input(dev())(dy.to(dev()), w.to(dev()), gdx, g);
+      expect_close(gdx, dx, rtol, what + " dx");
+      Tensor dw = Tensor::empty(ws, dt), db = Tensor::empty({g.o}, dt);
+      Tensor gdw = Tensor::empty(ws, dt, dev()), gdb = Tensor::empty({g.o}, dt, dev());
+      kernels::conv2d_backward_weight(kCPU)(x, dy, dw, db, g);
+      kernels::conv2d_backward_weight(dev())(x.to(dev()), dy.to(dev()), gdw, gdb, g);
+      expect_close(gdw, dw, rtol, what + " dw");
+      expect_close(gdb, db, rtol, what + " db");
+    }
+}
+
+TANDEM_BACKEND_SUITE(ConvBackendOps);
 
 }  // namespace
 }  // namespace tandem::testing

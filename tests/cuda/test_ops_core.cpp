@@ -1,5 +1,5 @@
 // fill, copy, cast, axpy and the allocator on the CUDA backend vs the CPU backend.
-#include "kernels/core.h"
+#include "runtime/backend/core.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {

@@ -1,5 +1,5 @@
 // Broadcasting binary ops, unary ops and their backward on the CUDA backend vs the CPU backend.
-#include "kernels/elementwise.h"
+#include "runtime/backend/elementwise.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {

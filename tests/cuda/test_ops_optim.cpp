@@ -1,5 +1,5 @@
 // SGD / Adam steps, sum of squares and scale on the CUDA backend vs the CPU backend.
-#include "kernels/optim.h"
+#include "runtime/backend/optim.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {

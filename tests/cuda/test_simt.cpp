@@ -1,7 +1,7 @@
 // The SIMT emulator's own tests: CUDA's execution model (indices, barriers, shared memory, warp
 // shuffles, atomics) and the bugs it must report instead of hanging: a barrier reached by some
 // threads only, a missing __syncthreads, out-of-bounds shared memory, bad warp masks.
-#include "kernels/cuda/simt/simt.h"
+#include "runtime/backend/cuda/simt/simt.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // empty sizes and the 16-bit types.
 #include <gtest/gtest.h>
 
-#include "kernels/gemm.h"
+#include "runtime/backend/gemm.h"
 #include "runtime/random.h"
 #include "runtime/tensor.h"
 

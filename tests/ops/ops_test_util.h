@@ -1,4 +1,5 @@
-// Small helpers for the op tests: tensors from reference arrays, ValueError expectations.
+// Small helpers for the op tests: tensors from reference arrays, evenly spaced values, ValueError
+// expectations.
 #pragma once
 #include <string>
 #include <vector>
@@ -13,6 +14,13 @@ namespace tandem::testing {
 
 inline Tensor ref_tensor(const std::vector<double>& v, const Shape& shape, DType dtype = DType::f64) {
   return Tensor::from_vector(v, shape, dtype);
+}
+
+// n values from lo to hi (both included), evenly spaced.
+inline std::vector<double> linspace(double lo, double hi, int64_t n) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = lo + (hi - lo) * double(i) / double(n - 1);
+  return v;
 }
 
 // Runs f and expects a ValueError whose message contains every needle.

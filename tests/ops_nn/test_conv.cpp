@@ -2,7 +2,7 @@
 // adjointness, 16-bit inputs, and the shape errors.
 #include <gtest/gtest.h>
 
-#include "kernels/conv.h"
+#include "runtime/backend/conv.h"
 #include "runtime/ops.h"
 #include "tests/ops_nn/helpers.h"
 

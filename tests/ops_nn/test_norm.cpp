@@ -2,7 +2,7 @@
 // blocks, and layer_norm: against PyTorch, gradcheck in f64, errors.
 #include <gtest/gtest.h>
 
-#include "kernels/common/welford.h"
+#include "runtime/backend/common/welford.h"
 #include "runtime/ops.h"
 #include "tests/ops_nn/helpers.h"
 

@@ -1,6 +1,6 @@
 // DataParallel on 2-4 cpu devices of one process: training equals single-device training, the
 // replicas stay identical to the module, and a batch smaller than the device count still works.
-#include "nn/parallel/train_integration.h"
+#include "apps/common/parallel_setup.h"
 #include "tests/parallel/dp_check.h"
 
 namespace tandem::testing {
@@ -49,25 +49,25 @@ TEST(DataParallel, ChecksDevices) {
   EXPECT_EQ(d[2], Device(DeviceKind::CPU, 2));
 }
 
-TEST(TrainIntegration, SingleAndDpModes) {
-  nn::parallel::ParallelConfig pc;
+TEST(ParallelSetup, SingleAndDpModes) {
+  app::ParallelConfig pc;
   auto model = small_mlp(1);
-  auto single = nn::parallel::setup_parallel(pc, model);
+  auto single = app::setup_parallel(pc, model);
   EXPECT_EQ(single.model.get(), model.get());
   EXPECT_FALSE(single.accumulation_scope(0).has_value());
   pc.mode = "dp";
   pc.devices = "cpu:0,cpu:1,cpu:2";
-  auto dp = nn::parallel::setup_parallel(pc, small_mlp(1));
+  auto dp = app::setup_parallel(pc, small_mlp(1));
   EXPECT_EQ(dp.model->type_name(), "DataParallel");
   EXPECT_EQ(dp.world_size(), 1);
   pc.mode = "fsdp";
-  EXPECT_THROW(nn::parallel::setup_parallel(pc, small_mlp(1)), ValueError);
+  EXPECT_THROW(app::setup_parallel(pc, small_mlp(1)), ValueError);
   pc.mode = "dp";
   pc.sync_bn = true;
-  EXPECT_THROW(nn::parallel::setup_parallel(pc, small_mlp(1)), ValueError);
+  EXPECT_THROW(app::setup_parallel(pc, small_mlp(1)), ValueError);
   pc.sync_bn = false;
   pc.accumulation_steps = 0;
-  EXPECT_THROW(nn::parallel::setup_parallel(pc, small_mlp(1)), ValueError);
+  EXPECT_THROW(app::setup_parallel(pc, small_mlp(1)), ValueError);
 }
 
 }  // namespace

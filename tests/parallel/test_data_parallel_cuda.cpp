@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "comm/communicator.h"
-#include "kernels/cuda/device.h"
 #include "nn/parallel/data_parallel.h"
+#include "runtime/device_query.h"
 #include "tests/parallel/dp_check.h"
 
 namespace tandem::testing {

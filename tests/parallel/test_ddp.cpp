@@ -4,12 +4,12 @@
 // construction broadcast and cross-rank metrics. Each rank computes the single-process reference.
 #include <functional>
 
+#include "apps/common/parallel_setup.h"
 #include "nn/optim.h"
 #include "nn/parallel/ddp.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "nn/parallel/metrics.h"
 #include "nn/parallel/sync_batch_norm.h"
-#include "nn/parallel/train_integration.h"
 #include "tests/parallel/parallel_util.h"
 
 namespace tandem::testing {
@@ -284,14 +284,14 @@ TEST(DDP, BroadcastBuffersEachForward) {
   EXPECT_EQ(rm.to_vector<float>(), std::vector<float>(4, static_cast<float>(comm->rank())));
 }
 
-TEST(TrainIntegration, DdpModeWithAccumulationMatchesSingleProcess) {
+TEST(ParallelSetup, DdpModeWithAccumulationMatchesSingleProcess) {
   auto comm = world();
   const int rank = comm->rank(), n = comm->size();
-  nn::parallel::ParallelConfig pc;
+  app::ParallelConfig pc;
   pc.mode = "ddp";
   pc.accumulation_steps = 2;
   pc.sync_bn = true;
-  auto ps = nn::parallel::setup_parallel(pc, small_cnn(8), comm);
+  auto ps = app::setup_parallel(pc, small_cnn(8), comm);
   ASSERT_NE(ps.ddp, nullptr);
   EXPECT_EQ(ps.world_size(), n);
   auto ref = small_cnn(8);

@@ -4,9 +4,9 @@
 // node; CI has none, a GPU machine runs it.
 #include "comm/communicator.h"
 #include "comm/mpi/mpi_comm.h"
-#include "kernels/cuda/device.h"
 #include "nn/optim.h"
 #include "nn/parallel/ddp.h"
+#include "runtime/device_query.h"
 #include "tests/parallel/parallel_util.h"
 
 namespace tandem::testing {

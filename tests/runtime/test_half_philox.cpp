@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/common/half.h"
-#include "kernels/common/philox.h"
+#include "runtime/backend/common/half.h"
+#include "runtime/backend/common/philox.h"
 
 using namespace tandem;
 

@@ -1,0 +1,33 @@
+// GEMM, the one matrix-multiply kernel behind matmul, linear and conv2d (im2col): Eigen on CPU,
+// cuBLAS(Lt) on CUDA, the CPU GEMM standing in under the SIMT emulator.
+#pragma once
+#include <cstdint>
+
+#include "runtime/backend/registry.h"
+#include "runtime/dtype.h"
+
+namespace tandem::kernels {
+
+// Row-major, strided-batched: for each b < batch,
+//   C_b[m, n] = alpha * op(A_b)[m, k] @ op(B_b)[k, n] + beta * C_b[m, n]
+// op(X) = X^T when trans_X. lda/ldb/ldc are row strides (elements) of the matrices as stored.
+// A, B, C share `dtype`; accumulation is f32 for f16/bf16 (f64 for f64). beta == 0 ignores C's
+// prior contents (NaNs included).
+struct GemmArgs {
+  DType dtype = DType::f32;
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  int64_t lda = 0;
+  const void* b = nullptr;
+  int64_t ldb = 0;
+  void* c = nullptr;
+  int64_t ldc = 0;
+  double alpha = 1.0, beta = 0.0;
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries (0: shared)
+};
+
+TANDEM_KERNEL(gemm, void(Device device, const GemmArgs& args));
+
+}  // namespace tandem::kernels

@@ -1,0 +1,37 @@
+// Softmax and loss kernel tables. Softmax works on x viewed as [outer, n, inner] (the softmax dim
+// in the middle; inner == 1 is the fast, contiguous case).
+#pragma once
+#include <cstdint>
+
+#include "runtime/backend/registry.h"
+#include "runtime/reduction.h"
+#include "runtime/tensor.h"
+
+namespace tandem::kernels {
+
+// y = softmax(x) (or log_softmax when `log`) over n. x, y [outer, n, inner]: same dtype
+// (floating), device. Max-subtracted, computed in acc_t<T>.
+TANDEM_KERNEL(softmax, void(const Tensor& x, Tensor& y, int64_t outer, int64_t n, int64_t inner, bool log));
+
+// Given y (the forward output) and grad_y:
+//   softmax:      grad_x = y * (grad_y - sum_n(grad_y * y))
+//   log_softmax:  grad_x = grad_y - exp(y) * sum_n(grad_y)
+TANDEM_KERNEL(softmax_backward, void(const Tensor& grad_y, const Tensor& y, Tensor& grad_x, int64_t outer,
+                                     int64_t n, int64_t inner, bool log));
+
+// Fused log-softmax + NLL. logits [N, C] (floating), target [N] (i64 or i32), lse [N] in the
+// accumulation dtype (f32 for f16/bf16/f32, f64 for f64) receives each row's log-sum-exp (saved for
+// backward). loss: [N] for Reduction::None (0 on ignored rows), [] for Sum and Mean; logits' dtype.
+// Mean divides by the number of rows whose target != ignore_index (0/0 = NaN, as PyTorch).
+// A target outside [0, C) that is not ignore_index: the CPU backend throws ValueError.
+TANDEM_KERNEL(cross_entropy, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
+                                  int64_t ignore_index, ops::Reduction reduction));
+
+// grad_logits [N, C] = (softmax(logits) - onehot(target)) * g / count, with g = grad_loss ([N] for
+// None, [] otherwise), count = number of non-ignored rows for Mean, 1 otherwise; ignored rows get 0.
+// softmax(logits) is exp(logits - lse).
+TANDEM_KERNEL(cross_entropy_backward, void(const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
+                                           const Tensor& lse, Tensor& grad_logits, int64_t ignore_index,
+                                           ops::Reduction reduction));
+
+}  // namespace tandem::kernels

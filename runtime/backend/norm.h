@@ -1,0 +1,84 @@
+// Normalisation kernel tables. Batch norm is split into the stages of PyTorch's CUDA path so that
+// SyncBatchNorm can all-reduce between them: stats -> (merge across ranks) -> finalize -> apply;
+// backward: reduce -> (all-reduce sum_dy, sum_dy_xmu) -> elemt.
+//
+// Conventions for every table here: tensors contiguous on one device; x, y, dx, dy share a floating
+// dtype. "stat" tensors (mean, m2, invstd, rstd, sum_dy, sum_dy_xmu) have the statistics dtype:
+// f64 for f64 input, f32 otherwise (f16/bf16 compute in f32). Parameters (weight, bias, running
+// stats, their gradients) have x's dtype or the statistics dtype. An undefined optional tensor means
+// "absent" (weight: 1, bias: 0, output: not computed). Outputs are fully overwritten.
+#pragma once
+#include <cstdint>
+
+#include "runtime/backend/pool.h"
+#include "runtime/backend/registry.h"
+#include "runtime/tensor.h"
+
+namespace tandem::kernels {
+
+// x is [N, C] or [N, C, H, W] (any rank >= 2: dims after C are flattened); per channel c the count
+// is N * (numel / (N * C)).
+
+// (1) Per-channel statistics of x: mean [C] and M2 [C] = sum((x - mean)^2) (Welford / Chan merge,
+// kernels/common/welford.h), both stat dtype.
+TANDEM_KERNEL(batch_norm_stats, void(const Tensor& x, Tensor& mean, Tensor& m2));
+// (1b) invstd [C] = 1 / sqrt(m2 / count + eps). When running_mean/running_var are defined, also
+// updates them in place: running_mean = (1 - momentum) running_mean + momentum mean,
+// running_var = (1 - momentum) running_var + momentum m2 / (count - 1) (unbiased, as PyTorch).
+// Eval: pass (running_mean, running_var, count = 1) as (mean, m2) with undefined running tensors.
+TANDEM_KERNEL(batch_norm_finalize, void(const Tensor& mean, const Tensor& m2, int64_t count, double eps,
+                                        double momentum, Tensor& invstd, Tensor& running_mean,
+                                        Tensor& running_var));
+// (2) y = (x - mean[c]) * invstd[c] * weight[c] + bias[c]
+TANDEM_KERNEL(batch_norm_apply, void(const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                                     const Tensor& weight, const Tensor& bias, Tensor& y));
+// (3) Backward reduction per channel: sum_dy = sum(dy), sum_dy_xmu = sum(dy * (x - mean));
+// grad_weight = sum_dy_xmu * invstd and grad_bias = sum_dy when those are defined.
+TANDEM_KERNEL(batch_norm_backward_reduce,
+              void(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                   Tensor& sum_dy, Tensor& sum_dy_xmu, Tensor& grad_weight, Tensor& grad_bias));
+// (4) dx = (dy - sum_dy / count - (x - mean) * invstd^2 * sum_dy_xmu / count) * invstd * weight,
+// count being the total (all ranks') count per channel. With sum_dy and sum_dy_xmu undefined the
+// statistics are constants (eval): dx = dy * invstd * weight.
+TANDEM_KERNEL(batch_norm_backward_elemt,
+              void(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                   const Tensor& weight, const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count,
+                   Tensor& dx));
+
+// Optional fused training paths (a backend may leave them empty; ops::batch_norm then composes the
+// stages above). Each channel's data is visited twice back to back, so on CPU the second pass hits
+// the cache. Forward: mean, m2 and invstd as stages (1) and (1b) compute them (running stats are not
+// touched) and y as stage (2). Backward: dx (when defined) as stage (4) with the batch's own sums;
+// grad_weight / grad_bias as stage (3).
+// The epilogue fuses what follows a BatchNorm in the cnn: relu, then a max pool, applied to each
+// [h, w] plane right after it is normalised (still in cache). Forward: y = max_pool(relu(stage (2))),
+// argmax as max_pool2d_forward gives it, except ~i where relu made the pooled output zero. Backward:
+// dy (pooled shape) is scattered through argmax as max_pool2d_backward does (dropping ~i), or without
+// a pool masked where relu's output is not positive (the mask recomputed from x, weight and bias),
+// as relu's backward does; then stages (3) and (4). So a BatchNorm-ReLU-MaxPool block reads and
+// writes its activations once each way, not three times.
+struct BatchNormEpilogue {
+  bool relu = false;
+  bool max_pool = false;  // x is [N, C, H, W]; y, dy and argmax are [N, C, Ho, Wo] by `pool`
+  Pool2dGeometry pool;
+};
+TANDEM_KERNEL(batch_norm_forward_fused,
+              void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const BatchNormEpilogue& epi,
+                   Tensor& y, Tensor& argmax, Tensor& mean, Tensor& m2, Tensor& invstd));
+TANDEM_KERNEL(batch_norm_backward_fused,
+              void(const Tensor& dy, const Tensor& argmax, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                   const Tensor& weight, const Tensor& bias, const BatchNormEpilogue& epi, Tensor& dx,
+                   Tensor& grad_weight, Tensor& grad_bias));
+
+// Layer norm: x viewed as [M, D] (D = the normalised trailing dims); weight/bias [D] optional.
+// y = (x - mean[m]) * rstd[m] * weight + bias, mean/rstd [M] stat dtype (saved for backward),
+// rstd = 1 / sqrt(biased var + eps).
+TANDEM_KERNEL(layer_norm_forward, void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                                       Tensor& y, Tensor& mean, Tensor& rstd));
+// dx [M, D], dweight [D], dbias [D]: each computed only when defined. dweight/dbias sum over M in
+// a fixed order (deterministic).
+TANDEM_KERNEL(layer_norm_backward,
+              void(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                   const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias));
+
+}  // namespace tandem::kernels

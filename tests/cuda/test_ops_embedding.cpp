@@ -1,0 +1,36 @@
+// embedding forward and backward on the CUDA backend vs the CPU, bit for bit, and a bad index.
+#include <tuple>
+
+#include "runtime/backend/embedding.h"
+#include "tests/cuda/backend_test.h"
+
+namespace tandem::testing {
+namespace {
+
+class EmbeddingOps : public BackendTest {};
+
+TEST_P(EmbeddingOps, EmbeddingForwardBackwardMatchCpuExactly) {
+  for (DType it : {DType::i32, DType::i64})
+    for (auto [n, V, D] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{0, 3, 4}, {1, 1, 1}, {40, 7, 33}, {300, 50, 5}}) {
+      std::vector<int64_t> idx(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = (i * i + 3) % V;  // repeats
+      Tensor indices = Tensor::from_vector(idx, {n}, it);
+      Tensor weight = random_tensor({V, D}, DType::f32, 91), dy = random_tensor({n, D}, DType::f32, 92);
+      Tensor want = Tensor::empty({n, D}), got = Tensor::empty({n, D}, DType::f32, dev());
+      kernels::embedding_forward(kCPU)(indices, weight, want);
+      kernels::embedding_forward(dev())(indices.to(dev()), weight.to(dev()), got);
+      expect_close(got, want, 0, "embedding forward");
+      Tensor dw = Tensor::empty({V, D}), ddw = Tensor::empty({V, D}, DType::f32, dev());
+      kernels::embedding_backward(kCPU)(indices, dy, dw);
+      kernels::embedding_backward(dev())(indices.to(dev()), dy.to(dev()), ddw);
+      expect_close(ddw, dw, 0, "embedding backward (same order of additions)");
+    }
+  Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 5}, {2}).to(dev());
+  Tensor out = Tensor::empty({2, 3}, DType::f32, dev());
+  EXPECT_THROW(kernels::embedding_forward(dev())(bad, Tensor::zeros({4, 3}, DType::f32, dev()), out), ValueError);
+}
+
+TANDEM_BACKEND_SUITE(EmbeddingOps);
+
+}  // namespace
+}  // namespace tandem::testing

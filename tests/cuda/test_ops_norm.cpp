@@ -1,0 +1,98 @@
+// batch norm (statistics, finalize, apply, backward) and layer norm on the CUDA backend vs the CPU
+// backend.
+#include "runtime/backend/norm.h"
+#include "tests/cuda/backend_test.h"
+
+namespace tandem::testing {
+namespace {
+
+class NormOps : public BackendTest {};
+
+TEST_P(NormOps, BatchNormStagesMatchCpu) {
+  for (DType dt : {DType::f32, DType::f64, DType::bf16})
+    // The larger shapes split each channel over several blocks (rows of 81 and of 1 element).
+    for (Shape xs : {Shape{4, 3}, Shape{2, 5, 3, 7}, Shape{1, 1}, Shape{3, 2, 33}, Shape{17, 4, 1, 1}, Shape{8, 3, 9, 9},
+                     Shape{300, 2}}) {
+      const int64_t C = xs[1], count = shape_numel(xs) / C;
+      const DType sd = dt == DType::f64 ? DType::f64 : DType::f32;
+      const double rtol = dt == DType::bf16 ? 1e-2 : 1e-5;
+      std::string what = std::string(dtype_name(dt)) + " " + shape_str(xs);
+      Tensor x = random_tensor(xs, dt, 111, -2, 3), dy = random_tensor(xs, dt, 112);
+      Tensor w = random_tensor({C}, dt, 113, 0.5, 1.5), b = random_tensor({C}, dt, 114);
+      // (1) statistics
+      Tensor mean = Tensor::empty({C}, sd), m2 = Tensor::empty({C}, sd);
+      Tensor dmean = Tensor::empty({C}, sd, dev()), dm2 = Tensor::empty({C}, sd, dev());
+      kernels::batch_norm_stats(kCPU)(x, mean, m2);
+      kernels::batch_norm_stats(dev())(x.to(dev()), dmean, dm2);
+      expect_close(dmean, mean, 1e-5, what + " mean");
+      expect_close(dm2, m2, 1e-5, what + " m2");
+      // (1b) finalize with running statistics in x's dtype; from the CPU's stats (exact on SIM)
+      Tensor invstd = Tensor::empty({C}, sd), rm = Tensor::zeros({C}, dt), rv = Tensor::ones({C}, dt);
+      Tensor dinvstd = Tensor::empty({C}, sd, dev()), drm = rm.to(dev()), drv = rv.to(dev());
+      kernels::batch_norm_finalize(kCPU)(mean, m2, count, 1e-5, 0.1, invstd, rm, rv);
+      kernels::batch_norm_finalize(dev())(mean.to(dev()), m2.to(dev()), count, 1e-5, 0.1, dinvstd, drm, drv);
+      expect_close(dinvstd, invstd, tol(0), what + " invstd");
+      expect_close(drm, rm, tol(0, ulps(dt)), what + " running_mean");
+      expect_close(drv, rv, tol(0, ulps(dt)), what + " running_var");
+      // (2) apply: exact on SIM given the same statistics
+      Tensor y = Tensor::empty(xs, dt), gy = Tensor::empty(xs, dt, dev());
+      kernels::batch_norm_apply(kCPU)(x, mean, invstd, w, b, y);
+      kernels::batch_norm_apply(dev())(x.to(dev()), mean.to(dev()), invstd.to(dev()), w.to(dev()), b.to(dev()), gy);
+      expect_close(gy, y, tol(0, ulps(dt)), what + " apply");
+      // (3) backward reduce
+      Tensor sdy = Tensor::empty({C}, sd), sdx = Tensor::empty({C}, sd), gw = Tensor::empty({C}, dt), gb = Tensor::empty({C}, dt);
+      Tensor dsdy = Tensor::empty({C}, sd, dev()), dsdx = Tensor::empty({C}, sd, dev());
+      Tensor dgw = Tensor::empty({C}, dt, dev()), dgb = Tensor::empty({C}, dt, dev());
+      kernels::batch_norm_backward_reduce(kCPU)(dy, x, mean, invstd, sdy, sdx, gw, gb);
+      kernels::batch_norm_backward_reduce(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), invstd.to(dev()), dsdy, dsdx, dgw, dgb);
+      expect_close(dsdy, sdy, 1e-5, what + " sum_dy");
+      expect_close(dsdx, sdx, 1e-4, what + " sum_dy_xmu");
+      expect_close(dgw, gw, rtol * 10, what + " grad_weight");
+      expect_close(dgb, gb, rtol, what + " grad_bias");
+      // (4) backward elementwise, batch statistics and eval
+      for (bool train : {true, false}) {
+        Tensor dx = Tensor::empty(xs, dt), gdx = Tensor::empty(xs, dt, dev());
+        Tensor a = train ? sdy : Tensor(), bb = train ? sdx : Tensor();
+        Tensor da = train ? sdy.to(dev()) : Tensor(), dbb = train ? sdx.to(dev()) : Tensor();
+        kernels::batch_norm_backward_elemt(kCPU)(dy, x, mean, invstd, w, a, bb, count, dx);
+        kernels::batch_norm_backward_elemt(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), invstd.to(dev()), w.to(dev()),
+                                                  da, dbb, count, gdx);
+        expect_close(gdx, dx, ulps(dt), what + (train ? " dx" : " dx eval"));
+      }
+    }
+}
+
+TEST_P(NormOps, LayerNormMatchesCpu) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16})
+    for (auto [M, D] : std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {1, 1}, {4, 7}, {3, 33}, {2, 300}, {40, 3}})
+      for (bool affine : {true, false}) {
+        const DType sd = dt == DType::f64 ? DType::f64 : DType::f32;
+        const double rtol = dt == DType::f16 ? 2e-3 : 1e-5;
+        std::string what = std::string(dtype_name(dt)) + " [" + std::to_string(M) + "," + std::to_string(D) + "]";
+        Tensor x = random_tensor({M, D}, dt, 121, -2, 3), dy = random_tensor({M, D}, dt, 122);
+        Tensor w = affine ? random_tensor({D}, dt, 123, 0.5, 1.5) : Tensor(), b = affine ? random_tensor({D}, dt, 124) : Tensor();
+        Tensor dw_ = affine ? w.to(dev()) : Tensor(), db_ = affine ? b.to(dev()) : Tensor();
+        Tensor y = Tensor::empty({M, D}, dt), mean = Tensor::empty({M}, sd), rstd = Tensor::empty({M}, sd);
+        Tensor gy = Tensor::empty({M, D}, dt, dev()), gmean = Tensor::empty({M}, sd, dev()), grstd = Tensor::empty({M}, sd, dev());
+        kernels::layer_norm_forward(kCPU)(x, w, b, 1e-5, y, mean, rstd);
+        kernels::layer_norm_forward(dev())(x.to(dev()), dw_, db_, 1e-5, gy, gmean, grstd);
+        expect_close(gy, y, rtol * 10, what + " y");
+        expect_close(gmean, mean, 1e-5, what + " mean");
+        expect_close(grstd, rstd, 1e-5, what + " rstd");
+        Tensor dx = Tensor::empty({M, D}, dt), gdx = Tensor::empty({M, D}, dt, dev());
+        Tensor gw = affine ? Tensor::empty({D}, dt) : Tensor(), gb = affine ? Tensor::empty({D}, dt) : Tensor();
+        Tensor ggw = affine ? Tensor::empty({D}, dt, dev()) : Tensor(), ggb = affine ? Tensor::empty({D}, dt, dev()) : Tensor();
+        kernels::layer_norm_backward(kCPU)(dy, x, mean, rstd, w, dx, gw, gb);
+        kernels::layer_norm_backward(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), rstd.to(dev()), dw_, gdx, ggw, ggb);
+        expect_close(gdx, dx, rtol * 10, what + " dx");
+        if (affine) {
+          expect_close(ggw, gw, ulps(dt), what + " dweight (CPU's order)");
+          expect_close(ggb, gb, ulps(dt), what + " dbias (CPU's order)");
+        }
+      }
+}
+
+TANDEM_BACKEND_SUITE(NormOps);
+
+}  // namespace
+}  // namespace tandem::testing

@@ -1,0 +1,127 @@
+// matmul and linear: forward (and gradients) against PyTorch values, f64 gradchecks, empty dims,
+// error messages; linear under bf16 autocast.
+#include "runtime/autocast.h"
+#include "tests/ops/ops_test_util.h"
+#include "tests/reference/ops_a_values.h"
+
+namespace tandem {
+namespace {
+using namespace testing;
+namespace R = ref::ops_a;
+
+TEST(Matmul, MatchesTorch) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const double tol = dt == DType::f64 ? 1e-12 : 1e-5;
+    Tensor a = ref_tensor(R::mm_a, {2, 3, 4}, dt), b = ref_tensor(R::mm_b, {2, 4, 5}, dt);
+    Tensor w = ref_tensor(R::mm_w, {4, 5}, dt);
+    Tensor a0 = ops::slice0(a, 0, 1).view({3, 4});
+    expect_close(ops::matmul(a0, w), R::mm_2d, tol, tol);
+    Tensor bmm = ops::matmul(a, b);
+    EXPECT_EQ(bmm.shape(), (Shape{2, 3, 5}));
+    expect_close(bmm, R::mm_bmm, tol, tol);
+    expect_close(ops::matmul(a, w), R::mm_bshared, tol, tol);
+  }
+}
+
+TEST(Matmul, Gradcheck) {
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::matmul(in[0], in[1]); },
+                   {random_leaf({3, 4}, 1), random_leaf({4, 5}, 2)});
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::matmul(in[0], in[1]); },
+                   {random_leaf({2, 3, 4}, 3), random_leaf({2, 4, 5}, 4)});
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::matmul(in[0], in[1]); },
+                   {random_leaf({2, 3, 4}, 5), random_leaf({4, 2}, 6)});
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::matmul(in[0], in[1]); },
+                   {random_leaf({1, 1}, 7), random_leaf({1, 3}, 8)});
+  // Transposed operands through the permute op.
+  expect_gradcheck(
+      [](const std::vector<Tensor>& in) { return ops::matmul(ops::transpose(in[0], 0, 1), in[1]); },
+      {random_leaf({4, 3}, 9), random_leaf({4, 2}, 10)});
+}
+
+TEST(Matmul, EmptyDims) {
+  Tensor a = leaf(Tensor::zeros({3, 0}, DType::f64)), b = leaf(Tensor::zeros({0, 2}, DType::f64));
+  Tensor c = ops::matmul(a, b);
+  EXPECT_EQ(c.shape(), (Shape{3, 2}));
+  expect_close(c, std::vector<double>(6, 0.0));
+  ops::sum(c).backward();
+  EXPECT_EQ(a.grad().shape(), (Shape{3, 0}));
+  Tensor m0 = ops::matmul(Tensor::zeros({0, 4}), Tensor::ones({4, 2}));
+  EXPECT_EQ(m0.shape(), (Shape{0, 2}));
+}
+
+TEST(Matmul, Errors) {
+  expect_value_error([] { ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})); },
+                     {"matmul", "[2, 3]", "[4, 5]"});
+  expect_value_error([] { ops::matmul(Tensor::zeros({3}), Tensor::zeros({3, 5})); }, {"matmul", "[3]"});
+  expect_value_error([] { ops::matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 4, 5})); },
+                     {"matmul", "batch", "[2, 3, 4]", "[3, 4, 5]"});
+  expect_value_error([] { ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 5}, DType::f64)); },
+                     {"matmul", "dtype"});
+  expect_value_error([] { ops::matmul(Tensor::zeros({2, 3}, DType::i64), Tensor::zeros({3, 5}, DType::i64)); },
+                     {"matmul", "floating"});
+}
+
+TEST(Linear, MatchesTorchForwardAndBackward) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const double tol = dt == DType::f64 ? 1e-12 : 1e-5;
+    Tensor x = leaf(ref_tensor(R::lin_x, {2, 3, 4}, dt)), w = leaf(ref_tensor(R::lin_w, {5, 4}, dt));
+    Tensor b = leaf(ref_tensor(R::lin_b, {5}, dt));
+    Tensor y = ops::linear(x, w, b);
+    EXPECT_EQ(y.shape(), (Shape{2, 3, 5}));
+    expect_close(y, R::lin_y, tol, tol);
+    y.backward(Tensor::from_vector(linspace(-1, 1, 30), {2, 3, 5}, dt));
+    expect_close(x.grad(), R::lin_gx, tol, tol);
+    expect_close(w.grad(), R::lin_gw, tol, tol);
+    expect_close(b.grad(), R::lin_gb, tol, tol);
+  }
+}
+
+TEST(Linear, GradcheckAndEmptyBatch) {
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::linear(in[0], in[1], in[2]); },
+                   {random_leaf({4, 3}, 11), random_leaf({2, 3}, 12), random_leaf({2}, 13)});
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::linear(in[0], in[1]); },
+                   {random_leaf({2, 2, 3}, 14), random_leaf({5, 3}, 15)});
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::linear(in[0], in[1], in[2]); },
+                   {random_leaf({3}, 16), random_leaf({2, 3}, 17), random_leaf({2}, 18)});
+  // Empty batch: output [0, out]; weight and bias gradients are zeros.
+  Tensor x = Tensor::zeros({0, 3}, DType::f64), w = random_leaf({2, 3}, 19), b = random_leaf({2}, 20);
+  Tensor y = ops::linear(x, w, b);
+  EXPECT_EQ(y.shape(), (Shape{0, 2}));
+  ops::sum(y).backward();
+  expect_close(w.grad(), std::vector<double>(6, 0.0));
+  expect_close(b.grad(), {0, 0});
+}
+
+TEST(Linear, Errors) {
+  expect_value_error([] { ops::linear(Tensor::zeros({2, 3}), Tensor::zeros({5, 4})); },
+                     {"linear", "[2, 3]", "[5, 4]"});
+  expect_value_error([] { ops::linear(Tensor::zeros({2, 4}), Tensor::zeros({5, 4}), Tensor::zeros({4})); },
+                     {"linear", "bias", "[4]"});
+  expect_value_error([] { ops::linear(Tensor::zeros({2, 4}), Tensor::zeros({4})); }, {"linear", "weight"});
+}
+
+// Under autocast, linear computes in bf16 and cross_entropy in f32; f32 parameters get f32 grads
+// close to the f32 run's.
+TEST(Autocast, LinearLowPrecisionLossFloat32) {
+  Generator gen(5);
+  Tensor x = rand_uniform({8, 16}, -1, 1, gen);
+  Tensor w = leaf(rand_uniform({4, 16}, -0.5, 0.5, gen)), b = leaf(rand_uniform({4}, -0.5, 0.5, gen));
+  Tensor target = Tensor::from_vector<int64_t>({0, 1, 2, 3, 0, 1, 2, 3}, {8});
+  ops::cross_entropy(ops::relu(ops::linear(x, w, b)), target).backward();
+  Tensor gw32 = w.grad().clone();
+  w.grad().zero_();
+  Tensor loss;
+  {
+    AutocastGuard guard(DType::bf16);
+    Tensor y = ops::linear(x, w, b);
+    EXPECT_EQ(y.dtype(), DType::bf16);
+    loss = ops::cross_entropy(ops::relu(y), target);
+    EXPECT_EQ(loss.dtype(), DType::f32);
+  }
+  loss.backward();
+  EXPECT_EQ(w.grad().dtype(), DType::f32);
+  expect_close(w.grad(), gw32, 2e-2, 5e-2);
+}
+
+}  // namespace
+}  // namespace tandem
