@@ -2,6 +2,9 @@
 #include "apps/common/cli.h"
 
 #include <iostream>
+#include <string>
+
+#include "tandem/version.h"
 
 namespace tandem::app {
 
@@ -47,6 +50,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--data-dir", cfg.data_dir, "folder with the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--metrics", cfg.metrics_path, "write JSON-lines metrics to FILE");
   app.add_flag("--quiet", cfg.quiet, "no per-epoch lines");
+  app.set_version_flag("--version", std::string(app.get_name()) + " " + tandem::version(), "print the version and exit");
 
   app.add_option("--mode", cfg.mode, "single, ddp (one process per rank under mpirun) or dp (--devices); "
                                       "default: ddp under mpirun with > 1 rank, else single")
@@ -97,6 +101,8 @@ std::optional<int> parse_cli(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << app.get_name() << ": " << e.what() << "\n\n" << app.help();

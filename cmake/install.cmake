@@ -1,0 +1,60 @@
+# What `cmake --install build --prefix P` ships, and the package a consumer finds with
+# find_package(tandem 0.1 REQUIRED) + target_link_libraries(app tandem::tandem):
+#   P/lib/libtandem.so*                      the library
+#   P/include/tandem/tandem.h, version.h     the C++ umbrella header
+#   P/include/tandem/{runtime,nn,comm}/...   the public headers it includes (same paths as in the tree)
+#   P/lib/cmake/tandem/                      tandemConfig.cmake, its version file, the exported targets
+#   P/lib/pkgconfig/tandem.pc                for builds without CMake
+# Not installed: the backend interface and the backends (runtime/backend, kernels/), the
+# communicator's machinery (comm/ but the interface and the MPI factory), the apps' library, tests.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS tandem EXPORT tandemTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+set(_tandem_headers ${CMAKE_INSTALL_INCLUDEDIR}/tandem)
+install(DIRECTORY runtime nn DESTINATION ${_tandem_headers}
+        FILES_MATCHING PATTERN "*.h"
+        PATTERN "backend" EXCLUDE         # kernel tables, registry, CUDA plug-in platform
+        PATTERN "op_checks.h" EXCLUDE)    # the op entries' shared argument checks
+# DType's 16-bit storage types (runtime/dtype.h includes them).
+install(FILES runtime/backend/common/half.h runtime/backend/common/host_device.h
+        DESTINATION ${_tandem_headers}/runtime/backend/common)
+install(FILES comm/communicator.h DESTINATION ${_tandem_headers}/comm)
+if(TANDEM_MPI)
+  install(FILES comm/mpi/mpi_comm.h DESTINATION ${_tandem_headers}/comm/mpi)
+endif()
+if(TANDEM_CUDA)
+  install(FILES comm/nccl/nccl_comm.h DESTINATION ${_tandem_headers}/comm/nccl)
+endif()
+install(FILES include/tandem/tandem.h ${PROJECT_BINARY_DIR}/include/tandem/version.h DESTINATION ${_tandem_headers})
+
+set(_tandem_cmake ${CMAKE_INSTALL_LIBDIR}/cmake/tandem)
+install(EXPORT tandemTargets NAMESPACE tandem:: DESTINATION ${_tandem_cmake})
+configure_package_config_file(cmake/tandemConfig.cmake.in ${PROJECT_BINARY_DIR}/tandemConfig.cmake
+                              INSTALL_DESTINATION ${_tandem_cmake})
+# 0.x: a minor release may change the API, so only the same minor version is compatible.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/tandemConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/tandemConfig.cmake ${PROJECT_BINARY_DIR}/tandemConfigVersion.cmake
+        DESTINATION ${_tandem_cmake})
+
+# pkg-config: the flags of the library and its public dependencies (MPI through its own .pc).
+set(_tandem_pc_requires "fmt")
+if(TANDEM_MPI)
+  string(APPEND _tandem_pc_requires " ompi-cxx")
+endif()
+set(_tandem_pc_defines "")
+if(TANDEM_MPI)
+  string(APPEND _tandem_pc_defines " -DTANDEM_HAVE_MPI=1")
+endif()
+if(TANDEM_CUDA)
+  string(APPEND _tandem_pc_defines " -DTANDEM_HAVE_CUDA=1")
+endif()
+# The prefix relative to the .pc file, so that `cmake --install --prefix P` anywhere stays right.
+string(REGEX REPLACE "[^/]+" ".." _tandem_pc_up "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+configure_file(cmake/tandem.pc.in ${PROJECT_BINARY_DIR}/tandem.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/tandem.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,31 @@
+// tandem's C++ API in one include: tensors and autograd, every op, the nn modules, optimizers and
+// LR schedules, mixed precision, DistributedDataParallel / DataParallel / SyncBatchNorm, training
+// checkpoints, and the communicator (with make_mpi_communicator where tandem was built with MPI).
+// Installed as <tandem/tandem.h>; the headers it includes are installed under include/tandem/.
+#pragma once
+
+#include "tandem/version.h"
+
+#include "comm/communicator.h"
+#include "nn/amp/grad_scaler.h"
+#include "nn/checkpoint_sequential.h"
+#include "nn/ema.h"
+#include "nn/init.h"
+#include "nn/layers.h"
+#include "nn/models.h"
+#include "nn/module.h"
+#include "nn/optim.h"
+#include "nn/parallel/data_parallel.h"
+#include "nn/parallel/ddp.h"
+#include "nn/parallel/distributed_sampler.h"
+#include "nn/parallel/sync_batch_norm.h"
+#include "nn/training_state.h"
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
+#include "runtime/device_query.h"
+#include "runtime/ops.h"
+#include "runtime/random.h"
+#include "runtime/tensor.h"
+#if defined(TANDEM_HAVE_MPI)
+#include "comm/mpi/mpi_comm.h"
+#endif
