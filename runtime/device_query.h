@@ -32,4 +32,7 @@ DeviceInfo device_info(int index);
 // communicator records an event on it). Throws NotSupported without CUDA.
 void* native_stream(Device device);
 
+// The CUDA device whose memory `p` points into, or -1 for host memory (always -1 without CUDA).
+int pointer_device(const void* p);
+
 }  // namespace tandem::cuda

@@ -9,6 +9,9 @@
 namespace tandem::app {
 
 void add_train_flags(CLI::App& app, TrainConfig& cfg) {
+  app.add_option("--config", cfg.config_path,
+                 "a run-config YAML file (model, loss, optimizer, lr_scheduler, training and ddp blocks, "
+                 "TorchFort's layout); flags given on the command line override it");
   app.add_option("--model", cfg.model, "model: mlp (784-512-512-10) or cnn (2 conv + 2 linear)")
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();

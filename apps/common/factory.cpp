@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "nn/config/run_config.h"
 #include "nn/layers/sequential.h"
 #include "nn/models.h"
 #include "runtime/error.h"
@@ -20,19 +21,19 @@ std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {
-  if (cfg.optimizer == "sgd") {
-    nn::SGDOptions o;
-    o.lr = cfg.lr;
-    o.momentum = cfg.momentum;
-    o.weight_decay = cfg.weight_decay;
-    return std::make_unique<nn::SGD>(params, o);
-  }
-  nn::AdamOptions o;
-  o.lr = cfg.lr;
+  // The run config's builder: the flags' optimizers and a --config file's are made in one place.
+  nn::config::OptimizerConfig o;
+  o.type = cfg.optimizer;
+  o.learning_rate = cfg.lr;
+  o.momentum = cfg.momentum;
   o.weight_decay = cfg.weight_decay;
-  if (cfg.optimizer == "adam") return std::make_unique<nn::Adam>(params, o);
-  if (cfg.optimizer == "adamw") return std::make_unique<nn::AdamW>(params, o);
-  TANDEM_FAIL(Value, "unknown optimizer '{}'; choose sgd, adam or adamw", cfg.optimizer);
+  o.dampening = cfg.dampening;
+  o.nesterov = cfg.nesterov;
+  o.beta1 = cfg.beta1;
+  o.beta2 = cfg.beta2;
+  o.eps = cfg.adam_eps;
+  o.fused = cfg.fused_optimizer;
+  return nn::config::build_optimizer(o, params);
 }
 
 int apply_threads(int threads) {

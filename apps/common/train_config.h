@@ -2,8 +2,10 @@
 // the Trainer. New features add a field here and a flag in cli.cpp.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "nn/config/run_config.h"
 #include "nn/parallel/ddp_options.h"
 #include "runtime/data/dataset.h"
 
@@ -22,6 +24,14 @@ struct TrainConfig {
   double weight_decay = 5e-4;
   std::string lr_schedule = "cosine";  // cosine (per step, to 0 at the last step) | constant
   uint64_t seed = 0;
+  // Set only by a --config file (apps/common/config_file.h); torch's defaults otherwise.
+  double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // adam, adamw
+  double dampening = 0.0;                              // sgd
+  bool nesterov = false;                               // sgd
+  bool fused_optimizer = false;                        // the multi-tensor fused variants
+  // A schedule from --config (step, cosine_annealing over its T_max, linear_warmup): replaces lr_schedule.
+  std::optional<nn::config::ScheduleConfig> lr_scheduler;
+  std::string config_path;  // --config: a run-config YAML file; flags given on the command line override it
   // execution
   std::string device = "auto";  // auto | cpu | cuda | cuda:N (auto: cuda:<local rank> where each rank has a GPU)
   int threads = 0;          // Eigen/OpenMP threads; 0 keeps OpenMP's default

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/common/cli.h"
+#include "apps/common/config_file.h"
 #include "apps/common/factory.h"
 #include "apps/common/host_memory.h"
 #include "apps/common/train_features.h"
@@ -31,6 +32,9 @@ int train(app::TrainConfig cfg) {
            cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer,
            cfg.lr, cfg.momentum, cfg.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads,
            threads > 1 ? "s" : "");
+  if (!cfg.config_path.empty())
+    log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
+             cfg.lr_schedule);
   data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
@@ -57,6 +61,8 @@ int main(int argc, char** argv) {
   if (auto rc = app::parse_cli(cli, argc, argv)) return *rc;
 
   return app::run_guarded("tandem-train", [&] {
+    // A bad file fails here, alike on every rank and before any communication.
+    app::apply_config_file(cli, cfg);
 #ifdef TANDEM_HAVE_MPI
     // A dead or desynchronised peer: end the whole job, or mpirun waits on the others forever.
     try {

@@ -13,5 +13,6 @@ Device default_device(bool insist) {
 }
 DeviceInfo device_info(int index) { TANDEM_FAIL(NotSupported, "cuda:{}: {}", index, describe()); }
 void* native_stream(Device device) { TANDEM_FAIL(NotSupported, "{}: {}", device.str(), describe()); }
+int pointer_device(const void*) { return -1; }
 
 }  // namespace tandem::cuda

@@ -135,6 +135,16 @@ DeviceInfo device_info(int index) {
 Stream stream_for(Device device) { return state(device).stream; }
 void* native_stream(Device device) { return stream_for(device); }
 
+int pointer_device(const void* p) {
+  if (p == nullptr || device_count() == 0) return -1;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // not memory CUDA knows: host memory
+    return -1;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
+}
+
 void* device_alloc(size_t nbytes, Device device) {
   DeviceState& s = state(device);
   if (nbytes == 0) return nullptr;

@@ -129,3 +129,59 @@ TEST(TandemTrain, NoEvalLeavesTestAccNull) {
   EXPECT_TRUE(records.back()["test_acc"].is_null());
   EXPECT_FALSE(records.front().contains("test_acc"));
 }
+
+// --config: the file sets the run (here adam, a step schedule, accumulation), a flag given on the
+// command line wins over it.
+TEST(TandemTrain, ConfigFileSetsTheRunAndFlagsOverrideIt) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  TempDir dir;
+  const std::string config = dir.file("run.yaml"), metrics = dir.file("metrics.jsonl");
+  std::ofstream(config) << "model:\n  type: mlp\n  parameters:\n    layer_sizes: [784, 512, 512, 10]\n"
+                           "loss: {type: cross_entropy}\n"
+                           "optimizer:\n  type: adam\n  parameters: {learning_rate: 0.002}\n"
+                           "lr_scheduler: {type: step, parameters: {step_size: 2, gamma: 0.5}}\n"
+                           "training: {accumulation_steps: 2}\n";
+  ProcessResult r = run_train("--config " + config + " --max-steps 5 --no-eval --threads 1 --metrics " + metrics, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("optimizer adam (lr 0.002,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("x 2 accumulation"), std::string::npos) << r.out;
+  auto records = read_jsonl(metrics);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0]["steps"], 5);
+  EXPECT_NEAR(records[0]["lr"].get<double>(), 0.002 * 0.25, 1e-12);  // StepLR after 5 steps: gamma^(5/2)
+  EXPECT_EQ(records.back()["accumulation_steps"], 2);
+
+  r = run_train("--config " + config + " --lr 0.01 --accumulation-steps 1 --max-steps 1 --no-eval --threads 1", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("optimizer adam (lr 0.01,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("x 1 accumulation"), std::string::npos) << r.out;
+}
+
+// A bad file stops the run before any data is read: exit code 1 and "<file>:<line>: <key>: ..." on stderr.
+TEST(TandemTrain, BadConfigFileNamesFileLineAndKey) {
+  TempDir dir;
+  const std::string typo = dir.file("typo.yaml");
+  std::ofstream(typo) << "model:\n  type: cnn\noptimizer:\n  type: sgd\n  parameters:\n    learning_rat: 0.1\n";
+  ProcessResult r = run_train("--config " + typo + " --max-steps 5 --no-eval", dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(typo + ":6: optimizer.parameters.learning_rat: unknown key"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'learning_rate'?"), std::string::npos) << r.err;
+
+  const std::string other = dir.file("other.yaml");
+  std::ofstream(other) << "model:\n  type: mlp\n  parameters: {layer_sizes: [2, 4, 1]}\n";
+  r = run_train("--config " + other + " --max-steps 5 --no-eval", dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(other + ":1: model: tandem-train trains only its Fashion-MNIST models"), std::string::npos)
+      << r.err;
+
+  const std::string loss = dir.file("loss.yaml");
+  std::ofstream(loss) << "model: {type: cnn}\nloss:\n  type: mse\n";
+  r = run_train("--config " + loss + " --max-steps 5 --no-eval", dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(loss + ":3: loss.type: tandem-train trains its classifiers with cross_entropy"),
+            std::string::npos) << r.err;
+
+  r = run_train("--config " + dir.file("missing.yaml"), dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(dir.file("missing.yaml") + ": cannot open the config file"), std::string::npos) << r.err;
+}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # installed_examples.sh BUILD SOURCE WORK MPIEXEC: installs BUILD into WORK/prefix, checks that every
 # installed header compiles on its own (so none needs a header that is not installed), builds
-# examples/cpp against the prefix with CMake (find_package) and with pkg-config, and runs it on 1 and
-# 2 ranks: its held-out loss must fall.
+# examples/cpp against the prefix with CMake (find_package) and with pkg-config, examples/c (a C
+# project: no C++ in sight) and examples/fortran (Fortran only) with CMake, and runs them on 1 and 2
+# ranks: the C++ example's held-out loss and the surrogates' errors must fall.
 set -euo pipefail
 build=$1 src=$2 work=$3 mpiexec=$4
 rm -rf "$work"
@@ -30,6 +31,12 @@ cflags=$(pkg-config --cflags tandem)
     { echo "installed header $h does not compile on its own:" >&2; cat "$work/one_header.err" >&2; exit 1; }
 done
 
+# The C API header as C.
+if [[ -e $prefix/include/tandem/tandem_c.h ]]; then
+  echo "#include <tandem/tandem_c.h>" > "$work/c_header.c"
+  cc -std=c99 -Wall -Werror -fsyntax-only $cflags "$work/c_header.c"
+fi
+
 # With CMake, as the example's README says.
 cmake -S "$src/examples/cpp" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/cmake-build" >/dev/null
@@ -40,4 +47,22 @@ for n in 1 2; do
   "$mpiexec" -np "$n" --oversubscribe --bind-to none "$work/cmake-build/train_ddp" 200
 done
 "$mpiexec" -np 1 --oversubscribe "$work/train_ddp_pc" 50 >/dev/null
-echo "installed package: headers, find_package and pkg-config builds, example on 1 and 2 ranks: ok"
+
+if [[ -e $prefix/include/tandem/tandem_c.h ]]; then
+  cmake -S "$src/examples/c" -B "$work/c-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$work/c-build" >/dev/null
+  for n in 1 2; do
+    "$mpiexec" -np "$n" --oversubscribe --bind-to none "$work/c-build/heat_surrogate" \
+      "$src/examples/c/heat_surrogate.yaml" 400
+  done
+fi
+if [[ -e $prefix/include/tandem/fortran/tandem.mod ]]; then
+  cmake -S "$src/examples/fortran" -B "$work/f-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+    >/dev/null
+  cmake --build "$work/f-build" >/dev/null
+  for n in 1 2; do
+    "$mpiexec" -np "$n" --oversubscribe --bind-to none "$work/f-build/heat_surrogate_f" \
+      "$src/examples/fortran/heat_surrogate.yaml" 400
+  done
+fi
+echo "installed package: headers, find_package and pkg-config builds, examples on 1 and 2 ranks: ok"

@@ -1,0 +1,17 @@
+// tandem-train --config FILE: a run-config YAML file (nn/config/run_config.h) laid over the flags'
+// defaults. Precedence: a flag given on the command line > the file > the flag's default; the file
+// applies only the keys it writes.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include "apps/common/train_config.h"
+
+namespace tandem::app {
+
+// Loads cfg.config_path (nothing when empty) and copies into cfg every setting the file writes whose
+// flag `app` did not see. Throws ValueError "<file>:<line>: <key>: ..." for a bad file, and for one
+// tandem-train cannot follow: a model other than its Fashion-MNIST mlp (layer_sizes [784, 512, 512,
+// 10], no dropout) or cnn, or a loss other than cross_entropy with reduction mean.
+void apply_config_file(const CLI::App& app, TrainConfig& cfg);
+
+}  // namespace tandem::app

@@ -1,0 +1,156 @@
+// The model behind a tandem_model_t: built from the run config, trained one micro-batch per call.
+#include "embed/c/session.h"
+
+#include <algorithm>
+
+#include "nn/optim/clip_grad.h"
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
+#include "runtime/device_query.h"
+#include "runtime/ops/elementwise.h"
+#include "runtime/ops/shape.h"
+#include "runtime/serialization/training_checkpoint.h"
+
+namespace tandem::embed {
+Device pick_device(const std::string& name, bool distributed, int node_rank, int node_size) {
+  if (name != "auto") {
+    Device d = name == "cuda" ? Device(DeviceKind::CUDA, distributed ? node_rank : 0) : Device::parse(name);
+    TANDEM_CHECK(d.kind == DeviceKind::CPU || d.kind == DeviceKind::CUDA,
+                 "device '{}': expected cpu, cuda, cuda:N or auto", name);
+    if (d.kind == DeviceKind::CUDA)
+      TANDEM_CHECK_KIND(NotSupported, d.index < cuda::device_count(), "device {}: {}", d.str(), cuda::describe());
+    return d;
+  }
+  const int gpus = cuda::device_count();
+  if (gpus == 0) return kCPU;
+  if (!distributed) return Device(DeviceKind::CUDA, 0);
+  return node_size <= gpus ? Device(DeviceKind::CUDA, node_rank) : kCPU;
+}
+
+Session::Session(const std::string& config_file, const std::string& device, std::shared_ptr<comm::Communicator> comm,
+                 std::optional<uint64_t> seed)
+    : config_(nn::config::load_run_config(config_file)), comm_(std::move(comm)) {
+  device_ = comm_ ? comm_->device() : pick_device(device, false, 0, 1);
+  Generator init(seed ? *seed : static_cast<uint64_t>(config_.seed));
+  inner_ = nn::config::build_model(config_.model, init);
+  inner_->to(device_);
+  model_ = inner_;
+  if (comm_) {
+    auto ddp = std::make_shared<nn::parallel::DistributedDataParallel>(inner_, comm_, config_.ddp);  // collective
+    ddp_ = ddp.get();
+    model_ = ddp;
+  }
+  optimizer_ = nn::config::build_optimizer(config_.optimizer, model_->parameters());
+  scheduler_ = nn::config::build_scheduler(config_.lr_scheduler, *optimizer_);
+  if (config_.amp == "f16") amp_ = DType::f16;
+  if (config_.amp == "bf16") amp_ = DType::bf16;
+  nn::GradScalerOptions so;
+  so.enabled = amp_ == DType::f16;  // bf16 has f32's range: no loss scaling
+  scaler_ = std::make_unique<nn::GradScaler>(so, comm_.get());
+  model_->train();
+}
+
+Tensor Session::to_model(const ArrayRef& a, DType dtype) const {
+  const int where = cuda::pointer_device(a.data);
+  const Device at = where < 0 ? kCPU : Device(DeviceKind::CUDA, where);
+  TANDEM_CHECK(at.is_cpu() || at == device_, "an array in {} memory was passed to a model on {}; pass host memory "
+               "or memory of the model's device", at.str(), device_.str());
+  // Read-only use: the tensor over the caller's memory is never written (ops allocate their outputs).
+  Tensor view = Tensor::from_blob(const_cast<void*>(a.data), a.shape, a.dtype, at, nullptr);
+  Tensor t = view.dtype() == dtype ? view : ops::cast(view, dtype);
+  return t.to(device_);
+}
+
+double Session::train(const ArrayRef& input, const ArrayRef& label) {
+  const bool classes = config_.loss.type == "cross_entropy";
+  TANDEM_CHECK(classes || is_floating(label.dtype), "label: loss {} needs float32 or float64 labels, got {}",
+               config_.loss.type, dtype_name(label.dtype));
+  TANDEM_CHECK(!classes || !is_floating(label.dtype), "label: cross_entropy needs class indices (int32 or int64), "
+               "got {}", dtype_name(label.dtype));
+  Tensor x = to_model(input, DType::f32);
+  Tensor y = to_model(label, classes ? DType::i64 : DType::f32);
+  const bool last_micro = micro_ + 1 >= config_.accumulation_steps;
+  std::optional<nn::parallel::DistributedDataParallel::NoSync> no_sync;
+  if (ddp_ && !last_micro) no_sync.emplace(ddp_->no_sync());  // reduce only with the last micro-batch
+  Tensor loss;
+  {
+    std::optional<AutocastGuard> autocast;
+    if (amp_) autocast.emplace(*amp_);
+    loss = nn::config::compute_loss(config_.loss, model_->forward(x), y);
+  }
+  TANDEM_CHECK(loss.numel() == 1, "loss reduction '{}' gives {} values; training needs mean or sum",
+               config_.loss.reduction, loss.numel());
+  const double value = loss.item();
+  // The accumulated gradient is the mean over the micro-batches of an optimizer step.
+  Tensor scaled = config_.accumulation_steps > 1 ? loss * (1.0 / static_cast<double>(config_.accumulation_steps))
+                                                 : loss;
+  scaler_->scale(scaled).backward();
+  no_sync.reset();
+  if (!last_micro) {
+    ++micro_;
+    return value;
+  }
+  micro_ = 0;
+  if (ddp_) ddp_->finalize();
+  if (config_.grad_clip > 0) {
+    scaler_->unscale_(*optimizer_);
+    if (!scaler_->found_inf()) nn::clip_grad_norm(model_->parameters(), config_.grad_clip);
+  }
+  scaler_->step(*optimizer_);
+  scaler_->update();
+  optimizer_->zero_grad();
+  if (scheduler_) scheduler_->step();
+  ++step_;
+  return value;
+}
+
+void Session::inference(const ArrayRef& input, void* out, DType out_dtype, const Shape& out_shape) {
+  Tensor x = to_model(input, DType::f32);
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    inner_->eval();
+    try {
+      y = inner_->forward(x);
+    } catch (...) {
+      inner_->train();
+      throw;
+    }
+    inner_->train();
+  }
+  TANDEM_CHECK(y.shape() == out_shape, "output: the model gives shape {} for this input, the output array has "
+               "shape {}", shape_str(y.shape()), shape_str(out_shape));
+  const int where = cuda::pointer_device(out);
+  const Device at = where < 0 ? kCPU : Device(DeviceKind::CUDA, where);
+  Tensor dst = Tensor::from_blob(out, out_shape, out_dtype, at, nullptr);
+  dst.copy_(y);
+}
+
+nn::TrainComponents Session::components() {
+  nn::TrainComponents c;
+  c.model = inner_.get();
+  c.optimizer = optimizer_.get();
+  c.scaler = scaler_.get();
+  c.scheduler = scheduler_.get();
+  return c;
+}
+
+void Session::save(const std::string& dir) {
+  TANDEM_CHECK(micro_ == 0, "save_checkpoint after {} of {} micro-batches of a step: save between optimizer steps",
+               micro_, config_.accumulation_steps);
+  nn::TrainProgress p;
+  p.step = step_;
+  p.world_size = comm_ ? comm_->size() : 1;
+  p.strings = {{"api", "c"}, {"config", config_.source}};
+  if (!comm_ || comm_->rank() == 0) nn::save_training_state(dir, components(), p);
+  if (comm_) comm_->barrier()->wait();  // every rank returns once the checkpoint is complete
+}
+
+void Session::load(const std::string& path) {
+  nn::TrainProgress p = nn::load_training_state(path, components());
+  step_ = p.step;
+  micro_ = 0;
+  optimizer_->zero_grad();
+}
+
+}  // namespace tandem::embed

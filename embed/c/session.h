@@ -1,0 +1,71 @@
+// What a tandem_model_t is: a model built from a run config with its optimizer, schedule, loss
+// scaler and (distributed) communicator, and the step that trains it on caller-owned buffers. C++
+// with exceptions; embed/c/c_api.cpp turns them into result codes.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "comm/communicator.h"
+#include "nn/amp/grad_scaler.h"
+#include "nn/config/run_config.h"
+#include "nn/module.h"
+#include "nn/optim/lr_scheduler.h"
+#include "nn/optim/optimizer.h"
+#include "nn/parallel/ddp.h"
+#include "nn/training_state.h"
+#include "runtime/tensor.h"
+
+namespace tandem::embed {
+
+// A caller's array as the C API describes it.
+struct ArrayRef {
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  Shape shape;
+};
+
+// The device a model is put on: "cpu", "cuda" (cuda:<node rank> when distributed), "cuda:N", or
+// "auto": a GPU when this process can have one of its own (distributed: one per rank of the node,
+// cuda:<node rank>), else the CPU. NotSupportedError for a GPU that is not there.
+Device pick_device(const std::string& name, bool distributed, int node_rank, int node_size);
+
+class Session {
+ public:
+  // comm null: one process. device: "cpu", "cuda", "cuda:N", "auto". seed: the initialisation seed
+  // (the config's training.seed unless tandem_set_seed gave one).
+  Session(const std::string& config_file, const std::string& device, std::shared_ptr<comm::Communicator> comm,
+          std::optional<uint64_t> seed);
+
+  // One micro-batch: forward, loss, backward; the optimizer step every accumulation_steps calls.
+  // Returns the micro-batch's loss.
+  double train(const ArrayRef& input, const ArrayRef& label);
+  // Evaluation-mode forward; the output converted into `out` (whose shape must match).
+  void inference(const ArrayRef& input, void* out, DType out_dtype, const Shape& out_shape);
+  void save(const std::string& dir);
+  void load(const std::string& path);
+  int64_t step() const { return step_; }
+  Device device() const { return device_; }
+
+ private:
+  // The caller's array as a tensor of `dtype` on the model's device: its memory itself where it is
+  // already that (f32 on the device), else a converted copy.
+  Tensor to_model(const ArrayRef& a, DType dtype) const;
+  nn::TrainComponents components();
+
+  nn::config::RunConfig config_;
+  Device device_ = kCPU;
+  std::shared_ptr<comm::Communicator> comm_;
+  std::shared_ptr<nn::Module> inner_;  // the bare model (checkpoints, inference)
+  std::shared_ptr<nn::Module> model_;  // DDP over inner_, or inner_ itself
+  nn::parallel::DistributedDataParallel* ddp_ = nullptr;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<nn::LRScheduler> scheduler_;
+  std::unique_ptr<nn::GradScaler> scaler_;
+  std::optional<DType> amp_;
+  int64_t step_ = 0;   // optimizer steps
+  int64_t micro_ = 0;  // micro-batches since the last optimizer step
+};
+
+}  // namespace tandem::embed

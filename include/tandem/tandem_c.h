@@ -1,0 +1,123 @@
+/* tandem's C API: a model, its loss, optimizer and LR schedule made from a YAML config file, trained
+ * one step at a time on the caller's buffers, on the CPU or a GPU, on one process or data-parallel
+ * over the host code's own MPI communicator. The shape of NVIDIA TorchFort's supervised-learning API
+ * (tandem_model_create ~ torchfort_create_model, tandem_train ~ torchfort_train, ...), without
+ * LibTorch.
+ *
+ * Every call returns a tandem_result_t; on failure tandem_last_error() has the message (per thread;
+ * an empty string, never NULL, before any error). No exception and no exit() ever leaves a call: a
+ * NULL handle, a bad shape or an unknown config key is an error code. The library never initialises
+ * or finalises MPI in the calls that take the host's communicator.
+ *
+ * Arrays are row-major (C order): shape[0] is the batch. From Fortran, whose arrays are
+ * column-major, the batch is the last dimension (see tandem.f90).
+ */
+#ifndef TANDEM_TANDEM_C_H
+#define TANDEM_TANDEM_C_H
+
+#include <stdint.h>
+
+#include "tandem/version.h"
+
+#if defined(TANDEM_HAVE_MPI)
+#include <mpi.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library exports these calls only (it is built with hidden visibility). */
+#if defined(__GNUC__)
+#define TANDEM_C_API __attribute__((visibility("default")))
+#else
+#define TANDEM_C_API
+#endif
+
+typedef enum {
+  TANDEM_SUCCESS = 0,
+  TANDEM_INVALID_USAGE = 1,   /* a bad argument: NULL handle or pointer, shape, dtype, config file or key */
+  TANDEM_NOT_SUPPORTED = 2,   /* this build or machine cannot do it: no such device, no MPI */
+  TANDEM_INTERNAL_ERROR = 3,  /* a bug of ours: please report it with the message */
+  TANDEM_CUDA_ERROR = 4,      /* a CUDA, cuBLAS or cuDNN call failed */
+  TANDEM_MPI_ERROR = 5,       /* an MPI call failed */
+  TANDEM_NCCL_ERROR = 6,      /* an NCCL call failed */
+  TANDEM_IO_ERROR = 7,        /* a checkpoint or config file is missing, truncated or corrupt */
+  TANDEM_COMM_ERROR = 8       /* a collective failed: a dead or hung rank (deadline), ranks that disagree */
+} tandem_result_t;
+
+typedef enum {
+  TANDEM_FLOAT32 = 0,
+  TANDEM_FLOAT64 = 1,
+  TANDEM_INT32 = 2, /* labels (class indices) only */
+  TANDEM_INT64 = 3  /* labels (class indices) only */
+} tandem_dtype_t;
+
+/* A model with its optimizer, loss, schedule and (distributed) communicator. */
+typedef struct tandem_model_s* tandem_model_t;
+
+/* The library's version ("0.1.0") and the calling thread's last error message. */
+TANDEM_C_API const char* tandem_version(void);
+TANDEM_C_API const char* tandem_last_error(void);
+
+/* Seeds the initialisation of models created after it (instead of the config's training.seed) and
+ * the default generator (dropout). */
+TANDEM_C_API tandem_result_t tandem_set_seed(uint64_t seed);
+
+/* A model from `config_file` (YAML: model, loss, optimizer, lr_scheduler, training, ddp) on `device`:
+ * "cpu", "cuda", "cuda:N" or "auto" (a GPU when there is one, else the CPU). */
+TANDEM_C_API tandem_result_t tandem_model_create(tandem_model_t* model, const char* config_file,
+                                                 const char* device);
+
+#if defined(TANDEM_HAVE_MPI)
+/* The same, data-parallel over the host's communicator (collective over `comm`: every rank calls it).
+ * Gradients are averaged over the ranks by DistributedDataParallel, overlapped with backward; every
+ * rank starts from rank 0's weights. "auto" picks cuda:<local rank> where each rank of the node can
+ * have a GPU of its own, else the CPU. MPI must be initialised by the host (any thread level: below
+ * MPI_THREAD_MULTIPLE the collectives run on the calling thread, and the host must not call MPI from
+ * another thread meanwhile). */
+TANDEM_C_API tandem_result_t tandem_model_create_distributed(tandem_model_t* model, const char* config_file,
+                                                             MPI_Comm comm, const char* device);
+/* For Fortran: the communicator as an MPI_Fint (mpi_f08's comm%MPI_VAL, or an `integer` communicator). */
+TANDEM_C_API tandem_result_t tandem_model_create_distributed_f(tandem_model_t* model, const char* config_file,
+                                                               MPI_Fint comm, const char* device);
+#endif
+
+/* Frees the model (not collective). NULL is accepted and does nothing. */
+TANDEM_C_API tandem_result_t tandem_model_destroy(tandem_model_t model);
+
+/* One training step on a micro-batch: forward, loss against `label`, backward; every
+ * training.accumulation_steps calls, the optimizer step (clipping, LR schedule, loss scaling as
+ * configured). input: `input_rank` dims of `input_shape`, float32/float64 (converted to the model's
+ * float32); label: the loss's target (mse/l1: the output's shape and a float type; cross_entropy:
+ * [batch] class indices, int32/int64). Buffers are the caller's, in host memory or, on a GPU model,
+ * device memory; they are only read. `loss` (may be NULL) receives this micro-batch's loss. Collective
+ * in a distributed model. */
+TANDEM_C_API tandem_result_t tandem_train(tandem_model_t model, const void* input, tandem_dtype_t input_dtype,
+                                          int input_rank, const int64_t* input_shape, const void* label,
+                                          tandem_dtype_t label_dtype, int label_rank, const int64_t* label_shape,
+                                          float* loss);
+
+/* The model's output for `input` (no gradient, evaluation mode: dropout off, batch norm's running
+ * statistics), written to `output`, whose shape must be the output's; float32 or float64. Local (not
+ * collective). */
+TANDEM_C_API tandem_result_t tandem_inference(tandem_model_t model, const void* input, tandem_dtype_t input_dtype,
+                                              int input_rank, const int64_t* input_shape, void* output,
+                                              tandem_dtype_t output_dtype, int output_rank,
+                                              const int64_t* output_shape);
+
+/* Checkpoints to `dir`/ckpt-<step> (weights as safetensors, optimizer, schedule, scaler, RNG, step),
+ * replacing `dir`/latest atomically. Collective in a distributed model (rank 0 writes). */
+TANDEM_C_API tandem_result_t tandem_save_checkpoint(tandem_model_t model, const char* dir);
+/* Restores a checkpoint: `path` is a `dir` (its latest) or one `dir`/ckpt-<step>. Training then
+ * continues bitwise as if it had never stopped. Every rank calls it. */
+TANDEM_C_API tandem_result_t tandem_load_checkpoint(tandem_model_t model, const char* path);
+
+/* Optimizer steps taken so far. */
+TANDEM_C_API tandem_result_t tandem_get_step(tandem_model_t model, int64_t* step);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TANDEM_TANDEM_C_H */

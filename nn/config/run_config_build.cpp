@@ -1,0 +1,142 @@
+// The objects a run config describes: the model, the optimizer, the LR schedule, and the loss.
+#include <fmt/format.h>
+
+#include "nn/config/checks.h"
+#include "nn/config/layer_specs.h"
+#include "nn/layers.h"
+#include "nn/models.h"
+#include "nn/optim.h"
+#include "nn/optim/fused_adam.h"
+#include "nn/optim/fused_sgd.h"
+#include "runtime/error.h"
+#include "runtime/ops/elementwise.h"
+#include "runtime/ops/loss.h"
+#include "runtime/ops/reduce.h"
+#include "runtime/ops/shape.h"
+
+namespace tandem::nn::config {
+
+namespace {
+
+// The builders' checks fail with the key path; a parsed config has passed them already, with lines.
+const ConfigFail kThrow = [](const std::string& path, const std::string& what) {
+  TANDEM_FAIL(Value, "{}: {}", path, what);
+};
+
+// TorchFort's mlp flattens [N, ...] inputs to [N, -1]. A Sequential that does so first keeps the
+// children's names those of nn::make_mlp ("0.weight", "2.weight", ...), which a Flatten child would
+// shift.
+class FlattenedSequential final : public Sequential {
+ public:
+  Tensor forward(const Tensor& x) override { return Sequential::forward(x.dim() > 2 ? ops::flatten(x, 1, -1) : x); }
+  std::string type_name() const override { return "FlattenedSequential"; }
+  std::shared_ptr<Module> clone() const override {
+    auto copy = std::make_shared<FlattenedSequential>(*this);
+    copy->deep_copy_state();
+    return copy;
+  }
+};
+
+ops::Reduction reduction_of(const std::string& name) {
+  const std::string r = lower(name);
+  if (r == "sum") return ops::Reduction::Sum;
+  if (r == "none") return ops::Reduction::None;
+  return ops::Reduction::Mean;
+}
+
+}  // namespace
+
+std::shared_ptr<Module> build_model(const ModelConfig& model, Generator& gen) {
+  check_model(model, kThrow);
+  const std::string type = lower(model.type);
+  if (type == "cnn") {
+    auto cnn = make_cnn(gen);
+    cnn->fuse_batchnorm_epilogues();
+    return cnn;
+  }
+  if (type == "sequential") {
+    auto seq = std::make_shared<Sequential>();
+    for (const LayerConfig& layer : model.layers) seq->push_back(make_layer(layer, gen));
+    seq->fuse_batchnorm_epilogues();
+    return seq;
+  }
+  // mlp: as nn::make_mlp (same layers, names and draws from gen for its sizes), plus dropout.
+  std::shared_ptr<Sequential> mlp =
+      model.flatten_non_batch_dims ? std::make_shared<FlattenedSequential>() : std::make_shared<Sequential>();
+  const std::vector<int64_t>& sizes = model.layer_sizes;
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    mlp->emplace_back<Linear>(sizes[i], sizes[i + 1], true, gen);
+    if (i + 2 == sizes.size()) break;  // no activation after the output layer
+    mlp->emplace_back<ReLU>();
+    if (model.dropout > 0.0) mlp->emplace_back<Dropout>(model.dropout, default_generator());
+  }
+  return mlp;
+}
+
+std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::vector<Tensor>& params) {
+  check_optimizer(o, kThrow);
+  const std::string type = lower(o.type);
+  if (type == "sgd") {
+    SGDOptions so;
+    so.lr = o.learning_rate;
+    so.momentum = o.momentum;
+    so.dampening = o.dampening;
+    so.weight_decay = o.weight_decay;
+    so.nesterov = o.nesterov;
+    if (o.fused) return std::make_unique<FusedSGD>(params, so);
+    return std::make_unique<SGD>(params, so);
+  }
+  AdamOptions ao;
+  ao.lr = o.learning_rate;
+  ao.beta1 = o.beta1;
+  ao.beta2 = o.beta2;
+  ao.eps = o.eps;
+  ao.weight_decay = o.weight_decay;
+  if (type == "adamw") {
+    if (o.fused) return std::make_unique<FusedAdamW>(params, ao);
+    return std::make_unique<AdamW>(params, ao);
+  }
+  if (o.fused) return std::make_unique<FusedAdam>(params, ao);
+  return std::make_unique<Adam>(params, ao);
+}
+
+std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& s, Optimizer& optimizer) {
+  check_schedule(s, kThrow);
+  const std::string type = lower(s.type);
+  if (type == "step") return std::make_unique<StepLR>(optimizer, s.step_size, s.gamma);
+  if (type == "cosine_annealing") return std::make_unique<CosineAnnealingLR>(optimizer, s.t_max, s.eta_min);
+  if (type == "linear_warmup") {
+    // The inner schedule counts from the end of the warmup (SequentialLR's milestone); built first, it
+    // and the warmup share the groups' initial lr as their base.
+    std::shared_ptr<LRScheduler> cosine;
+    if (s.t_max > 0) cosine = std::make_shared<CosineAnnealingLR>(optimizer, s.t_max, s.eta_min);
+    return std::make_unique<LinearWarmup>(optimizer, s.warmup_steps, s.start_factor, cosine);
+  }
+  return nullptr;  // constant
+}
+
+Tensor compute_loss(const LossConfig& loss, const Tensor& output, const Tensor& target) {
+  check_loss(loss, kThrow);
+  const std::string type = lower(loss.type);
+  const ops::Reduction reduction = reduction_of(loss.reduction);
+  if (type == "cross_entropy") {
+    TANDEM_CHECK(output.dim() == 2 && target.dim() == 1 && target.size(0) == output.size(0),
+                 "loss cross_entropy: output has shape {} and target {}; expected logits [N, C] and class indices [N]",
+                 shape_str(output.shape()), shape_str(target.shape()));
+    TANDEM_CHECK(target.dtype() == DType::i64 || target.dtype() == DType::i32,
+                 "loss cross_entropy: target has dtype {}; expected class indices (i64)", dtype_name(target.dtype()));
+    return ops::cross_entropy(output, target, -100, reduction);
+  }
+  TANDEM_CHECK(output.shape() == target.shape(),
+               "loss {}: output has shape {} but target has shape {}; give a target of the output's shape", type,
+               shape_str(output.shape()), shape_str(target.shape()));
+  if (type == "mse") return ops::mse_loss(output, target, reduction);
+  // l1: |d| as relu(d) + relu(-d): differentiable, with gradient 0 at d = 0 (torch's sign(0)).
+  const Tensor diff = output - target;
+  const Tensor abs = ops::relu(diff) + ops::relu(-diff);
+  if (reduction == ops::Reduction::Sum) return ops::sum(abs);
+  if (reduction == ops::Reduction::None) return abs;
+  return ops::mean(abs);
+}
+
+}  // namespace tandem::nn::config

@@ -1,0 +1,492 @@
+// YAML text -> RunConfig with yaml-cpp: every key must be known where it is written, every value of
+// the type its key takes, and each key's line is recorded; validate() (run_config_check.cpp) then
+// checks the values. Every error reads "<file>:<line>: <key path>: <what>".
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "nn/config/checks.h"
+#include "nn/config/layer_specs.h"
+#include "runtime/error.h"
+
+namespace tandem::nn::config {
+
+namespace {
+
+[[noreturn]] void fail_at(const std::string& source, int line, const std::string& path, const std::string& what) {
+  const std::string where = line > 0 ? fmt::format("{}:{}", source, line) : source;
+  throw ValueError(path.empty() ? fmt::format("{}: {}", where, what) : fmt::format("{}: {}: {}", where, path, what));
+}
+
+int line_of(const YAML::Node& n, int fallback) {
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? fallback : m.line + 1;  // yaml-cpp counts from 0
+}
+
+// YAML's numbers: decimal integers and floats (1e-3, .5), and .inf / .nan (rejected later as not finite).
+std::optional<double> parse_number(const std::string& s) {
+  const std::string l = lower(s);
+  if (l == ".inf" || l == "+.inf") return std::numeric_limits<double>::infinity();
+  if (l == "-.inf") return -std::numeric_limits<double>::infinity();
+  if (l == ".nan") return std::numeric_limits<double>::quiet_NaN();
+  if (s.empty()) return std::nullopt;
+  // strtod would also take "inf", "nan" and hex floats, which YAML reads as strings.
+  for (char c : s)
+    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E'))
+      return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+// The words yaml-cpp reads as booleans, and 0 / 1, which TorchFort's own files write (amsgrad: 0).
+std::optional<bool> parse_bool(const std::string& s) {
+  const std::string l = lower(s);
+  if (l == "true" || l == "yes" || l == "on" || l == "1") return true;
+  if (l == "false" || l == "no" || l == "off" || l == "0") return false;
+  return std::nullopt;
+}
+
+bool plain(const YAML::Node& n) { return n.Tag() != "!"; }  // "!": a quoted scalar
+
+std::string describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Scalar:
+      if (plain(n) && parse_number(n.Scalar())) return fmt::format("a number ({})", n.Scalar());
+      if (plain(n) && parse_bool(n.Scalar())) return fmt::format("a boolean ({})", n.Scalar());
+      return fmt::format("a string ('{}')", n.Scalar());
+    default: return "nothing";
+  }
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// One mapping of the file: its keys with their lines, read through typed getters that fail at the
+// key's line. `line` is where the mapping's own key was written (0: the document).
+class Block {
+ public:
+  Block(RunConfig& out, const YAML::Node& node, std::string block_path, int line)
+      : out_(out), path_(std::move(block_path)), line_(line) {
+    if (!node.IsDefined() || node.IsNull()) return;  // `parameters:` with nothing under it: no keys
+    if (!node.IsMap())
+      fail_at(out_.source, line_of(node, line_), path_,
+              fmt::format("expected a mapping (key: value lines), got {}", describe(node)));
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const int key_line = line_of(it->first, line_);
+      if (!it->first.IsScalar()) fail_at(out_.source, key_line, path_, "a key must be a plain word");
+      const std::string key = it->first.Scalar();
+      for (const Entry& e : entries_)
+        if (e.key == key)
+          fail_at(out_.source, key_line, path(key), fmt::format("given twice (first at line {})", e.line));
+      entries_.push_back({key, it->second, key_line});
+      out_.key_lines[path(key)] = key_line;
+    }
+  }
+
+  // Fails at the first key not in `allowed`; `owner` says whose keys these are ("optimizer type adam").
+  void only(const std::vector<std::string>& allowed, const std::string& owner = "") const {
+    for (const Entry& e : entries_) {
+      bool known = false;
+      for (const std::string& a : allowed) known = known || a == e.key;
+      if (known) continue;
+      const std::string of = owner.empty() ? "" : " for " + owner;
+      if (allowed.empty()) fail(e, fmt::format("unknown key ({} takes no parameters)", owner.empty() ? path_ : owner));
+      std::string hint;
+      size_t best = 3;  // suggest a key at most 2 edits away: a typo, not a different word
+      for (const std::string& a : allowed)
+        if (size_t d = edit_distance(e.key, a); d < best) best = d, hint = a;
+      fail(e, fmt::format("unknown key{} (expected one of {}){}", of, join(allowed),
+                          hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint)));
+    }
+  }
+
+  bool has(const std::string& key) const { return find(key) != nullptr; }
+  std::string path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  int line() const { return line_; }
+  int line(const std::string& key) const { return find(key)->line; }
+
+  [[noreturn]] void missing(const std::string& key, const std::string& hint = "") const {
+    fail_at(out_.source, line_, path(key), "required key missing" + (hint.empty() ? "" : " (" + hint + ")"));
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const { fail(*find(key), what); }
+
+  Block block(const std::string& key) const {
+    const Entry* e = find(key);
+    return e ? Block(out_, e->value, path(key), e->line) : Block(out_, YAML::Node(), path(key), line_);
+  }
+  const YAML::Node& node(const std::string& key) const { return find(key)->value; }
+
+  bool get(const std::string& key, double& out) const {
+    const Entry* e = find(key);
+    if (!e) return false;
+    out = number(*e, e->value, "a number");
+    return true;
+  }
+  bool get(const std::string& key, int64_t& out) const {
+    const Entry* e = find(key);
+    if (!e) return false;
+    out = integer(*e, e->value);
+    return true;
+  }
+  bool get(const std::string& key, bool& out) const {
+    const Entry* e = find(key);
+    if (!e) return false;
+    std::optional<bool> b = e->value.IsScalar() ? parse_bool(e->value.Scalar()) : std::nullopt;
+    if (!b) fail(*e, fmt::format("expected true or false, got {}", describe(e->value)));
+    out = *b;
+    return true;
+  }
+  // A word (a type name, a reduction): a scalar, compared case-insensitively by the caller.
+  bool get(const std::string& key, std::string& out) const {
+    const Entry* e = find(key);
+    if (!e) return false;
+    if (!e->value.IsScalar() || e->value.Scalar().empty())
+      fail(*e, fmt::format("expected a word, got {}", describe(e->value)));
+    out = e->value.Scalar();
+    return true;
+  }
+  bool get(const std::string& key, std::vector<int64_t>& out) const {
+    const Entry* e = find(key);
+    if (!e) return false;
+    if (!e->value.IsSequence()) fail(*e, fmt::format("expected a list of integers, got {}", describe(e->value)));
+    out.clear();
+    for (size_t i = 0; i < e->value.size(); ++i) {
+      const YAML::Node item = e->value[i];
+      const std::string at = fmt::format("{}[{}]", path(key), i);
+      out_.key_lines[at] = line_of(item, e->line);
+      out.push_back(integer(Entry{at, item, line_of(item, e->line)}, item, true));
+    }
+    return true;
+  }
+
+ private:
+  struct Entry {
+    std::string key;  // or, for a list item, its full path (see fail)
+    YAML::Node value;
+    int line;
+  };
+
+  const Entry* find(const std::string& key) const {
+    for (const Entry& e : entries_)
+      if (e.key == key) return &e;
+    return nullptr;
+  }
+  [[noreturn]] void fail(const Entry& e, const std::string& what) const {
+    fail_at(out_.source, e.line, e.key.find('[') != std::string::npos ? e.key : path(e.key), what);
+  }
+  double number(const Entry& e, const YAML::Node& v, const char* want) const {
+    std::optional<double> x = v.IsScalar() ? parse_number(v.Scalar()) : std::nullopt;
+    if (!x) fail(e, fmt::format("expected {}, got {}", want, describe(v)));
+    if (!std::isfinite(*x)) fail(e, fmt::format("expected a finite number, got {}", v.Scalar()));
+    return *x;
+  }
+  // Integers may be written as whole floats (TorchFort's T_max is a float: 100.0, 1e3).
+  int64_t integer(const Entry& e, const YAML::Node& v, bool in_list = false) const {
+    const double x = number(e, v, in_list ? "an integer (in a list of integers)" : "an integer");
+    if (x != std::floor(x) || std::fabs(x) > 9.0e15) fail(e, fmt::format("expected an integer, got {}", v.Scalar()));
+    return static_cast<int64_t>(x);
+  }
+
+  RunConfig& out_;
+  std::string path_;
+  int line_;
+  std::vector<Entry> entries_;
+};
+
+// The word at `key` lower-cased, or a missing-key error naming the choices.
+std::string type_of(const Block& b, const std::string& choices) {
+  std::string type;
+  if (!b.get("type", type)) b.missing("type", choices);
+  return lower(type);
+}
+
+void parse_general(const Block& g) {
+  // TorchFort's general block: accepted so that its files load, type-checked, and otherwise ignored.
+  g.only({"report_frequency", "verbose", "enable_wandb_hook", "enable_cuda_graphs"});
+  int64_t frequency = 0;
+  bool flag = false;
+  g.get("report_frequency", frequency);
+  for (const char* key : {"verbose", "enable_wandb_hook", "enable_cuda_graphs"}) g.get(key, flag);
+}
+
+LayerConfig parse_layer(RunConfig& out, const YAML::Node& node, const std::string& path, int line) {
+  if (!node.IsMap())
+    fail_at(out.source, line, path,
+            fmt::format("expected a layer ({{type: linear, in_features: 2, out_features: 1}}), got {}",
+                        describe(node)));
+  const Block b(out, node, path, line);
+  LayerConfig layer;
+  layer.line = line;
+  std::string type;
+  if (!b.get("type", type)) b.missing("type", "one of " + layer_type_list());
+  std::optional<std::string> canonical = canonical_layer_type(type);
+  if (!canonical) b.fail("type", fmt::format("unknown layer type '{}' (expected one of {})", type, layer_type_list()));
+  layer.type = *canonical;
+  auto at = [&](const std::string& key) {
+    return [&, key](const std::string& arg, const std::string& what) {
+      const std::string k = arg.empty() ? std::string("type") : arg;
+      fail_at(out.source, b.has(k) ? b.line(k) : line, b.path(k), what);
+    };
+  };
+  // Arguments in file order: numbers, booleans (1/0), lists of numbers, or a word the layer knows.
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (key == "type") continue;
+    const YAML::Node v = it->second;
+    std::vector<double> values;
+    auto scalar = [&](const YAML::Node& s) {
+      if (std::optional<double> x = parse_number(s.Scalar())) return *x;
+      if (std::optional<bool> x = parse_bool(s.Scalar())) return *x ? 1.0 : 0.0;
+      return layer_arg_word(layer.type, key, s.Scalar(), at(key));
+    };
+    if (v.IsScalar()) {
+      values.push_back(scalar(v));
+    } else if (v.IsSequence() && v.size() > 0) {
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].IsScalar() || !parse_number(v[i].Scalar()))
+          b.fail(key, fmt::format("expected a number or a list of numbers, got {} in the list", describe(v[i])));
+        values.push_back(*parse_number(v[i].Scalar()));
+      }
+    } else {
+      b.fail(key, fmt::format("expected a number or a list of numbers, got {}", describe(v)));
+    }
+    layer.args.emplace_back(key, std::move(values));
+  }
+  check_layer(layer, at(""));
+  return layer;
+}
+
+void parse_model(RunConfig& out, const Block& m) {
+  m.only({"type", "parameters"});
+  ModelConfig& model = out.model;
+  model.type = type_of(m, "mlp, cnn or sequential");
+  const Block p = m.block("parameters");
+  if (model.type == "mlp") {
+    p.only({"layer_sizes", "dropout", "flatten_non_batch_dims"}, "model type mlp");
+    if (!p.get("layer_sizes", model.layer_sizes))
+      p.missing("layer_sizes", "the sizes of the mlp's linear layers, input first, e.g. [784, 512, 10]");
+    p.get("dropout", model.dropout);
+    p.get("flatten_non_batch_dims", model.flatten_non_batch_dims);
+  } else if (model.type == "cnn") {
+    p.only({}, "model type cnn");  // the fixed Fashion-MNIST cnn of nn::make_cnn
+  } else if (model.type == "sequential") {
+    p.only({"layers"}, "model type sequential");
+    if (!p.has("layers"))
+      p.missing("layers", "a list of layers, e.g. [{type: linear, in_features: 2, out_features: 1}]");
+    const YAML::Node& layers = p.node("layers");
+    if (!layers.IsSequence() || layers.size() == 0)
+      p.fail("layers", fmt::format("expected a list of layers ({{type: linear, in_features: 2, out_features: 1}}, "
+                                   "{{type: relu}}, ...), got {}", layers.IsSequence() ? "an empty list"
+                                                                                       : describe(layers)));
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const std::string path = fmt::format("{}[{}]", p.path("layers"), i);
+      const int line = line_of(layers[i], p.line("layers"));
+      out.key_lines[path] = line;
+      model.layers.push_back(parse_layer(out, layers[i], path, line));
+    }
+  } else if (model.type == "torchscript") {
+    m.fail("type", "TorchScript models are not supported; describe the layers with type: sequential");
+  } else {
+    m.fail("type", fmt::format("unknown model type '{}' (expected mlp, cnn or sequential)", model.type));
+  }
+}
+
+void parse_loss(RunConfig& out, const Block& l) {
+  l.only({"type", "parameters"});
+  out.loss.type = type_of(l, "mse, l1 or cross_entropy");
+  if (!(out.loss.type == "mse" || out.loss.type == "l1" || out.loss.type == "cross_entropy"))
+    l.fail("type", fmt::format("unknown loss type '{}' (expected mse, l1 or cross_entropy)", out.loss.type));
+  const Block p = l.block("parameters");
+  p.only({"reduction"}, "loss type " + out.loss.type);
+  if (p.get("reduction", out.loss.reduction)) out.loss.reduction = lower(out.loss.reduction);
+}
+
+void parse_optimizer(RunConfig& out, const Block& o) {
+  o.only({"type", "parameters", "general"});
+  OptimizerConfig& opt = out.optimizer;
+  opt.type = type_of(o, "sgd, adam or adamw");
+  const Block p = o.block("parameters");
+  if (opt.type == "sgd") {
+    p.only({"learning_rate", "momentum", "dampening", "weight_decay", "nesterov", "fused"}, "optimizer type sgd");
+    p.get("momentum", opt.momentum);
+    p.get("dampening", opt.dampening);
+    p.get("nesterov", opt.nesterov);
+  } else if (opt.type == "adam" || opt.type == "adamw") {
+    p.only({"learning_rate", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "fused"},
+           "optimizer type " + opt.type);
+    p.get("beta1", opt.beta1);
+    p.get("beta2", opt.beta2);
+    p.get("eps", opt.eps);
+    bool amsgrad = false;
+    if (p.get("amsgrad", amsgrad) && amsgrad)
+      p.fail("amsgrad", "not supported (tandem's Adam has no AMSGrad variant); set it to false or remove it");
+    if (opt.type == "adamw") opt.weight_decay = 1e-2;  // torch.optim.AdamW's default; the file may override it
+  } else {
+    o.fail("type", fmt::format("unknown optimizer type '{}' (expected sgd, adam or adamw)", opt.type));
+  }
+  p.get("learning_rate", opt.learning_rate);
+  p.get("weight_decay", opt.weight_decay);
+  p.get("fused", opt.fused);
+
+  // TorchFort keeps accumulation and clipping here; they are the training block's settings.
+  const Block g = o.block("general");
+  g.only({"grad_accumulation_steps", "max_grad_norm"}, "optimizer.general (TorchFort's)");
+  auto alias = [&](const std::string& key, const std::string& training_path) {
+    if (!g.has(key)) return false;
+    if (out.sets(training_path))
+      g.fail(key, fmt::format("also given as {} (line {}); keep one", training_path, out.key_lines[training_path]));
+    out.key_lines[training_path] = g.line(key);
+    return true;
+  };
+  if (alias("grad_accumulation_steps", "training.accumulation_steps"))
+    g.get("grad_accumulation_steps", out.accumulation_steps);
+  if (alias("max_grad_norm", "training.grad_clip")) g.get("max_grad_norm", out.grad_clip);
+}
+
+void parse_schedule(RunConfig& out, const Block& s) {
+  s.only({"type", "parameters"});
+  ScheduleConfig& sc = out.lr_scheduler;
+  sc.type = type_of(s, "constant, step, cosine_annealing or linear_warmup");
+  const Block p = s.block("parameters");
+  if (sc.type == "constant") {
+    p.only({}, "schedule type constant");
+  } else if (sc.type == "step") {
+    p.only({"step_size", "gamma"}, "schedule type step");
+    if (!p.get("step_size", sc.step_size)) p.missing("step_size", "the steps between two decays");
+    p.get("gamma", sc.gamma);
+  } else if (sc.type == "cosine_annealing") {
+    p.only({"T_max", "eta_min"}, "schedule type cosine_annealing");
+    if (!p.get("T_max", sc.t_max)) p.missing("T_max", "the steps to anneal over");
+    p.get("eta_min", sc.eta_min);
+  } else if (sc.type == "linear_warmup") {
+    p.only({"warmup_steps", "start_factor", "T_max", "eta_min"}, "schedule type linear_warmup");
+    if (!p.get("warmup_steps", sc.warmup_steps)) p.missing("warmup_steps", "the steps from start_factor to 1");
+    p.get("start_factor", sc.start_factor);
+    p.get("T_max", sc.t_max);
+    p.get("eta_min", sc.eta_min);
+  } else if (sc.type == "multistep" || sc.type == "polynomial") {
+    s.fail("type", fmt::format("TorchFort's {} schedule is not supported (expected constant, step, cosine_annealing "
+                               "or linear_warmup)", sc.type));
+  } else {
+    s.fail("type", fmt::format("unknown schedule type '{}' (expected constant, step, cosine_annealing or "
+                               "linear_warmup)", sc.type));
+  }
+}
+
+void parse_training(RunConfig& out, const Block& t) {
+  t.only({"grad_clip", "accumulation_steps", "amp", "seed"});
+  t.get("grad_clip", out.grad_clip);
+  t.get("accumulation_steps", out.accumulation_steps);
+  if (t.get("amp", out.amp)) out.amp = lower(out.amp);
+  t.get("seed", out.seed);
+}
+
+void parse_ddp(RunConfig& out, const Block& d) {
+  d.only({"bucket_cap_mb", "first_bucket_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters",
+          "broadcast_buffers"});
+  d.get("bucket_cap_mb", out.ddp.bucket_cap_mb);
+  d.get("first_bucket_mb", out.ddp.first_bucket_mb);
+  d.get("gradient_as_bucket_view", out.ddp.gradient_as_bucket_view);
+  d.get("static_graph", out.ddp.static_graph);
+  d.get("find_unused_parameters", out.ddp.find_unused_parameters);
+  d.get("broadcast_buffers", out.ddp.broadcast_buffers);
+}
+
+// The line of a syntax error. yaml-cpp reports a construct left open (an unclosed [ or {) where the
+// text ended, often the empty line after the last; the last line with text is where to look.
+int syntax_error_line(const std::string& text, const YAML::Mark& mark) {
+  if (mark.is_null()) return 0;
+  if (mark.pos < 0 || static_cast<size_t>(mark.pos) < text.size()) return mark.line + 1;
+  const size_t last = text.find_last_not_of(" \t\r\n");
+  if (last == std::string::npos) return mark.line + 1;
+  int line = 1;
+  for (size_t i = 0; i < last; ++i) line += text[i] == '\n';
+  return line;
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const std::string& yaml_text, const std::string& source) {
+  RunConfig out;
+  out.source = source;
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    fail_at(source, syntax_error_line(yaml_text, e.mark), "", "YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    fail_at(source, 0, "", std::string("YAML error: ") + e.what());
+  }
+  if (docs.size() > 1)
+    fail_at(source, line_of(docs[1], 0), "", fmt::format("holds {} YAML documents; a run config is one", docs.size()));
+  const YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
+  if (root.IsDefined() && !root.IsNull() && !root.IsMap())
+    fail_at(source, line_of(root, 1), "",
+            fmt::format("expected a mapping of blocks (model, loss, optimizer, lr_scheduler, training, ddp), got {}",
+                        describe(root)));
+  try {
+    const Block top(out, root, "", 0);
+    top.only({"general", "model", "loss", "optimizer", "lr_scheduler", "training", "ddp"}, "a run config");
+    if (!top.has("model")) top.missing("model", "e.g. model: {type: mlp, parameters: {layer_sizes: [784, 512, 10]}}");
+    parse_general(top.block("general"));
+    parse_model(out, top.block("model"));
+    if (top.has("loss")) parse_loss(out, top.block("loss"));
+    if (top.has("training")) parse_training(out, top.block("training"));  // before optimizer.general's aliases
+    if (top.has("optimizer")) parse_optimizer(out, top.block("optimizer"));
+    if (top.has("lr_scheduler")) parse_schedule(out, top.block("lr_scheduler"));
+    if (top.has("ddp")) parse_ddp(out, top.block("ddp"));
+  } catch (const YAML::Exception& e) {  // not expected: the reads above check types before converting
+    fail_at(source, e.mark.is_null() ? 0 : e.mark.line + 1, "", std::string("YAML error: ") + e.what());
+  }
+  validate(out);
+  return out;
+}
+
+RunConfig load_run_config(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw ValueError(fmt::format("{}: cannot open the config file: {}", path, std::strerror(errno)));
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) throw ValueError(fmt::format("{}: cannot read the config file: {}", path, std::strerror(err)));
+  return parse_run_config(text, path);
+}
+
+}  // namespace tandem::nn::config

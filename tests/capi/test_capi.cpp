@@ -1,0 +1,197 @@
+// The C API on one process: every misuse returns its code with a message that says what is wrong;
+// training lowers the loss; a checkpoint saved and loaded through the API continues bitwise; the
+// header compiles as C.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tandem/tandem_c.h"
+#include "tests/capi/capi_test_util.h"
+
+extern "C" int capi_c_smoke(const char* config_file);
+
+namespace tandem::capi_test {
+namespace {
+
+const int64_t kX[2] = {8, 4}, kY[2] = {8, 3};
+
+tandem_model_t make(const std::string& config) {
+  tandem_model_t m = nullptr;
+  EXPECT_EQ(tandem_model_create(&m, config.c_str(), "cpu"), TANDEM_SUCCESS) << tandem_last_error();
+  return m;
+}
+
+// The model's output on a fixed probe batch.
+std::vector<float> probe(tandem_model_t m) {
+  std::vector<float> x, y, out(8 * 3);
+  batch(999, 0, 8, x, y);
+  EXPECT_EQ(tandem_inference(m, x.data(), TANDEM_FLOAT32, 2, kX, out.data(), TANDEM_FLOAT32, 2, kY), TANDEM_SUCCESS)
+      << tandem_last_error();
+  return out;
+}
+
+float train_step(tandem_model_t m, int64_t step) {
+  std::vector<float> x, y;
+  batch(step, 0, 8, x, y);
+  float loss = -1;
+  EXPECT_EQ(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, kX, y.data(), TANDEM_FLOAT32, 2, kY, &loss), TANDEM_SUCCESS)
+      << tandem_last_error();
+  return loss;
+}
+
+::testing::AssertionResult fails_with(tandem_result_t got, tandem_result_t want, const std::vector<std::string>& needles) {
+  if (got != want) return ::testing::AssertionFailure() << "code " << got << ", want " << want << ": " << tandem_last_error();
+  const std::string msg = tandem_last_error();
+  for (const auto& n : needles)
+    if (msg.find(n) == std::string::npos) return ::testing::AssertionFailure() << "'" << n << "' not in: " << msg;
+  return ::testing::AssertionSuccess();
+}
+
+TEST(CApi, LastErrorIsEmptyNotNullBeforeAnyError) {
+  std::string seen = "unset";
+  std::thread([&] { seen = tandem_last_error() ? tandem_last_error() : "NULL"; }).join();
+  EXPECT_EQ(seen, "");
+  EXPECT_STREQ(tandem_version(), TANDEM_VERSION);
+}
+
+TEST(CApi, NullArgumentsAreInvalidUsage) {
+  TempDir dir;
+  const std::string cfg = dir.write("run.yaml", mlp_config());
+  std::vector<float> x(32), y(24);
+  float loss;
+  EXPECT_TRUE(fails_with(tandem_train(nullptr, x.data(), TANDEM_FLOAT32, 2, kX, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"tandem_train", "NULL", "tandem_model_create"}));
+  EXPECT_TRUE(fails_with(tandem_model_create(nullptr, cfg.c_str(), "cpu"), TANDEM_INVALID_USAGE, {"NULL"}));
+  tandem_model_t m = reinterpret_cast<tandem_model_t>(0x1);
+  EXPECT_TRUE(fails_with(tandem_model_create(&m, nullptr, "cpu"), TANDEM_INVALID_USAGE, {"config_file is NULL"}));
+  EXPECT_EQ(m, nullptr);  // cleared on failure
+  EXPECT_EQ(tandem_model_destroy(nullptr), TANDEM_SUCCESS);
+  m = make(cfg);
+  EXPECT_TRUE(fails_with(tandem_train(m, nullptr, TANDEM_FLOAT32, 2, kX, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"input is NULL"}));
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, nullptr, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"input", "shape is NULL"}));
+  EXPECT_TRUE(fails_with(tandem_save_checkpoint(m, nullptr), TANDEM_INVALID_USAGE, {"dir is NULL"}));
+  EXPECT_TRUE(fails_with(tandem_get_step(m, nullptr), TANDEM_INVALID_USAGE, {"step is NULL"}));
+  tandem_model_destroy(m);
+}
+
+TEST(CApi, WrongShapesRanksAndDtypesAreInvalidUsage) {
+  TempDir dir;
+  tandem_model_t m = make(dir.write("run.yaml", mlp_config()));
+  std::vector<float> x(64), y(64), out(64);
+  float loss;
+  const int64_t five[2] = {8, 5}, batch7[2] = {7, 3}, zero[2] = {0, 4}, wrong_out[2] = {8, 2};
+  // 5 features into a model that takes 4: the layer names both sizes.
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, five, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"tandem_train", "5", "4"}));
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, kX, y.data(), TANDEM_FLOAT32, 2, batch7, &loss),
+                         TANDEM_INVALID_USAGE, {"batch 8", "7"}));
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 0, kX, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"input: rank 0"}));
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 9, kX, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"input: rank 9"}));
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, zero, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"dimension 0 is 0"}));
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), static_cast<tandem_dtype_t>(42), 2, kX, y.data(), TANDEM_FLOAT32, 2,
+                                      kY, &loss),
+                         TANDEM_INVALID_USAGE, {"unknown dtype 42"}));
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, kX, y.data(), TANDEM_INT64, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"label", "float"}));
+  EXPECT_TRUE(fails_with(tandem_inference(m, x.data(), TANDEM_FLOAT32, 2, kX, out.data(), TANDEM_FLOAT32, 2, wrong_out),
+                         TANDEM_INVALID_USAGE, {"tandem_inference", "[8, 3]", "[8, 2]"}));
+  int64_t step = -1;
+  EXPECT_EQ(tandem_get_step(m, &step), TANDEM_SUCCESS);
+  EXPECT_EQ(step, 0);  // no failed call took a step
+  tandem_model_destroy(m);
+}
+
+TEST(CApi, BadConfigFilesAndDevices) {
+  TempDir dir;
+  tandem_model_t m = nullptr;
+  const std::string missing = dir.path + "/nope.yaml";
+  EXPECT_TRUE(fails_with(tandem_model_create(&m, missing.c_str(), "cpu"), TANDEM_INVALID_USAGE, {"nope.yaml"}));
+  const std::string typo = dir.write("typo.yaml", mlp_config("  learning_rat: 3\n"));
+  EXPECT_TRUE(fails_with(tandem_model_create(&m, typo.c_str(), "cpu"), TANDEM_INVALID_USAGE,
+                         {"typo.yaml", "learning_rat"}));
+  const std::string good = dir.write("run.yaml", mlp_config());
+  EXPECT_TRUE(fails_with(tandem_model_create(&m, good.c_str(), "cuda:7"), TANDEM_NOT_SUPPORTED, {"cuda:7"}));
+  EXPECT_TRUE(fails_with(tandem_model_create(&m, good.c_str(), "tpu"), TANDEM_INVALID_USAGE, {"tpu"}));
+  EXPECT_EQ(m, nullptr);
+}
+
+TEST(CApi, TrainingLowersTheLossAndCountsSteps) {
+  TempDir dir;
+  tandem_model_t m = make(dir.write("run.yaml", mlp_config()));
+  std::vector<float> first_probe = probe(m);
+  float first = 0, last = 0;
+  for (int64_t s = 0; s < 60; ++s) {
+    const float loss = train_step(m, s % 4);
+    if (s < 4) first += loss;
+    if (s >= 56) last += loss;
+  }
+  EXPECT_LT(last, 0.5f * first);
+  int64_t step = 0;
+  EXPECT_EQ(tandem_get_step(m, &step), TANDEM_SUCCESS);
+  EXPECT_EQ(step, 60);
+  EXPECT_NE(probe(m), first_probe);
+  tandem_model_destroy(m);
+}
+
+TEST(CApi, Float64BuffersMatchFloat32Ones) {
+  TempDir dir;
+  const std::string cfg = dir.write("run.yaml", mlp_config());
+  tandem_model_t a = make(cfg), b = make(cfg);
+  for (int64_t s = 0; s < 3; ++s) {
+    std::vector<float> x, y;
+    batch(s, 0, 8, x, y);
+    std::vector<double> xd(x.begin(), x.end()), yd(y.begin(), y.end());
+    float la, lb;
+    ASSERT_EQ(tandem_train(a, x.data(), TANDEM_FLOAT32, 2, kX, y.data(), TANDEM_FLOAT32, 2, kY, &la), TANDEM_SUCCESS);
+    ASSERT_EQ(tandem_train(b, xd.data(), TANDEM_FLOAT64, 2, kX, yd.data(), TANDEM_FLOAT64, 2, kY, &lb), TANDEM_SUCCESS);
+    EXPECT_EQ(la, lb);
+  }
+  std::vector<float> x, y;
+  batch(5, 0, 8, x, y);
+  std::vector<double> out(24);
+  ASSERT_EQ(tandem_inference(b, x.data(), TANDEM_FLOAT32, 2, kX, out.data(), TANDEM_FLOAT64, 2, kY), TANDEM_SUCCESS);
+  std::vector<float> pa = probe(a), pb = probe(b);
+  EXPECT_EQ(pa, pb);
+  tandem_model_destroy(a);
+  tandem_model_destroy(b);
+}
+
+TEST(CApi, CheckpointResumesBitwise) {
+  TempDir dir;
+  const std::string cfg = dir.write("run.yaml", mlp_config());
+  tandem_model_t straight = make(cfg), first = make(cfg);
+  for (int64_t s = 0; s < 6; ++s) train_step(straight, s);
+  for (int64_t s = 0; s < 3; ++s) train_step(first, s);
+  const std::string ck = dir.path + "/ck";
+  ASSERT_EQ(tandem_save_checkpoint(first, ck.c_str()), TANDEM_SUCCESS) << tandem_last_error();
+  tandem_model_destroy(first);
+  tandem_model_t resumed = make(cfg);
+  ASSERT_EQ(tandem_load_checkpoint(resumed, ck.c_str()), TANDEM_SUCCESS) << tandem_last_error();
+  int64_t step = 0;
+  EXPECT_EQ(tandem_get_step(resumed, &step), TANDEM_SUCCESS);
+  EXPECT_EQ(step, 3);
+  for (int64_t s = 3; s < 6; ++s) train_step(resumed, s);
+  const std::vector<float> a = probe(straight), b = probe(resumed);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  const std::string bad = dir.path + "/no-such-checkpoint";
+  EXPECT_TRUE(fails_with(tandem_load_checkpoint(resumed, bad.c_str()), TANDEM_IO_ERROR, {"no-such-checkpoint"}));
+  tandem_model_destroy(straight);
+  tandem_model_destroy(resumed);
+}
+
+TEST(CApi, HeaderCompilesAsC) {
+  TempDir dir;
+  EXPECT_EQ(capi_c_smoke(dir.write("run.yaml", mlp_config()).c_str()), 0) << tandem_last_error();
+}
+
+}  // namespace
+}  // namespace tandem::capi_test

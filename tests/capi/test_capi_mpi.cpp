@@ -1,0 +1,158 @@
+// The distributed C API under mpirun, with the host owning MPI at MPI_THREAD_SINGLE and handing in a
+// communicator split from its world (as a simulation keeps MPI_COMM_WORLD for itself): N ranks, each
+// training on its share of every batch, end with the weights of one process trained on the whole
+// batch (compared through inference, to 1e-5); a checkpoint saved on N ranks resumes bitwise; the
+// Fortran entry (MPI_Fint) gives the same model.
+#include <mpi.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tandem/tandem_c.h"
+#include "tests/capi/capi_test_util.h"
+
+namespace tandem::capi_test {
+namespace {
+
+constexpr int64_t kBatch = 12;  // divisible by 1, 2, 3 and 4 ranks
+const int64_t kProbeX[2] = {kBatch, 4}, kProbeY[2] = {kBatch, 3};
+
+struct World {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  World() {
+    MPI_Comm_split(MPI_COMM_WORLD, 0, 0, &comm);  // the host's own communicator, not the world
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+  }
+  ~World() { MPI_Comm_free(&comm); }
+};
+
+// A directory every rank sees: rank 0 makes (and at the end removes) it, the others learn its path.
+struct SharedDir {
+  std::unique_ptr<TempDir> owned;
+  std::string path;
+  explicit SharedDir(const World& w) {
+    char buf[256] = {};
+    if (w.rank == 0) {
+      owned = std::make_unique<TempDir>();
+      std::strncpy(buf, owned->path.c_str(), sizeof buf - 1);
+    }
+    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, w.comm);
+    path = buf;
+  }
+};
+
+// The config file, written by rank 0 where every rank reads it.
+std::string shared_config(const World& w, const SharedDir& dir, const std::string& extra = "") {
+  if (w.rank == 0) dir.owned->write("run.yaml", mlp_config(extra));
+  MPI_Barrier(w.comm);
+  return dir.path + "/run.yaml";
+}
+
+void train_share(tandem_model_t m, const World& w, int64_t step) {
+  const int64_t per = kBatch / w.size, begin = w.rank * per;
+  std::vector<float> x, y;
+  batch(step, begin, begin + per, x, y);
+  const int64_t xs[2] = {per, 4}, ys[2] = {per, 3};
+  float loss = -1;
+  ASSERT_EQ(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, xs, y.data(), TANDEM_FLOAT32, 2, ys, &loss), TANDEM_SUCCESS)
+      << tandem_last_error();
+}
+
+void train_whole(tandem_model_t m, int64_t step) {
+  std::vector<float> x, y;
+  batch(step, 0, kBatch, x, y);
+  ASSERT_EQ(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, kProbeX, y.data(), TANDEM_FLOAT32, 2, kProbeY, nullptr),
+            TANDEM_SUCCESS)
+      << tandem_last_error();
+}
+
+std::vector<float> probe(tandem_model_t m) {
+  std::vector<float> x, y, out(kBatch * 3);
+  batch(999, 0, kBatch, x, y);
+  EXPECT_EQ(tandem_inference(m, x.data(), TANDEM_FLOAT32, 2, kProbeX, out.data(), TANDEM_FLOAT32, 2, kProbeY),
+            TANDEM_SUCCESS)
+      << tandem_last_error();
+  return out;
+}
+
+TEST(CApiMpi, NRanksMatchOneProcessOnTheWholeBatch) {
+  World w;
+  SharedDir shared(w);
+  const std::string cfg = shared_config(w, shared);
+  tandem_model_t dist = nullptr, single = nullptr;
+  ASSERT_EQ(tandem_model_create_distributed(&dist, cfg.c_str(), w.comm, "cpu"), TANDEM_SUCCESS) << tandem_last_error();
+  ASSERT_EQ(tandem_model_create(&single, cfg.c_str(), "cpu"), TANDEM_SUCCESS) << tandem_last_error();
+  for (int64_t s = 0; s < 5; ++s) {
+    train_share(dist, w, s);
+    train_whole(single, s);
+  }
+  const std::vector<float> a = probe(dist), b = probe(single);
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::fabs(b[i]))) << "output " << i << " on rank " << w.rank;
+  // Every rank holds the same weights, bit for bit.
+  std::vector<float> root = a;
+  MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_FLOAT, 0, w.comm);
+  EXPECT_EQ(std::memcmp(root.data(), a.data(), a.size() * sizeof(float)), 0);
+  tandem_model_destroy(dist);
+  tandem_model_destroy(single);
+  MPI_Barrier(w.comm);  // rank 0 removes the directory once every rank is done with it
+}
+
+TEST(CApiMpi, CheckpointOnNRanksResumesBitwiseAndFortranCommWorks) {
+  World w;
+  SharedDir shared(w);
+  const std::string cfg = shared_config(w, shared);
+  const std::string ck = shared.path + "/ck";
+  tandem_model_t straight = nullptr, first = nullptr, resumed = nullptr;
+  ASSERT_EQ(tandem_model_create_distributed(&straight, cfg.c_str(), w.comm, "auto"), TANDEM_SUCCESS)
+      << tandem_last_error();
+  ASSERT_EQ(tandem_model_create_distributed_f(&first, cfg.c_str(), MPI_Comm_c2f(w.comm), "cpu"), TANDEM_SUCCESS)
+      << tandem_last_error();
+  for (int64_t s = 0; s < 4; ++s) train_share(straight, w, s);
+  for (int64_t s = 0; s < 2; ++s) train_share(first, w, s);
+  ASSERT_EQ(tandem_save_checkpoint(first, ck.c_str()), TANDEM_SUCCESS) << tandem_last_error();
+  tandem_model_destroy(first);
+  ASSERT_EQ(tandem_model_create_distributed(&resumed, cfg.c_str(), w.comm, "cpu"), TANDEM_SUCCESS)
+      << tandem_last_error();
+  ASSERT_EQ(tandem_load_checkpoint(resumed, ck.c_str()), TANDEM_SUCCESS) << tandem_last_error();
+  for (int64_t s = 2; s < 4; ++s) train_share(resumed, w, s);
+  const std::vector<float> a = probe(straight), b = probe(resumed);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "rank " << w.rank;
+  tandem_model_destroy(straight);
+  tandem_model_destroy(resumed);
+  MPI_Barrier(w.comm);
+}
+
+TEST(CApiMpi, NullCommunicatorIsInvalidUsage) {
+  TempDir dir;
+  const std::string cfg = dir.write("run.yaml", mlp_config());
+  tandem_model_t m = nullptr;
+  EXPECT_EQ(tandem_model_create_distributed(&m, cfg.c_str(), MPI_COMM_NULL, "cpu"), TANDEM_INVALID_USAGE);
+  EXPECT_NE(std::string(tandem_last_error()).find("MPI_COMM_NULL"), std::string::npos) << tandem_last_error();
+  EXPECT_EQ(m, nullptr);
+}
+
+}  // namespace
+}  // namespace tandem::capi_test
+
+// The host's main: MPI at the lowest thread level, initialised and finalised by the host alone.
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) ::testing::GTEST_FLAG(brief) = true;
+  ::testing::InitGoogleTest(&argc, argv);
+  int rc = RUN_ALL_TESTS();
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}
