@@ -84,6 +84,7 @@ DType dtype_of(const char* what, tandem_dtype_t t) {
     case TANDEM_FLOAT64: return DType::f64;
     case TANDEM_INT32: return DType::i32;
     case TANDEM_INT64: return DType::i64;
+    default: break;
   }
   TANDEM_FAIL(Value, "{}: unknown dtype {} (expected TANDEM_FLOAT32, TANDEM_FLOAT64, TANDEM_INT32 or TANDEM_INT64)",
               what, static_cast<int>(t));
@@ -169,7 +170,9 @@ tandem_result_t tandem_model_create_distributed(tandem_model_t* model, const cha
 
 tandem_result_t tandem_model_create_distributed_f(tandem_model_t* model, const char* config_file, MPI_Fint comm,
                                                   const char* device) {
-  MPI_Comm c = MPI_Comm_f2c(comm);
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Comm c = initialised ? MPI_Comm_f2c(comm) : MPI_COMM_NULL;  // create() says MPI is not initialised
   return create("tandem_model_create_distributed_f", model, config_file, device, &c);
 }
 

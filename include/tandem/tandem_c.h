@@ -43,14 +43,18 @@ typedef enum {
   TANDEM_MPI_ERROR = 5,       /* an MPI call failed */
   TANDEM_NCCL_ERROR = 6,      /* an NCCL call failed */
   TANDEM_IO_ERROR = 7,        /* a checkpoint or config file is missing, truncated or corrupt */
-  TANDEM_COMM_ERROR = 8       /* a collective failed: a dead or hung rank (deadline), ranks that disagree */
+  TANDEM_COMM_ERROR = 8,      /* a collective failed: a dead or hung rank (deadline), ranks that disagree */
+  TANDEM_RESULT_FORCE_INT_ = 0x7fffffff /* not a result: keeps the type int-sized, any int value valid */
 } tandem_result_t;
 
 typedef enum {
   TANDEM_FLOAT32 = 0,
   TANDEM_FLOAT64 = 1,
   TANDEM_INT32 = 2, /* labels (class indices) only */
-  TANDEM_INT64 = 3  /* labels (class indices) only */
+  TANDEM_INT64 = 3, /* labels (class indices) only */
+  /* Not a dtype: keeps the type int-sized and any non-negative int a valid value of it, so that a
+   * wrong value from C is an error code (TANDEM_INVALID_USAGE), not undefined behaviour in C++. */
+  TANDEM_DTYPE_FORCE_INT_ = 0x7fffffff
 } tandem_dtype_t;
 
 /* A model with its optimizer, loss, schedule and (distributed) communicator. */
