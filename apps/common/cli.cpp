@@ -21,12 +21,12 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--batch-size", cfg.batch_size, "samples per step and process")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--lr", cfg.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--momentum", cfg.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  app.add_option("--optimizer", cfg.optimizer, "sgd, adam or adamw")
+  app.add_option("--lr", cfg.optimizer.learning_rate, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--momentum", cfg.optimizer.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--optimizer", cfg.optimizer.type, "sgd, adam or adamw")
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
       ->capture_default_str();
-  app.add_option("--weight-decay", cfg.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay")
+  app.add_option("--weight-decay", cfg.optimizer.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--lr-schedule", cfg.lr_schedule, "cosine (per step, down to 0) or constant")

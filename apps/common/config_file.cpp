@@ -43,16 +43,17 @@ void apply_config_file(const CLI::App& app, TrainConfig& cfg) {
                              "loss: {type: cross_entropy} or leave the loss block out");
 
   const nn::config::OptimizerConfig& o = rc.optimizer;
-  if (from_file("optimizer.type", "--optimizer")) cfg.optimizer = o.type;
-  if (from_file("optimizer.parameters.learning_rate", "--lr")) cfg.lr = o.learning_rate;
-  if (from_file("optimizer.parameters.momentum", "--momentum")) cfg.momentum = o.momentum;
-  if (from_file("optimizer.parameters.weight_decay", "--weight-decay")) cfg.weight_decay = o.weight_decay;
-  if (from_file("optimizer.parameters.dampening")) cfg.dampening = o.dampening;
-  if (from_file("optimizer.parameters.nesterov")) cfg.nesterov = o.nesterov;
-  if (from_file("optimizer.parameters.beta1")) cfg.beta1 = o.beta1;
-  if (from_file("optimizer.parameters.beta2")) cfg.beta2 = o.beta2;
-  if (from_file("optimizer.parameters.eps")) cfg.adam_eps = o.eps;
-  if (from_file("optimizer.parameters.fused")) cfg.fused_optimizer = o.fused;
+  nn::config::OptimizerConfig& mine = cfg.optimizer;
+  if (from_file("optimizer.type", "--optimizer")) mine.type = o.type;
+  if (from_file("optimizer.parameters.learning_rate", "--lr")) mine.learning_rate = o.learning_rate;
+  if (from_file("optimizer.parameters.momentum", "--momentum")) mine.momentum = o.momentum;
+  if (from_file("optimizer.parameters.weight_decay", "--weight-decay")) mine.weight_decay = o.weight_decay;
+  if (from_file("optimizer.parameters.dampening")) mine.dampening = o.dampening;
+  if (from_file("optimizer.parameters.nesterov")) mine.nesterov = o.nesterov;
+  if (from_file("optimizer.parameters.beta1")) mine.beta1 = o.beta1;
+  if (from_file("optimizer.parameters.beta2")) mine.beta2 = o.beta2;
+  if (from_file("optimizer.parameters.eps")) mine.eps = o.eps;
+  if (from_file("optimizer.parameters.fused")) mine.fused = o.fused;
 
   if (from_file("lr_scheduler", "--lr-schedule")) {
     cfg.lr_schedule = rc.lr_scheduler.type;

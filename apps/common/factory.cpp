@@ -22,18 +22,7 @@ std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {
   // The run config's builder: the flags' optimizers and a --config file's are made in one place.
-  nn::config::OptimizerConfig o;
-  o.type = cfg.optimizer;
-  o.learning_rate = cfg.lr;
-  o.momentum = cfg.momentum;
-  o.weight_decay = cfg.weight_decay;
-  o.dampening = cfg.dampening;
-  o.nesterov = cfg.nesterov;
-  o.beta1 = cfg.beta1;
-  o.beta2 = cfg.beta2;
-  o.eps = cfg.adam_eps;
-  o.fused = cfg.fused_optimizer;
-  return nn::config::build_optimizer(o, params);
+  return nn::config::build_optimizer(cfg.optimizer, params);
 }
 
 int apply_threads(int threads) {

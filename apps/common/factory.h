@@ -13,8 +13,8 @@ namespace tandem::app {
 
 // The model named by cfg.model, initialised from a generator seeded with cfg.seed.
 std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg);
-// sgd (momentum, L2 weight decay), adam (L2) or adamw (decoupled), at cfg.lr; fused when a --config
-// file asks for it (nn::config::build_optimizer).
+// cfg.optimizer: sgd (momentum, L2 weight decay), adam (L2) or adamw (decoupled); fused when a
+// --config file asks for it (nn::config::build_optimizer).
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);
 // Sets the Eigen/OpenMP thread count (0 keeps OpenMP's default). Returns the count in effect.
 int apply_threads(int threads);

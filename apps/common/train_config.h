@@ -18,17 +18,11 @@ struct TrainConfig {
   // optimisation (the README defaults: they reach mlp >= 0.88 and cnn >= 0.91 in 5 epochs)
   int64_t epochs = 5;
   int64_t batch_size = 128;   // per process
-  double lr = 0.05;
-  double momentum = 0.9;
-  std::string optimizer = "sgd";  // sgd | adam | adamw
-  double weight_decay = 5e-4;
+  // --optimizer sgd|adam|adamw, --lr, --momentum, --weight-decay; a --config file sets the rest
+  // (betas, eps, dampening, nesterov, fused). Built by nn::config::build_optimizer.
+  nn::config::OptimizerConfig optimizer = default_optimizer();
   std::string lr_schedule = "cosine";  // cosine (per step, to 0 at the last step) | constant
   uint64_t seed = 0;
-  // Set only by a --config file (apps/common/config_file.h); torch's defaults otherwise.
-  double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // adam, adamw
-  double dampening = 0.0;                              // sgd
-  bool nesterov = false;                               // sgd
-  bool fused_optimizer = false;                        // the multi-tensor fused variants
   // A schedule from --config (step, cosine_annealing over its T_max, linear_warmup): replaces lr_schedule.
   std::optional<nn::config::ScheduleConfig> lr_scheduler;
   std::string config_path;  // --config: a run-config YAML file; flags given on the command line override it
@@ -55,6 +49,16 @@ struct TrainConfig {
   std::string save_dir;      // checkpoints go to save_dir/step-N
   int64_t save_every = 0;    // optimizer steps between checkpoints (0: only at the end)
   std::string resume_dir;    // a save_dir/step-N folder to continue from
+
+  // SGD at lr 0.05, momentum 0.9, weight decay 5e-4; torch's defaults for what has no flag.
+  static nn::config::OptimizerConfig default_optimizer() {
+    nn::config::OptimizerConfig o;
+    o.type = "sgd";
+    o.learning_rate = 0.05;
+    o.momentum = 0.9;
+    o.weight_decay = 5e-4;
+    return o;
+  }
 };
 
 }  // namespace tandem::app

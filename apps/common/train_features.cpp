@@ -8,7 +8,6 @@
 #include "apps/common/factory.h"
 #include "comm/communicator.h"
 #include "nn/checkpoint_sequential.h"
-#include "nn/optim/clip_grad.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
 
@@ -123,13 +122,7 @@ void FullTrainer::backward(const Tensor& loss) { scaler_.scale(loss).backward();
 
 void FullTrainer::optimizer_step() {
   ps_.before_optimizer_step();
-  if (config().grad_clip > 0) {
-    scaler_.unscale_(optimizer());  // clip the true gradients (a no-op when the scaler is disabled)
-    // A step with inf/nan gradients (f16 loss scale too high) is skipped by step(); nothing to clip.
-    if (!scaler_.found_inf()) nn::clip_grad_norm(ps_.model->parameters(), config().grad_clip);
-  }
-  scaler_.step(optimizer());
-  scaler_.update();
+  nn::clipped_scaler_step(scaler_, optimizer(), ps_.model->parameters(), config().grad_clip);
 }
 
 std::shared_ptr<void> FullTrainer::micro_batch_scope(bool reduce) {

@@ -29,8 +29,8 @@ int train(app::TrainConfig cfg) {
   app::Logger log(ps.rank(), cfg.quiet);
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
-           cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer,
-           cfg.lr, cfg.momentum, cfg.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads,
+           cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer.type,
+           cfg.optimizer.learning_rate, cfg.optimizer.momentum, cfg.optimizer.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads,
            threads > 1 ? "s" : "");
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,

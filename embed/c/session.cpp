@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "nn/optim/clip_grad.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/device_query.h"
@@ -92,12 +91,7 @@ double Session::train(const ArrayRef& input, const ArrayRef& label) {
   }
   micro_ = 0;
   if (ddp_) ddp_->finalize();
-  if (config_.grad_clip > 0) {
-    scaler_->unscale_(*optimizer_);
-    if (!scaler_->found_inf()) nn::clip_grad_norm(model_->parameters(), config_.grad_clip);
-  }
-  scaler_->step(*optimizer_);
-  scaler_->update();
+  nn::clipped_scaler_step(*scaler_, *optimizer_, model_->parameters(), config_.grad_clip);
   optimizer_->zero_grad();
   if (scheduler_) scheduler_->step();
   ++step_;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "comm/communicator.h"
+#include "nn/optim/clip_grad.h"
 #include "nn/optim/fused_optimizer.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/multi_tensor.h"
@@ -159,6 +160,16 @@ void GradScaler::load_state_dict(const NamedTensors& state) {
   options_.backoff_factor = get("backoff_factor").item();
   options_.growth_interval = get("growth_interval").to_vector<int64_t>()[0];
   stage_ = StepStage::Ready;
+}
+
+void clipped_scaler_step(GradScaler& scaler, Optimizer& optimizer, const std::vector<Tensor>& params,
+                         double max_norm) {
+  if (max_norm > 0) {
+    scaler.unscale_(optimizer);  // clip the true gradients (a no-op when the scaler is disabled)
+    if (!scaler.found_inf()) clip_grad_norm(params, max_norm);
+  }
+  scaler.step(optimizer);
+  scaler.update();
 }
 
 }  // namespace tandem::nn

@@ -67,4 +67,10 @@ class GradScaler {
   StepStage stage_ = StepStage::Ready;
 };
 
+// The optimizer step of a training loop under a scaler: unscale and clip the global gradient norm
+// of `params` to `max_norm` (0: no clipping; nothing to clip when a gradient is inf/nan, as that step
+// is skipped), scaler.step, scaler.update. tandem-train's loop and the C API's share it.
+void clipped_scaler_step(GradScaler& scaler, Optimizer& optimizer, const std::vector<Tensor>& params,
+                         double max_norm);
+
 }  // namespace tandem::nn

@@ -57,7 +57,7 @@ TEST(Trainer, MlpLossFallsOverAFewHundredSteps) {
   cfg.model = "mlp";
   cfg.epochs = 2;
   cfg.batch_size = 32;
-  cfg.lr = 0.01;
+  cfg.optimizer.learning_rate = 0.01;
   cfg.lr_schedule = "constant";
   cfg.eval_batch_size = 250;
   cfg.quiet = true;
