@@ -7,6 +7,7 @@
 #include "apps/common/config_file.h"
 #include "apps/common/factory.h"
 #include "apps/common/host_memory.h"
+#include "apps/common/operations.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
@@ -22,7 +23,9 @@ int train(app::TrainConfig cfg) {
   int threads = app::apply_threads(cfg.threads);
   cfg.mode = app::resolve_mode(cfg.mode);
   app::ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.accumulation_steps, cfg.ddp};
-  pc.device = app::resolve_device(cfg);
+  const monitor::DeviceChoice choice = app::resolve_device_choice(cfg);
+  pc.device = choice.device;
+  pc.device_reason = choice.reason;
   auto model = app::make_run_model(cfg);  // initialised on the CPU (the same weights on every device)
   model->to(pc.device);
   app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
@@ -39,7 +42,9 @@ int train(app::TrainConfig cfg) {
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
   app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
+  log.info("tandem-train: device {}", choice.reason);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
+  auto status = app::StatusService::start(cfg, trainer, pc.device, cfg.mode, choice.reason, log);  // --status-port
   app::TrainResult r = trainer.fit();
   std::string hash = trainer.param_hash();
   if (r.evaluated)
