@@ -54,7 +54,8 @@ std::string status_json(const TrainingSnapshot& s, const monitor::Snapshot* host
                    {"eta_seconds", opt(s.eta_seconds)},
                    {"test_accuracy", opt(s.test_accuracy)},
                    {"ranks", ranks},
-                   {"gpu_unavailable", s.gpu_unavailable}};
+                   {"gpu_unavailable", s.gpu_unavailable},
+                   {"status_seconds_per_step", s.status_seconds_per_step}};
   j["host"] = host ? nlohmann::json(host->host) : nlohmann::json();
   return j.dump();
 }

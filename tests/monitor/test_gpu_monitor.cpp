@@ -111,7 +111,7 @@ TEST(FakeNvml, ReadsEveryFigure) {
   EXPECT_FALSE(c.ecc_uncorrected_volatile.has_value());
   EXPECT_TRUE(c.memory_free.has_value());
   EXPECT_NE(c.unavailable.find("ecc: runtime/monitor/gpu_monitor.cpp:"), std::string::npos) << c.unavailable;
-  EXPECT_NE(c.unavailable.find("device_get_total_ecc_errors"), std::string::npos) << c.unavailable;
+  EXPECT_NE(c.unavailable.find("nvmlDeviceGetTotalEccErrors failed: Not Supported"), std::string::npos) << c.unavailable;
   EXPECT_NE(c.unavailable.find("failed: Not Supported"), std::string::npos) << c.unavailable;
 }
 
