@@ -2,6 +2,8 @@
 // errors for the rest. The handlers copy two shared_ptrs and format; they never touch the loop.
 #include "apps/common/status_server.h"
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include <httplib.h>
@@ -119,6 +121,7 @@ struct StatusServer::Impl {
   std::shared_ptr<const monitor::Sampler> sampler;
   httplib::Server server;
   std::thread thread;
+  std::atomic<bool> ended{false};  // listen_after_bind returned
 };
 
 namespace {
@@ -181,7 +184,18 @@ int StatusServer::start(const std::string& address, int port) {
   }
   TANDEM_CHECK_KIND(IO, bound > 0, "status server: cannot listen on {}:{} (address not of this host, or port in use)",
                     address, port);
-  impl_->thread = std::thread([impl = impl_.get()] { impl->server.listen_after_bind(); });
+  impl_->ended = false;
+  impl_->thread = std::thread([impl = impl_.get()] {
+    impl->server.listen_after_bind();
+    impl->ended = true;
+  });
+  // Serving before returning: httplib's stop() does nothing to a server that has not started
+  // listening yet, so a stop() racing the thread's start would leave join() waiting forever.
+  while (!impl_->server.is_running() && !impl_->ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!impl_->server.is_running()) {
+    impl_->thread.join();
+    TANDEM_FAIL(IO, "status server: listening on {}:{} failed", address, bound);
+  }
   return bound;
 }
 
