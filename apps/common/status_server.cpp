@@ -139,6 +139,13 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, std::shared
   impl_->sampler = std::move(sampler);
   Impl* impl = impl_.get();
   httplib::Server& svr = impl->server;
+  // httplib's default sets SO_REUSEPORT, with which a second job given the same --status-port
+  // binds it too and the kernel splits the connections between the two. SO_REUSEADDR only: a
+  // port in use is an error, one in TIME_WAIT from a previous run is not.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   svr.Get("/health", [impl](const httplib::Request&, httplib::Response& res) {
     auto s = impl->board->latest();
     res.set_content(nlohmann::json{{"status", "ok"}, {"state", s ? s->state : "starting"}}.dump(), "application/json");

@@ -1,10 +1,14 @@
 // The status bodies as functions of a snapshot: per-rank JSON round trip (the rank reports' wire
 // format), /metrics with GPU figures from two ranks, ranks not heard from left out, and /status.
+#include <httplib.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/common/rank_reports.h"
 #include "apps/common/status_server.h"
+#include "runtime/monitor/prometheus.h"
+#include "runtime/error.h"
 
 using namespace tandem;
 
@@ -105,4 +109,45 @@ TEST(StatusBodies, StatusJson) {
   EXPECT_EQ(j["ranks"][1]["gpu"]["utilization_gpu_percent"], 97);
   EXPECT_TRUE(j["ranks"][1]["gpu"]["temperature_c"].is_null());
   EXPECT_TRUE(j["ranks"][2]["step"].is_null());
+}
+
+// The HTTP layer itself, with httplib's client: routes, content types, JSON errors, stop and join.
+TEST(StatusServer, ServesTheBoardAndAnswersErrorsInJson) {
+  auto board = std::make_shared<app::StatusBoard>();
+  auto sampler = std::make_shared<monitor::Sampler>(monitor::SamplerOptions{std::chrono::milliseconds(10)});
+  sampler->start();
+  app::StatusServer server(board, sampler);
+  const int port = server.start("127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  httplib::Client client("127.0.0.1", port);
+  auto r = client.Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["state"], "starting");  // nothing published yet
+  board->publish(std::make_shared<app::TrainingSnapshot>(two_ranks()));
+  r = client.Get("/status");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(nlohmann::json::parse(r->body)["step"], 40);
+  r = client.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("Content-Type"), monitor::kPrometheusContentType);
+  EXPECT_NE(r->body.find("tandem_train_steps_total 40\n"), std::string::npos);
+  r = client.Get("/nope");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_NE(nlohmann::json::parse(r->body)["error"].get<std::string>().find("/nope"), std::string::npos);
+  r = client.Post("/status", "", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD");
+  EXPECT_TRUE(nlohmann::json::parse(r->body).contains("error"));
+  r = client.Head("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // A second server cannot take the same port: a clear IOError, not a crash.
+  app::StatusServer other(board, sampler);
+  EXPECT_THROW(other.start("127.0.0.1", port), IOError);
+  server.stop();
+  EXPECT_FALSE(client.Get("/health"));  // stopped: nothing listens
 }
