@@ -2,6 +2,7 @@
 // node's ranks, then monitor::choose_device.
 #include "comm/device_choice.h"
 
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -78,6 +79,11 @@ NodeGpus node_gpu_figures() {
 }
 
 monitor::DeviceChoice choose_node_device(uint64_t min_free_bytes) {
+  // NVML numbers GPUs in PCI bus order, CUDA fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID: on
+  // a node of mixed GPUs the two would disagree on which cuda:N has the free memory. Ask CUDA for
+  // NVML's order unless the user chose one; it takes effect where CUDA has not started yet (here,
+  // in tandem-train: this is its first device query).
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
   NodeGpus n = node_gpu_figures();
   const std::vector<monitor::GpuStats>& gpus = n.gpus;
   const int cuda_devices = cuda::device_count();
