@@ -25,11 +25,6 @@ nlohmann::json rank_json(const RankFigures& r) {
   return j;
 }
 
-template <typename T>
-nlohmann::json opt(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
 }  // namespace
 
 std::string status_json(const TrainingSnapshot& s, const monitor::Snapshot* host) {
@@ -53,8 +48,8 @@ std::string status_json(const TrainingSnapshot& s, const monitor::Snapshot* host
                    {"lr", s.lr},
                    {"samples_per_second", s.samples_per_second},
                    {"elapsed_seconds", s.elapsed_seconds},
-                   {"eta_seconds", opt(s.eta_seconds)},
-                   {"test_accuracy", opt(s.test_accuracy)},
+                   {"eta_seconds", monitor::json_or_null(s.eta_seconds)},
+                   {"test_accuracy", monitor::json_or_null(s.test_accuracy)},
                    {"ranks", ranks},
                    {"gpu_unavailable", s.gpu_unavailable},
                    {"status_seconds_per_step", s.status_seconds_per_step}};
