@@ -1,6 +1,8 @@
 // Training flags and their parsing.
 #include "apps/common/cli.h"
 
+#include "apps/common/loop_flags.h"
+
 #include <iostream>
 #include <string>
 
@@ -29,9 +31,11 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--weight-decay", cfg.optimizer.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--lr-schedule", cfg.lr_schedule, "cosine (per step, down to 0) or constant")
-      ->check(CLI::IsMember({"cosine", "constant"}))
+  app.add_option("--lr-schedule", cfg.lr_schedule,
+                 "cosine (per step, down to 0), step (x --lr-gamma every --lr-step-size steps) or constant")
+      ->check(CLI::IsMember({"cosine", "step", "constant"}))
       ->capture_default_str();
+  add_schedule_flags(app, cfg);
   app.add_option("--seed", cfg.seed, "seed of initialisation and shuffling")->capture_default_str();
   app.add_option("--device", cfg.device,
                  "auto (cuda:<local rank> where each rank on the node has a GPU, else cpu), cpu, cuda or cuda:N")
@@ -64,6 +68,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--bucket-cap-mb", cfg.ddp.bucket_cap_mb, "ddp: gradient bucket size in MiB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  add_ddp_flags(app, cfg);
   app.add_option("--accumulation-steps", cfg.accumulation_steps, "micro-batches per optimizer step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

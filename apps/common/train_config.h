@@ -21,7 +21,10 @@ struct TrainConfig {
   // --optimizer sgd|adam|adamw, --lr, --momentum, --weight-decay; a --config file sets the rest
   // (betas, eps, dampening, nesterov, fused). Built by nn::config::build_optimizer.
   nn::config::OptimizerConfig optimizer = default_optimizer();
-  std::string lr_schedule = "cosine";  // cosine (per step, to 0 at the last step) | constant
+  std::string lr_schedule = "cosine";  // cosine (per step, to 0 at the last step) | step | constant
+  // --lr-step-size, --lr-gamma (step) and --warmup-steps (linear warmup before any schedule); type unused
+  nn::config::ScheduleConfig schedule;
+  bool lr_scale_with_world = false;  // --lr-scale-with-world: the linear scaling rule (lr x world size)
   uint64_t seed = 0;
   // A schedule from --config (step, cosine_annealing over its T_max, linear_warmup): replaces lr_schedule.
   std::optional<nn::config::ScheduleConfig> lr_scheduler;
@@ -40,7 +43,7 @@ struct TrainConfig {
   std::string devices;       // dp: "cpu:0,cpu:1" or "cuda:0,cuda:1"
   bool sync_bn = false;      // ddp: BatchNorm -> SyncBatchNorm
   int64_t accumulation_steps = 1;  // micro-batches per optimizer step
-  nn::parallel::DDPOptions ddp;    // ddp: --bucket-cap-mb
+  nn::parallel::DDPOptions ddp;    // ddp: --bucket-cap-mb, --find-unused-parameters, ...
   // mixed precision, clipping, activation checkpointing, EMA, checkpoints (apps/common/amp_config.h, nn/training_state.h)
   std::string amp = "off";   // off | f16 | bf16
   double grad_clip = 0;      // max global gradient norm (0: no clipping)

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "nn/config/run_config.h"
+#include "apps/common/lr_schedule.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "runtime/autograd.h"
 #include "runtime/ops.h"
@@ -78,13 +78,9 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
                                                      opt);
 
   train_loader_->set_epoch(0);
-  if (config_.lr_scheduler) {
-    scheduler_ = nn::config::build_scheduler(*config_.lr_scheduler, *optimizer_);
-  } else if (config_.lr_schedule == "cosine") {
-    int64_t total = config_.epochs * steps_per_epoch();
-    if (config_.max_steps > 0) total = std::min(total, config_.max_steps);
-    scheduler_ = std::make_unique<nn::CosineAnnealingLR>(*optimizer_, std::max<int64_t>(total, 1));
-  }
+  int64_t total = config_.epochs * steps_per_epoch();
+  if (config_.max_steps > 0) total = std::min(total, config_.max_steps);
+  scheduler_ = make_lr_schedule(config_, *optimizer_, total);
 }
 
 data::Batch Trainer::load(const data::BatchLoader& loader, int64_t b) const {

@@ -7,6 +7,8 @@
 #include "apps/common/config_file.h"
 #include "apps/common/factory.h"
 #include "apps/common/host_memory.h"
+#include "apps/common/loop_flags.h"
+#include "apps/common/lr_schedule.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
@@ -27,6 +29,7 @@ int train(app::TrainConfig cfg) {
   model->to(pc.device);
   app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
   app::Logger log(ps.rank(), cfg.quiet);
+  app::scale_lr_with_world(cfg, ps.world_size());  // --lr-scale-with-world
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
            cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer.type,
@@ -38,6 +41,7 @@ int train(app::TrainConfig cfg) {
   data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
+  app::log_loop_options(log, cfg, ps, *optimizer);
   app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
   app::TrainResult r = trainer.fit();
