@@ -57,6 +57,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--data-dir", cfg.data_dir, "folder with the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--metrics", cfg.metrics_path, "write JSON-lines metrics to FILE");
   app.add_flag("--quiet", cfg.quiet, "no per-epoch lines");
+  add_loop_flags(app, cfg);
   app.set_version_flag("--version", std::string(app.get_name()) + " " + tandem::version(), "print the version and exit");
 
   app.add_option("--mode", cfg.mode, "single, ddp (one process per rank under mpirun) or dp (--devices); "

@@ -1,7 +1,48 @@
 // Flags bound to nn::config::ScheduleConfig, nn::config::OptimizerConfig and nn::parallel::DDPOptions.
 #include "apps/common/loop_flags.h"
 
+#include "apps/common/logging.h"
+#include "runtime/memory_budget.h"
+
 namespace tandem::app {
+
+void add_loop_flags(CLI::App& app, TrainConfig& cfg) {
+  app.add_option("--log-level", cfg.log_level,
+                 "trace, debug, info (rank 0), warn (every rank, stderr), error or off; results always print")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  app.add_option("--progress", cfg.progress,
+                 "rank 0's progress: auto (a live bar when stdout is a terminal and not under mpirun, else lines), "
+                 "bar, lines or off")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "off"}))
+      ->capture_default_str();
+  app.add_option("--progress-every", cfg.progress_every,
+                 "when stdout is not a terminal: a progress line every N steps (0: about ten per epoch)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--memory-limit", cfg.memory_limit,
+                 "tensor-memory budget of the run's device, e.g. 96MB, 2GB, 512MiB; past it a step runs out of "
+                 "memory and is redone with half the micro-batch (and twice the accumulation)")
+      ->check([](const std::string& v) -> std::string {
+        try {
+          memory::parse_size(v);
+          return "";
+        } catch (const Error& e) {
+          return fmt::format("'{}' is not a size: give a number with a unit, e.g. 96MB, 2GB, 512KiB", v);
+        }
+      });
+}
+
+void apply_loop_settings(const TrainConfig& cfg, const ParallelSetup& ps, Device device, const Logger& log) {
+  logging::configure(logging::parse_level(cfg.log_level), ps.rank(), ps.world_size());
+  if (cfg.memory_limit.empty()) return;
+  const size_t bytes = memory::parse_size(cfg.memory_limit);
+  // --mode dp keeps the model on the CPU until it places replicas on --devices.
+  const DeviceKind kind = cfg.mode == "dp" && cfg.devices.rfind("cuda", 0) == 0 ? DeviceKind::CUDA : device.kind;
+  memory::set_limit(kind, bytes);
+  log.info("memory limit: {} of tensor memory per {} device ({} in use now on {})", memory::format_size(bytes),
+           device_kind_name(kind), memory::format_size(memory::in_use(device)), device.str());
+}
 
 void add_schedule_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--lr-step-size", cfg.schedule.step_size, "--lr-schedule step: optimizer steps between lr drops")

@@ -37,6 +37,11 @@ struct TrainConfig {
   int64_t eval_batch_size = 256;
   std::string metrics_path;  // JSON lines; empty: none
   bool quiet = false;        // no per-epoch lines
+  // issue 18's loop (apps/common/loop_flags.cpp): logging, progress, the memory budget
+  std::string log_level = "info";  // trace | debug | info | warn | error | off
+  std::string progress = "auto";   // auto (bar on a terminal, else lines) | bar | lines | off
+  int64_t progress_every = 0;      // plain progress lines every N steps (0: about ten per epoch)
+  std::string memory_limit;        // tensor-memory budget of the run's device, e.g. "96MB" (empty: none)
 
   // data parallelism (apps/common/parallel_setup.h)
   std::string mode;          // single | ddp | dp; empty: ddp under mpirun with > 1 rank, else single

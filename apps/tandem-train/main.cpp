@@ -9,6 +9,7 @@
 #include "apps/common/host_memory.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/lr_schedule.h"
+#include "apps/common/progress.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
@@ -29,6 +30,7 @@ int train(app::TrainConfig cfg) {
   model->to(pc.device);
   app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
   app::Logger log(ps.rank(), cfg.quiet);
+  app::apply_loop_settings(cfg, ps, pc.device, log);  // --log-level, --memory-limit
   app::scale_lr_with_world(cfg, ps.world_size());  // --lr-scale-with-world
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
@@ -44,6 +46,7 @@ int train(app::TrainConfig cfg) {
   app::log_loop_options(log, cfg, ps, *optimizer);
   app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
+  if (auto progress = app::make_progress(cfg, ps.rank())) trainer.add_callback(progress);
   app::TrainResult r = trainer.fit();
   std::string hash = trainer.param_hash();
   if (r.evaluated)
