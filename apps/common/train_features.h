@@ -48,6 +48,7 @@ class FullTrainer : public Trainer {
   std::shared_ptr<void> micro_batch_scope(bool reduce) override;
   std::shared_ptr<void> evaluation_scope() override;
   void fill_done_record(nlohmann::json& record) override;
+  void complete_failed_step() override;  // train_recovery.cpp
 
  private:
   nn::TrainComponents components();

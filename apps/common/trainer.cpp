@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "apps/common/lr_schedule.h"
+#include "runtime/memory_budget.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "runtime/autograd.h"
 #include "runtime/ops.h"
@@ -122,20 +123,10 @@ bool Trainer::train_epoch(EpochStats& stats) {
       break;
     }
     const int64_t group_end = std::min(g + accum, nb);
-    const double weight = 1.0 / static_cast<double>(group_end - g);  // the step's gradient is the group mean
-    optimizer_->zero_grad();
-    double group_loss = 0;
-    for (int64_t b = g; b < group_end; ++b) {
-      data::Batch batch = load(*train_loader_, b);
-      auto scope = micro_batch_scope(b + 1 == group_end);
-      Tensor loss = forward_loss(batch);
-      double l = loss.item();
-      group_loss += l * weight;
-      loss_sum += l * static_cast<double>(batch.size());
-      samples += static_cast<double>(batch.size());
-      backward(weight == 1.0 ? loss : loss * weight);
-    }
-    last_loss_ = group_loss;
+    const GroupResult r = train_group(g, group_end);  // forward + backward, out-of-memory recovery
+    loss_sum += r.loss_sum;
+    samples += r.samples;
+    last_loss_ = r.loss;
     for (auto& cb : callbacks_) cb->after_backward(*this);
     optimizer_step();
     if (scheduler_) scheduler_->step();
@@ -237,6 +228,10 @@ TrainResult Trainer::fit() {
                       {"train_samples_per_s", result.samples_per_s},
                       {"peak_rss_mb", peak_rss_mb()}};
   fill_done_record(done);
+  done["micro_batch_size"] = micro_batch_size();
+  done["accumulation_steps"] = effective_accumulation_steps();  // in force at the end
+  done["oom_recoveries"] = oom_recoveries_;
+  done["peak_tensor_mb"] = static_cast<double>(memory::peak(input_device_)) / 1e6;  // all tensors of the device
   metrics_.write(done);
   for (auto& cb : callbacks_) cb->on_train_end(*this, result);
   return result;

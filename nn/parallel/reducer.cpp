@@ -241,6 +241,30 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
       if (!used[i]) mark_ready(i);
 }
 
+void Reducer::complete_failed_iteration(bool prepared) {
+  if (!prepared) {
+    drain();
+    std::fill(ready_.begin(), ready_.end(), 0);
+    ready_count_ = 0;
+    for (auto& b : buckets_) b.pending = static_cast<int64_t>(b.params.size());
+    next_bucket_ = 0;
+    finalized_ = false;
+    // The peers counted the users of each parameter in their prepare_for_backward: count none here.
+    if (options_.find_unused_parameters || (options_.static_graph && !usage_known_)) {
+      used_counts_ = Tensor::zeros({static_cast<int64_t>(params_.size())}, DType::i32, comm_->device());
+      used_work_ = comm_->allreduce(used_counts_.data_ptr(), used_counts_.numel(), DType::i32, comm::ReduceOp::Sum);
+      // static_graph's first iteration failed here: take every parameter as used (this rank never
+      // saw the graph); the peers recorded theirs.
+      if (options_.static_graph) usage_known_ = true;
+    }
+  }
+  expect_hooks_ = false;  // a stray hook from the failed backward must not count twice
+  backward_started_ = true;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!ready_[i]) mark_ready(i);  // launches the buckets in order; the last one finalizes
+  if (!finalized_ && next_bucket_ == buckets_.size()) finalize_backward();  // it failed inside finalize
+}
+
 void Reducer::on_grad_ready(size_t i) {
   if (!expect_hooks_) return;  // forward ran under no_sync() or without DDP: accumulate locally
   if (options_.static_graph && usage_known_ && !static_used_[i])

@@ -56,6 +56,11 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void expect_no_hooks();
   // Throws the unused-parameter error if a backward started but did not reduce every bucket.
   void check_finished() const;
+  // DistributedDataParallel::complete_failed_step: this rank's backward of the iteration failed or
+  // never ran (`prepared`: prepare_for_backward ran for it). Issues what a whole iteration issues and
+  // this rank has not yet: the used-parameter count (as zeros: this rank used nothing), then every
+  // bucket not yet launched, in order, with whatever gradients are at hand; then finalizes.
+  void complete_failed_iteration(bool prepared);
 
   const std::vector<std::vector<size_t>>& bucket_indices() const { return bucket_params_; }
   // Bytes of each bucket.
