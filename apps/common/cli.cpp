@@ -60,9 +60,10 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   add_loop_flags(app, cfg);
   app.set_version_flag("--version", std::string(app.get_name()) + " " + tandem::version(), "print the version and exit");
 
-  app.add_option("--mode", cfg.mode, "single, ddp (one process per rank under mpirun) or dp (--devices); "
-                                      "default: ddp under mpirun with > 1 rank, else single")
-      ->check(CLI::IsMember({"single", "ddp", "dp"}));
+  app.add_option("--mode", cfg.mode, "auto (default: ddp under mpirun with > 1 rank, dp for several GPUs in one "
+                                      "process or --devices, else single; the choice and its reason are logged), "
+                                      "single, ddp (one process per rank under mpirun) or dp (--devices)")
+      ->check(CLI::IsMember({"auto", "single", "ddp", "dp"}));
   app.add_option("--devices", cfg.devices,
                  "dp: comma-separated devices of one kind, e.g. cpu:0,cpu:1 or cuda:0,cuda:1");
   app.add_flag("--sync-bn", cfg.sync_bn, "ddp: BatchNorm statistics over all ranks (SyncBatchNorm)");
@@ -93,9 +94,9 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.final_callback([&cfg] {
     if (cfg.mode == "dp" && cfg.devices.empty())
       throw CLI::ValidationError("--mode dp", "needs --devices, e.g. --devices cpu:0,cpu:1 or cuda:0,cuda:1");
-    if (!cfg.devices.empty() && cfg.mode != "dp")
+    if (!cfg.devices.empty() && (cfg.mode == "single" || cfg.mode == "ddp"))
       throw CLI::ValidationError("--devices", "only applies to --mode dp");
-    if (cfg.sync_bn && cfg.mode != "ddp" && !cfg.mode.empty())
+    if (cfg.sync_bn && cfg.mode != "ddp" && !cfg.mode.empty() && cfg.mode != "auto")
       throw CLI::ValidationError("--sync-bn", "only applies to --mode ddp");
     if (!cfg.devices.empty() && cfg.device != "auto" && cfg.device != "cpu")
       throw CLI::ValidationError("--device", "--mode dp places replicas with --devices; leave --device out");

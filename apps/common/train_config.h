@@ -44,7 +44,8 @@ struct TrainConfig {
   std::string memory_limit;        // tensor-memory budget of the run's device, e.g. "96MB" (empty: none)
 
   // data parallelism (apps/common/parallel_setup.h)
-  std::string mode;          // single | ddp | dp; empty: ddp under mpirun with > 1 rank, else single
+  std::string mode;          // auto (or empty: apps/common/mode_auto.h) | single | ddp | dp
+  std::string mode_reason;   // why the mode was chosen (the done record's mode_reason)
   std::string devices;       // dp: "cpu:0,cpu:1" or "cuda:0,cuda:1"
   bool sync_bn = false;      // ddp: BatchNorm -> SyncBatchNorm
   int64_t accumulation_steps = 1;  // micro-batches per optimizer step

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "apps/common/factory.h"
+#include "apps/common/mode_auto.h"
 #include "comm/communicator.h"
 #include "nn/checkpoint_sequential.h"
 #include "runtime/autocast.h"
@@ -54,8 +55,10 @@ class StepHooks final : public TrainerCallback {
 }  // namespace
 
 std::string resolve_mode(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  return comm::launcher_world_size() > 1 ? "ddp" : "single";
+  if (!configured.empty() && configured != "auto") return configured;
+  TrainConfig cfg;  // --mode auto without the devices flags: single or ddp (main.cpp decides dp)
+  cfg.device = "cpu";
+  return decide_mode_here(cfg).mode;
 }
 
 Device resolve_device(const TrainConfig& cfg) {

@@ -13,8 +13,8 @@
 
 namespace tandem::app {
 
-// "single" | "ddp" | "dp": the configured mode, or ddp when launched by mpirun/PMI with > 1 rank
-// (OMPI_COMM_WORLD_SIZE / PMI_SIZE), else single.
+// "single" | "ddp" | "dp": the configured mode; for auto (or empty) ddp when launched by mpirun/PMI
+// with > 1 rank (OMPI_COMM_WORLD_SIZE / PMI_SIZE), else single (mode_auto.h decides dp too).
 std::string resolve_mode(const std::string& configured);
 
 // --device: cpu; cuda:N; cuda (cuda:<local rank>; an error where a node has more ranks than GPUs);

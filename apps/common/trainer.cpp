@@ -231,6 +231,7 @@ TrainResult Trainer::fit() {
   done["micro_batch_size"] = micro_batch_size();
   done["accumulation_steps"] = effective_accumulation_steps();  // in force at the end
   done["oom_recoveries"] = oom_recoveries_;
+  if (!config_.mode_reason.empty()) done["mode_reason"] = config_.mode_reason;
   done["peak_tensor_mb"] = static_cast<double>(memory::peak(input_device_)) / 1e6;  // all tensors of the device
   metrics_.write(done);
   for (auto& cb : callbacks_) cb->on_train_end(*this, result);

@@ -9,6 +9,7 @@
 #include "apps/common/host_memory.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/lr_schedule.h"
+#include "apps/common/mode_auto.h"
 #include "apps/common/progress.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
@@ -23,7 +24,10 @@ namespace {
 int train(app::TrainConfig cfg) {
   app::keep_freed_host_memory();
   int threads = app::apply_threads(cfg.threads);
-  cfg.mode = app::resolve_mode(cfg.mode);
+  const app::ModeDecision mode = app::decide_mode_here(cfg);  // --mode auto: single, dp or ddp, and why
+  cfg.mode = mode.mode;
+  cfg.devices = mode.devices;
+  cfg.mode_reason = mode.reason;
   app::ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.accumulation_steps, cfg.ddp};
   pc.device = app::resolve_device(cfg);
   auto model = app::make_run_model(cfg);  // initialised on the CPU (the same weights on every device)
@@ -31,6 +35,8 @@ int train(app::TrainConfig cfg) {
   app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
   app::Logger log(ps.rank(), cfg.quiet);
   app::apply_loop_settings(cfg, ps, pc.device, log);  // --log-level, --memory-limit
+  if (!mode.warning.empty()) log.warn("{}", mode.warning);
+  log.info("mode {}: {}", mode.mode, mode.reason);
   app::scale_lr_with_world(cfg, ps.world_size());  // --lr-scale-with-world
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
