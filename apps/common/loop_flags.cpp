@@ -20,6 +20,9 @@ void add_loop_flags(CLI::App& app, TrainConfig& cfg) {
                  "when stdout is not a terminal: a progress line every N steps (0: about ten per epoch)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--trace", cfg.trace_path,
+                 "write a Chrome trace JSON of every rank's spans (data, forward, backward, each bucket's "
+                 "allreduce, optimizer, evaluate, checkpoint) to FILE");
   app.add_option("--memory-limit", cfg.memory_limit,
                  "tensor-memory budget of the run's device, e.g. 96MB, 2GB, 512MiB; past it a step runs out of "
                  "memory and is redone with half the micro-batch (and twice the accumulation)")

@@ -41,6 +41,7 @@ struct TrainConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   std::string progress = "auto";   // auto (bar on a terminal, else lines) | bar | lines | off
   int64_t progress_every = 0;      // plain progress lines every N steps (0: about ten per epoch)
+  std::string trace_path;          // --trace FILE: the Chrome trace JSON of all ranks (empty: off)
   std::string memory_limit;        // tensor-memory budget of the run's device, e.g. "96MB" (empty: none)
 
   // data parallelism (apps/common/parallel_setup.h)

@@ -11,6 +11,7 @@
 #include "nn/checkpoint_sequential.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
+#include "runtime/trace.h"
 
 namespace tandem::app {
 
@@ -177,6 +178,7 @@ void FullTrainer::barrier() {
 }
 
 void FullTrainer::save() {
+  trace::TraceSpan span("checkpoint");
   if (world().rank() == 0) {
     std::string path = nn::save_training_state(config().save_dir, components(), progress());
     log().info("checkpoint: step {} -> {}", state().step, path);

@@ -10,6 +10,7 @@
 #include "nn/parallel/distributed_sampler.h"
 #include "runtime/autograd.h"
 #include "runtime/ops.h"
+#include "runtime/trace.h"
 
 namespace tandem::app {
 
@@ -128,7 +129,10 @@ bool Trainer::train_epoch(EpochStats& stats) {
     samples += r.samples;
     last_loss_ = r.loss;
     for (auto& cb : callbacks_) cb->after_backward(*this);
-    optimizer_step();
+    {
+      trace::TraceSpan span("optimizer");
+      optimizer_step();
+    }
     if (scheduler_) scheduler_->step();
     ++state_.step;
     state_.batch_in_epoch = group_end;
@@ -149,6 +153,7 @@ bool Trainer::train_epoch(EpochStats& stats) {
 }
 
 EvalResult Trainer::evaluate() {
+  trace::TraceSpan span("evaluate");
   auto scope = evaluation_scope();
   NoGradGuard no_grad;
   bool was_training = model_->is_training();

@@ -8,6 +8,7 @@
 #include "runtime/autograd.h"
 #include "runtime/memory_budget.h"
 #include "runtime/ops.h"
+#include "runtime/trace.h"
 
 namespace tandem::app {
 
@@ -47,16 +48,24 @@ Trainer::GroupResult Trainer::attempt_group(int64_t g, int64_t group_end) {
   GroupResult r;
   int64_t k = 0;
   for (int64_t b = g; b < group_end; ++b) {
-    const data::Batch whole = load(*train_loader_, b);
+    const data::Batch whole = [&] {
+      trace::TraceSpan span("data");
+      return load(*train_loader_, b);
+    }();
     for (int64_t off = 0; off < whole.size(); off += micro, ++k) {
       const int64_t n = std::min(micro, whole.size() - off);
       const data::Batch part = n == whole.size() ? whole : data::Batch{whole.x.narrow0(off, n), whole.y.narrow0(off, n)};
       auto scope = micro_batch_scope(k + 1 == count);
-      Tensor loss = forward_loss(part);
+      Tensor loss;
+      {
+        trace::TraceSpan span("forward");
+        loss = forward_loss(part);
+      }
       const double l = loss.item();
       r.loss += l * weight;
       r.loss_sum += l * static_cast<double>(n);
       r.samples += static_cast<double>(n);
+      trace::TraceSpan span("backward");
       backward(weight == 1.0 ? loss : loss * weight);
     }
   }
@@ -64,6 +73,10 @@ Trainer::GroupResult Trainer::attempt_group(int64_t g, int64_t group_end) {
 }
 
 Trainer::GroupResult Trainer::train_group(int64_t g, int64_t group_end) {
+  // With several ranks every step ends with an agreement (one 8-byte all-reduce) wherever memory can
+  // run out: under --memory-limit, or on a GPU (or the emulated one). From the config, so that every
+  // rank decides alike.
+  const bool agree = !config_.memory_limit.empty() || input_device_.kind != DeviceKind::CPU;
   for (;;) {
     std::string error;
     GroupResult r;
@@ -74,11 +87,22 @@ Trainer::GroupResult Trainer::train_group(int64_t g, int64_t group_end) {
     } catch (const OutOfMemoryError& e) {
       error = e.what();  // the step's tensors (graph, activations) are gone with the unwound frames
     }
-    // Every rank agrees (one small all-reduce per step with several ranks): a rank that failed first
-    // issues the collectives its peers' reduction waits for, with gradients that are thrown away.
+    if (world_.size() > 1 && !agree) {
+      // Nothing bounds memory here (the CPU without --memory-limit), so no rank pays for an agreement
+      // each step, and a failure cannot be agreed on: end the run.
+      if (!error.empty())
+        throw_out_of_memory(__FILE__, __LINE__,
+                            error + " (give --memory-limit to recover from out-of-memory on the CPU with several ranks)");
+      return r;
+    }
+    // Every rank agrees: a rank that failed first issues the collectives its peers' reduction waits
+    // for, with gradients that are thrown away.
     if (!error.empty()) complete_failed_step();
     std::vector<double> failed{error.empty() ? 0.0 : 1.0};
-    world_.sum(failed);
+    {
+      trace::TraceSpan span("oom_agreement");
+      world_.sum(failed);
+    }
     if (failed[0] == 0) return r;
     restore_buffers(saved);  // every rank: the healthy ones' forwards moved them too
 

@@ -11,6 +11,7 @@
 #include "apps/common/lr_schedule.h"
 #include "apps/common/mode_auto.h"
 #include "apps/common/progress.h"
+#include "apps/common/trace_run.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
@@ -53,7 +54,9 @@ int train(app::TrainConfig cfg) {
   app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
   if (auto progress = app::make_progress(cfg, ps.rank())) trainer.add_callback(progress);
+  app::start_trace(cfg.trace_path, ps);  // --trace (collective)
   app::TrainResult r = trainer.fit();
+  app::finish_trace(cfg.trace_path, ps, log);
   std::string hash = trainer.param_hash();
   if (r.evaluated)
     log.result("test accuracy {:.4f} on {} test images ({} epochs, {} steps, {:.0f} samples/s, world size {}, "

@@ -79,6 +79,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::vector<size_t> params;
     int64_t pending = 0;  // gradients still to arrive this iteration
     comm::WorkPtr work;
+    double launched_us = -1, done_us = -1;  // --trace: launch, first seen complete (runtime/trace.h)
   };
   Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::shared_ptr<comm::Communicator> comm,
           const DDPOptions& options);
@@ -89,6 +90,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void launch_ready_buckets();
   void finalize_backward();
   void drain() noexcept;  // waits for any launched work, ignoring errors
+  void poll_completed_for_trace();  // notes buckets whose all-reduce has finished (tracing only)
   std::vector<bool> find_used(const std::vector<Tensor>& outputs) const;
   std::string names_of(const std::vector<size_t>& indices) const;
 

@@ -68,6 +68,9 @@ RunResult train(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> p
   cfg.eval = false;
   cfg.quiet = true;
   cfg.mode = comm->size() > 1 ? "ddp" : "single";
+  // A budget in the config turns on the per-step agreement of the ranks (on the CPU); the tests set
+  // the real budgets (or inject failures) per rank themselves.
+  cfg.memory_limit = "1TB";
   auto cnn = std::dynamic_pointer_cast<nn::Sequential>(make_model(cfg));
   auto model = std::make_shared<nn::Sequential>();
   for (size_t i = 0; i < cnn->children().size(); ++i) {
