@@ -10,11 +10,7 @@ using namespace tandem::app;
 namespace {
 
 struct Case {
-  const char* configured;
-  int world, gpus;
-  const char* device;
-  const char* devices;
-  bool mpi;
+  ModeInputs in;  // configured, launcher world, GPUs, --device, --devices, MPI in the build
   const char* mode;
   const char* chosen_devices;
   bool warns;
@@ -22,36 +18,31 @@ struct Case {
 
 const Case kTable[] = {
     // configured world gpus device  devices          mpi    -> mode     devices              warns
-    {"auto", 1, 0, "auto", "", true, "single", "", false},          // a laptop
-    {"", 1, 0, "auto", "", true, "single", "", false},              // empty reads as auto
-    {"auto", 1, 1, "auto", "", true, "single", "", false},          // one GPU
-    {"auto", 1, 2, "auto", "", true, "dp", "cuda:0,cuda:1", false},  // a workstation with 2 GPUs
-    {"auto", 1, 4, "cuda", "", true, "dp", "cuda:0,cuda:1,cuda:2,cuda:3", false},
-    {"auto", 1, 4, "cpu", "", true, "single", "", false},           // --device cpu: no dp over GPUs
-    {"auto", 1, 0, "auto", "cpu:0,cpu:1", true, "dp", "cpu:0,cpu:1", false},  // --devices implies dp
-    {"auto", 2, 0, "auto", "", true, "ddp", "", false},             // mpirun -np 2 on CPUs
-    {"auto", 8, 8, "auto", "", true, "ddp", "", false},             // mpirun, a GPU per rank
-    {"auto", 4, 2, "auto", "", true, "ddp", "", false},             // more ranks than GPUs: still ddp
-    {"auto", 2, 0, "auto", "", false, "single", "", true},          // no MPI in the build: fall back
-    {"single", 4, 2, "auto", "", true, "single", "", false},        // explicit modes are kept
-    {"ddp", 1, 0, "auto", "", true, "ddp", "", false},
-    {"dp", 1, 0, "auto", "cpu:0,cpu:1", true, "dp", "cpu:0,cpu:1", false},
+    {{"auto", 1, 0, "auto", "", true}, "single", "", false},          // a laptop
+    {{"", 1, 0, "auto", "", true}, "single", "", false},              // empty reads as auto
+    {{"auto", 1, 1, "auto", "", true}, "single", "", false},          // one GPU
+    {{"auto", 1, 2, "auto", "", true}, "dp", "cuda:0,cuda:1", false},  // a workstation with 2 GPUs
+    {{"auto", 1, 4, "cuda", "", true}, "dp", "cuda:0,cuda:1,cuda:2,cuda:3", false},
+    {{"auto", 1, 4, "cpu", "", true}, "single", "", false},           // --device cpu: no dp over GPUs
+    {{"auto", 1, 0, "auto", "cpu:0,cpu:1", true}, "dp", "cpu:0,cpu:1", false},  // --devices implies dp
+    {{"auto", 2, 0, "auto", "", true}, "ddp", "", false},             // mpirun -np 2 on CPUs
+    {{"auto", 8, 8, "auto", "", true}, "ddp", "", false},             // mpirun, a GPU per rank
+    {{"auto", 4, 2, "auto", "", true}, "ddp", "", false},             // more ranks than GPUs: still ddp
+    {{"auto", 2, 0, "auto", "", false}, "single", "", true},          // no MPI in the build: fall back
+    {{"single", 4, 2, "auto", "", true}, "single", "", false},        // explicit modes are kept
+    {{"ddp", 1, 0, "auto", "", true}, "ddp", "", false},
+    {{"dp", 1, 0, "auto", "cpu:0,cpu:1", true}, "dp", "cpu:0,cpu:1", false},
 };
 
 }  // namespace
 
 TEST(ModeAuto, DecisionTable) {
   for (const Case& c : kTable) {
-    ModeInputs in;
-    in.configured = c.configured;
-    in.launcher_world = c.world;
-    in.gpus = c.gpus;
-    in.device = c.device;
-    in.devices = c.devices;
-    in.have_mpi = c.mpi;
+    const ModeInputs& in = c.in;
     const ModeDecision d = decide_mode(in);
     const std::string where = fmt::format("--mode {}, world {}, {} GPUs, --device {}, --devices '{}', mpi {}",
-                                          c.configured, c.world, c.gpus, c.device, c.devices, c.mpi);
+                                          in.configured, in.launcher_world, in.gpus, in.device, in.devices,
+                                          in.have_mpi);
     EXPECT_EQ(d.mode, c.mode) << where;
     EXPECT_EQ(d.devices, c.chosen_devices) << where;
     EXPECT_EQ(!d.warning.empty(), c.warns) << where;
