@@ -1,11 +1,10 @@
 // Training flags and their parsing.
 #include "apps/common/cli.h"
 
-#include "apps/common/loop_flags.h"
-
 #include <iostream>
 #include <string>
 
+#include "apps/common/loop_flags.h"
 #include "tandem/version.h"
 
 namespace tandem::app {

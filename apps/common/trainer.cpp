@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "apps/common/lr_schedule.h"
-#include "runtime/memory_budget.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "runtime/autograd.h"
+#include "runtime/memory_budget.h"
 #include "runtime/ops.h"
 #include "runtime/trace.h"
 
