@@ -6,6 +6,7 @@
 #include <new>
 
 #include "runtime/error.h"
+#include "runtime/memory_budget.h"
 
 namespace tandem {
 
@@ -17,7 +18,7 @@ class CpuAllocator final : public Allocator {
   void* allocate(size_t nbytes, Device) override {
     size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
     void* p = std::aligned_alloc(kCpuAlignment, rounded == 0 ? kCpuAlignment : rounded);
-    TANDEM_CHECK_KIND(Backend, p != nullptr, "out of host memory allocating {} bytes", nbytes);
+    if (p == nullptr) throw_out_of_memory(__FILE__, __LINE__, fmt::format("out of host memory allocating {} bytes", nbytes));
     return p;
   }
   void deallocate(void* ptr, Device) noexcept override { std::free(ptr); }
@@ -39,14 +40,22 @@ Allocator& allocator_for(Device device) {
 void register_allocator(DeviceKind kind, Allocator* allocator) { allocators()[static_cast<int>(kind)] = allocator; }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  data_ = allocator_for(device).allocate(nbytes, device);
+  memory::charge(device, nbytes);  // OutOfMemoryError past a --memory-limit budget
+  try {
+    data_ = allocator_for(device).allocate(nbytes, device);
+  } catch (...) {
+    memory::release(device, nbytes);
+    throw;
+  }
 }
 
 Storage::Storage(void* data, size_t nbytes, Device device, std::shared_ptr<void> owner)
     : data_(data), nbytes_(nbytes), device_(device), owner_(std::move(owner)) {}
 
 Storage::~Storage() {
-  if (!owner_ && data_) allocator_for(device_).deallocate(data_, device_);
+  if (owner_) return;
+  if (data_) allocator_for(device_).deallocate(data_, device_);
+  memory::release(device_, nbytes_);
 }
 
 }  // namespace tandem

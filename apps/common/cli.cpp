@@ -6,6 +6,7 @@
 #include <iostream>
 #include <string>
 
+#include "apps/common/loop_flags.h"
 #include "tandem/version.h"
 
 namespace tandem::app {
@@ -31,9 +32,11 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--weight-decay", cfg.optimizer.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--lr-schedule", cfg.lr_schedule, "cosine (per step, down to 0) or constant")
-      ->check(CLI::IsMember({"cosine", "constant"}))
+  app.add_option("--lr-schedule", cfg.lr_schedule,
+                 "cosine (per step, down to 0), step (x --lr-gamma every --lr-step-size steps) or constant")
+      ->check(CLI::IsMember({"cosine", "step", "constant"}))
       ->capture_default_str();
+  add_schedule_flags(app, cfg);
   app.add_option("--seed", cfg.seed, "seed of initialisation and shuffling")->capture_default_str();
   app.add_option("--device", cfg.device,
                  "auto (cuda:<local rank> where each rank on the node has a GPU, else cpu), cpu, cuda or cuda:N")
@@ -55,17 +58,20 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--data-dir", cfg.data_dir, "folder with the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--metrics", cfg.metrics_path, "write JSON-lines metrics to FILE");
   app.add_flag("--quiet", cfg.quiet, "no per-epoch lines");
+  add_loop_flags(app, cfg);
   app.set_version_flag("--version", std::string(app.get_name()) + " " + tandem::version(), "print the version and exit");
 
-  app.add_option("--mode", cfg.mode, "single, ddp (one process per rank under mpirun) or dp (--devices); "
-                                      "default: ddp under mpirun with > 1 rank, else single")
-      ->check(CLI::IsMember({"single", "ddp", "dp"}));
+  app.add_option("--mode", cfg.mode, "auto (default: ddp under mpirun with > 1 rank, dp for several GPUs in one "
+                                      "process or --devices, else single; the choice and its reason are logged), "
+                                      "single, ddp (one process per rank under mpirun) or dp (--devices)")
+      ->check(CLI::IsMember({"auto", "single", "ddp", "dp"}));
   app.add_option("--devices", cfg.devices,
                  "dp: comma-separated devices of one kind, e.g. cpu:0,cpu:1 or cuda:0,cuda:1");
   app.add_flag("--sync-bn", cfg.sync_bn, "ddp: BatchNorm statistics over all ranks (SyncBatchNorm)");
   app.add_option("--bucket-cap-mb", cfg.ddp.bucket_cap_mb, "ddp: gradient bucket size in MiB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  add_ddp_flags(app, cfg);
   app.add_option("--accumulation-steps", cfg.accumulation_steps, "micro-batches per optimizer step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -90,9 +96,9 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.final_callback([&cfg] {
     if (cfg.mode == "dp" && cfg.devices.empty())
       throw CLI::ValidationError("--mode dp", "needs --devices, e.g. --devices cpu:0,cpu:1 or cuda:0,cuda:1");
-    if (!cfg.devices.empty() && cfg.mode != "dp")
+    if (!cfg.devices.empty() && (cfg.mode == "single" || cfg.mode == "ddp"))
       throw CLI::ValidationError("--devices", "only applies to --mode dp");
-    if (cfg.sync_bn && cfg.mode != "ddp" && !cfg.mode.empty())
+    if (cfg.sync_bn && cfg.mode != "ddp" && !cfg.mode.empty() && cfg.mode != "auto")
       throw CLI::ValidationError("--sync-bn", "only applies to --mode ddp");
     if (!cfg.devices.empty() && cfg.device != "auto" && cfg.device != "cpu")
       throw CLI::ValidationError("--device", "--mode dp places replicas with --devices; leave --device out");

@@ -1,10 +1,12 @@
-// Run reporting: JSON-lines metrics, rank-0 console lines, and the process's peak RSS.
+// Run reporting: JSON-lines metrics and the process's peak RSS (console lines: logging.h).
 #pragma once
 #include <fstream>
 #include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "apps/common/logging.h"  // Logger
 
 namespace tandem::app {
 
@@ -19,25 +21,6 @@ class MetricsWriter {
  private:
   std::ofstream out_;
   std::string path_;
-};
-
-// Console output from rank 0 only.
-class Logger {
- public:
-  explicit Logger(int rank = 0, bool quiet = false) : rank_(rank), quiet_(quiet) {}
-  template <class... Args>
-  void info(fmt::format_string<Args...> f, Args&&... args) const {
-    if (rank_ == 0 && !quiet_) fmt::print("{}\n", fmt::format(f, std::forward<Args>(args)...)), std::fflush(stdout);
-  }
-  // Always printed by rank 0 (the final result).
-  template <class... Args>
-  void result(fmt::format_string<Args...> f, Args&&... args) const {
-    if (rank_ == 0) fmt::print("{}\n", fmt::format(f, std::forward<Args>(args)...)), std::fflush(stdout);
-  }
-
- private:
-  int rank_;
-  bool quiet_;
 };
 
 // Peak resident set size of this process in MB (VmHWM in /proc/self/status); 0 where unavailable.

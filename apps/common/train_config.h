@@ -21,7 +21,10 @@ struct TrainConfig {
   // --optimizer sgd|adam|adamw, --lr, --momentum, --weight-decay; a --config file sets the rest
   // (betas, eps, dampening, nesterov, fused). Built by nn::config::build_optimizer.
   nn::config::OptimizerConfig optimizer = default_optimizer();
-  std::string lr_schedule = "cosine";  // cosine (per step, to 0 at the last step) | constant
+  std::string lr_schedule = "cosine";  // cosine (per step, to 0 at the last step) | step | constant
+  // --lr-step-size, --lr-gamma (step) and --warmup-steps (linear warmup before any schedule); type unused
+  nn::config::ScheduleConfig schedule;
+  bool lr_scale_with_world = false;  // --lr-scale-with-world: the linear scaling rule (lr x world size)
   uint64_t seed = 0;
   // A schedule from --config (step, cosine_annealing over its T_max, linear_warmup): replaces lr_schedule.
   std::optional<nn::config::ScheduleConfig> lr_scheduler;
@@ -34,13 +37,20 @@ struct TrainConfig {
   int64_t eval_batch_size = 256;
   std::string metrics_path;  // JSON lines; empty: none
   bool quiet = false;        // no per-epoch lines
+  // issue 18's loop (apps/common/loop_flags.cpp): logging, progress, the memory budget
+  std::string log_level = "info";  // trace | debug | info | warn | error | off
+  std::string progress = "auto";   // auto (bar on a terminal, else lines) | bar | lines | off
+  int64_t progress_every = 0;      // plain progress lines every N steps (0: about ten per epoch)
+  std::string trace_path;          // --trace FILE: the Chrome trace JSON of all ranks (empty: off)
+  std::string memory_limit;        // tensor-memory budget of the run's device, e.g. "96MB" (empty: none)
 
   // data parallelism (apps/common/parallel_setup.h)
-  std::string mode;          // single | ddp | dp; empty: ddp under mpirun with > 1 rank, else single
+  std::string mode;          // auto (or empty: apps/common/mode_auto.h) | single | ddp | dp
+  std::string mode_reason;   // why the mode was chosen (the done record's mode_reason)
   std::string devices;       // dp: "cpu:0,cpu:1" or "cuda:0,cuda:1"
   bool sync_bn = false;      // ddp: BatchNorm -> SyncBatchNorm
   int64_t accumulation_steps = 1;  // micro-batches per optimizer step
-  nn::parallel::DDPOptions ddp;    // ddp: --bucket-cap-mb
+  nn::parallel::DDPOptions ddp;    // ddp: --bucket-cap-mb, --find-unused-parameters, ...
   // mixed precision, clipping, activation checkpointing, EMA, checkpoints (apps/common/amp_config.h, nn/training_state.h)
   std::string amp = "off";   // off | f16 | bf16
   double grad_clip = 0;      // max global gradient norm (0: no clipping)

@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 
 #include "apps/common/factory.h"
+#include "apps/common/mode_auto.h"
 #include "comm/communicator.h"
 #include "comm/device_choice.h"
 #include "nn/checkpoint_sequential.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
+#include "runtime/trace.h"
 
 namespace tandem::app {
 
@@ -55,8 +57,10 @@ class StepHooks final : public TrainerCallback {
 }  // namespace
 
 std::string resolve_mode(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  return comm::launcher_world_size() > 1 ? "ddp" : "single";
+  if (!configured.empty() && configured != "auto") return configured;
+  TrainConfig cfg;  // --mode auto without the devices flags: single or ddp (main.cpp decides dp)
+  cfg.device = "cpu";
+  return decide_mode_here(cfg).mode;
 }
 
 Device resolve_device(const TrainConfig& cfg) { return resolve_device_choice(cfg).device; }
@@ -179,6 +183,7 @@ void FullTrainer::barrier() {
 }
 
 void FullTrainer::save() {
+  trace::TraceSpan span("checkpoint");
   if (world().rank() == 0) {
     std::string path = nn::save_training_state(config().save_dir, components(), progress());
     log().info("checkpoint: step {} -> {}", state().step, path);

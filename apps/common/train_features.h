@@ -14,8 +14,8 @@
 
 namespace tandem::app {
 
-// "single" | "ddp" | "dp": the configured mode, or ddp when launched by mpirun/PMI with > 1 rank
-// (OMPI_COMM_WORLD_SIZE / PMI_SIZE), else single.
+// "single" | "ddp" | "dp": the configured mode; for auto (or empty) ddp when launched by mpirun/PMI
+// with > 1 rank (OMPI_COMM_WORLD_SIZE / PMI_SIZE), else single (mode_auto.h decides dp too).
 std::string resolve_mode(const std::string& configured);
 
 // --device: cpu; cuda:N; cuda (cuda:<local rank>; an error where a node has more ranks than GPUs);
@@ -52,6 +52,7 @@ class FullTrainer : public Trainer {
   std::shared_ptr<void> micro_batch_scope(bool reduce) override;
   std::shared_ptr<void> evaluation_scope() override;
   void fill_done_record(nlohmann::json& record) override;
+  void complete_failed_step() override;  // train_recovery.cpp
 
  private:
   nn::TrainComponents components();

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <numeric>
 
-#include "nn/config/run_config.h"
+#include "apps/common/lr_schedule.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "runtime/autograd.h"
+#include "runtime/memory_budget.h"
 #include "runtime/ops.h"
+#include "runtime/trace.h"
 
 namespace tandem::app {
 
@@ -78,13 +80,9 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
                                                      opt);
 
   train_loader_->set_epoch(0);
-  if (config_.lr_scheduler) {
-    scheduler_ = nn::config::build_scheduler(*config_.lr_scheduler, *optimizer_);
-  } else if (config_.lr_schedule == "cosine") {
-    int64_t total = config_.epochs * steps_per_epoch();
-    if (config_.max_steps > 0) total = std::min(total, config_.max_steps);
-    scheduler_ = std::make_unique<nn::CosineAnnealingLR>(*optimizer_, std::max<int64_t>(total, 1));
-  }
+  int64_t total = config_.epochs * steps_per_epoch();
+  if (config_.max_steps > 0) total = std::min(total, config_.max_steps);
+  scheduler_ = make_lr_schedule(config_, *optimizer_, total);
 }
 
 data::Batch Trainer::load(const data::BatchLoader& loader, int64_t b) const {
@@ -126,22 +124,15 @@ bool Trainer::train_epoch(EpochStats& stats) {
       break;
     }
     const int64_t group_end = std::min(g + accum, nb);
-    const double weight = 1.0 / static_cast<double>(group_end - g);  // the step's gradient is the group mean
-    optimizer_->zero_grad();
-    double group_loss = 0;
-    for (int64_t b = g; b < group_end; ++b) {
-      data::Batch batch = load(*train_loader_, b);
-      auto scope = micro_batch_scope(b + 1 == group_end);
-      Tensor loss = forward_loss(batch);
-      double l = loss.item();
-      group_loss += l * weight;
-      loss_sum += l * static_cast<double>(batch.size());
-      samples += static_cast<double>(batch.size());
-      backward(weight == 1.0 ? loss : loss * weight);
-    }
-    last_loss_ = group_loss;
+    const GroupResult r = train_group(g, group_end);  // forward + backward, out-of-memory recovery
+    loss_sum += r.loss_sum;
+    samples += r.samples;
+    last_loss_ = r.loss;
     for (auto& cb : callbacks_) cb->after_backward(*this);
-    optimizer_step();
+    {
+      trace::TraceSpan span("optimizer");
+      optimizer_step();
+    }
     if (scheduler_) scheduler_->step();
     ++state_.step;
     state_.batch_in_epoch = group_end;
@@ -162,6 +153,7 @@ bool Trainer::train_epoch(EpochStats& stats) {
 }
 
 EvalResult Trainer::evaluate() {
+  trace::TraceSpan span("evaluate");
   auto scope = evaluation_scope();
   NoGradGuard no_grad;
   bool was_training = model_->is_training();
@@ -241,6 +233,11 @@ TrainResult Trainer::fit() {
                       {"train_samples_per_s", result.samples_per_s},
                       {"peak_rss_mb", peak_rss_mb()}};
   fill_done_record(done);
+  done["micro_batch_size"] = micro_batch_size();
+  done["accumulation_steps"] = effective_accumulation_steps();  // in force at the end
+  done["oom_recoveries"] = oom_recoveries_;
+  if (!config_.mode_reason.empty()) done["mode_reason"] = config_.mode_reason;
+  done["peak_tensor_mb"] = static_cast<double>(memory::peak(input_device_)) / 1e6;  // all tensors of the device
   metrics_.write(done);
   for (auto& cb : callbacks_) cb->on_train_end(*this, result);
   return result;

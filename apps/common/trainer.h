@@ -99,6 +99,11 @@ class Trainer {
   // The loss of the latest training step (this rank's batch mean), for callbacks.
   double last_loss() const { return last_loss_; }
   void request_stop() { stop_ = true; }
+  // Samples per forward (the loader's batch until an out-of-memory recovery halves it; trainer_step.cpp)
+  // and micro-batches per optimizer step in force; recoveries so far.
+  int64_t micro_batch_size() const { return micro_batch_ > 0 ? micro_batch_ : config_.batch_size; }
+  int64_t effective_accumulation_steps() const;
+  int64_t oom_recoveries() const { return oom_recoveries_; }
 
  protected:
   // One training step's pieces; override to add autocast (forward) or a GradScaler
@@ -113,12 +118,25 @@ class Trainer {
   virtual std::shared_ptr<void> evaluation_scope() { return nullptr; }
   // Extra fields of the final "done" metrics record (e.g. a parameter hash).
   virtual void fill_done_record(nlohmann::json& /*record*/) {}
+  // This rank's step failed (out of memory) while the others may have gone on: issue the step's
+  // remaining collectives (DDP's buckets) so that every rank stays in step. Default: nothing.
+  virtual void complete_failed_step() {}
 
  private:
   // Trains one epoch from state_.batch_in_epoch; returns false when max_steps or a stop ended it.
   bool train_epoch(EpochStats& stats);
   // Batch b of `loader`, on the device of the model's parameters.
   data::Batch load(const data::BatchLoader& loader, int64_t b) const;
+  // Forward and backward of the loader batches [g, group_end) as one optimizer step's gradient (the
+  // mean of its micro-batches' mean losses), in micro-batches of micro_batch_size(); on an
+  // out-of-memory error (agreed by all ranks) drops the step's tensors, halves the micro-batch and
+  // redoes it: the same samples and the same global batch (trainer_step.cpp).
+  struct GroupResult {
+    double loss = 0, loss_sum = 0, samples = 0;
+  };
+  GroupResult train_group(int64_t g, int64_t group_end);
+  // One attempt of train_group; throws OutOfMemoryError.
+  GroupResult attempt_group(int64_t g, int64_t group_end);
 
   TrainConfig config_;
   std::shared_ptr<nn::Module> model_;
@@ -134,6 +152,8 @@ class Trainer {
   MetricsWriter metrics_;
   bool stop_ = false;
   double last_loss_ = 0;
+  int64_t micro_batch_ = 0;  // 0: the loader's batch size
+  int64_t oom_recoveries_ = 0;
 };
 
 }  // namespace tandem::app

@@ -7,7 +7,12 @@
 #include "apps/common/config_file.h"
 #include "apps/common/factory.h"
 #include "apps/common/host_memory.h"
+#include "apps/common/loop_flags.h"
+#include "apps/common/lr_schedule.h"
+#include "apps/common/mode_auto.h"
 #include "apps/common/operations.h"
+#include "apps/common/progress.h"
+#include "apps/common/trace_run.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
@@ -21,7 +26,10 @@ namespace {
 int train(app::TrainConfig cfg) {
   app::keep_freed_host_memory();
   int threads = app::apply_threads(cfg.threads);
-  cfg.mode = app::resolve_mode(cfg.mode);
+  const app::ModeDecision mode = app::decide_mode_here(cfg);  // --mode auto: single, dp or ddp, and why
+  cfg.mode = mode.mode;
+  cfg.devices = mode.devices;
+  cfg.mode_reason = mode.reason;
   app::ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.accumulation_steps, cfg.ddp};
   const monitor::DeviceChoice choice = app::resolve_device_choice(cfg);
   pc.device = choice.device;
@@ -30,6 +38,10 @@ int train(app::TrainConfig cfg) {
   model->to(pc.device);
   app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
   app::Logger log(ps.rank(), cfg.quiet);
+  app::apply_loop_settings(cfg, ps, pc.device, log);  // --log-level, --memory-limit
+  if (!mode.warning.empty()) log.warn("{}", mode.warning);
+  log.info("mode {}: {}", mode.mode, mode.reason);
+  app::scale_lr_with_world(cfg, ps.world_size());  // --lr-scale-with-world
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
            cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer.type,
@@ -41,11 +53,15 @@ int train(app::TrainConfig cfg) {
   data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
+  app::log_loop_options(log, cfg, ps, *optimizer);
   app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
   log.info("tandem-train: device {}", choice.reason);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
+  if (auto progress = app::make_progress(cfg, ps.rank())) trainer.add_callback(progress);
+  app::start_trace(cfg.trace_path, ps);  // --trace (collective)
   auto status = app::StatusService::start(cfg, trainer, pc.device, cfg.mode, choice.reason, log);  // --status-port
   app::TrainResult r = trainer.fit();
+  app::finish_trace(cfg.trace_path, ps, log);
   std::string hash = trainer.param_hash();
   if (r.evaluated)
     log.result("test accuracy {:.4f} on {} test images ({} epochs, {} steps, {:.0f} samples/s, world size {}, "

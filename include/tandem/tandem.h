@@ -23,9 +23,11 @@
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/device_query.h"
+#include "runtime/memory_budget.h"
 #include "runtime/ops.h"
 #include "runtime/random.h"
 #include "runtime/tensor.h"
+#include "runtime/trace.h"
 #if defined(TANDEM_HAVE_MPI)
 #include "comm/mpi/mpi_comm.h"
 #endif

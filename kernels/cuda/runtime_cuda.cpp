@@ -12,6 +12,7 @@
 #include "kernels/cuda/backend.h"
 #include "runtime/backend/cuda/check.h"
 #include "runtime/device_query.h"
+#include "runtime/memory_budget.h"
 #include "runtime/storage.h"
 
 namespace tandem::cuda {
@@ -149,7 +150,14 @@ void* device_alloc(size_t nbytes, Device device) {
   DeviceState& s = state(device);
   if (nbytes == 0) return nullptr;
   void* p = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&p, nbytes, s.stream));
+  const cudaError_t err = cudaMallocAsync(&p, nbytes, s.stream);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // clear it: the device is fine, only full; a training loop may recover
+    throw_out_of_memory(__FILE__, __LINE__,
+                        fmt::format("cudaMallocAsync(&p, {}, stream) failed: {} (on {})", nbytes,
+                                    cudaGetErrorString(err), device.str()));
+  }
+  CUDA_CHECK(err);
   return p;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cuda/backend.h"
+#include "runtime/memory_budget.h"
 #include "runtime/storage.h"
 
 namespace tandem::sim {
@@ -27,7 +28,9 @@ Stream stream_for(Device) { return nullptr; }
 void* device_alloc(size_t nbytes, Device device) {
   size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  TANDEM_CHECK_KIND(Backend, p != nullptr, "out of host memory allocating {} bytes for {}", nbytes, device.str());
+  if (p == nullptr)
+    throw_out_of_memory(__FILE__, __LINE__,
+                        fmt::format("out of host memory allocating {} bytes for {}", nbytes, device.str()));
   return p;
 }
 

@@ -125,11 +125,24 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   // Only a forward whose backward will be reduced is collective (as PyTorch's): evaluation under
   // NoGradGuard, or accumulation under no_sync(), may run a different number of forwards per rank.
   const bool sync = GradMode::is_enabled() && require_backward_grad_sync_;
+  if (sync) phase_ = SyncPhase::none;
   if (sync && options_.broadcast_buffers && comm_->size() > 1) sync_buffers();
+  if (sync) phase_ = SyncPhase::buffers_synced;
   if (!sync) reducer_->expect_no_hooks();
   Tensor out = module_->forward(x);
   if (sync) reducer_->prepare_for_backward({out});
+  if (sync) phase_ = SyncPhase::prepared;
   return out;
+}
+
+void DistributedDataParallel::complete_failed_step() {
+  // A step fails before its backward completes (nothing allocates after it), so a prepared and
+  // finalized reducer belongs to the previous step: this one issued nothing yet. (A failure in the
+  // module's forward after this step's buffer broadcast leaves buffers_synced.)
+  if (phase_ == SyncPhase::prepared && reducer_->finalized()) phase_ = SyncPhase::none;
+  if (phase_ == SyncPhase::none && options_.broadcast_buffers && comm_->size() > 1) sync_buffers();
+  reducer_->complete_failed_iteration(/*prepared=*/phase_ == SyncPhase::prepared);
+  phase_ = SyncPhase::prepared;
 }
 
 std::vector<std::vector<std::string>> DistributedDataParallel::bucket_names() const {

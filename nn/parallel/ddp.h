@@ -71,6 +71,14 @@ class DistributedDataParallel final : public Module {
   // does it when broadcast_buffers; call it before evaluating module() directly.
   void sync_buffers();
 
+  // After this rank's training step failed (e.g. OutOfMemoryError in forward or backward) while the
+  // other ranks went on: issues every collective of a synchronised iteration that this rank has not
+  // issued yet, in the order a whole iteration issues them (the buffer broadcast, the used-parameter
+  // count, each bucket not yet launched), so that the peers' reductions finish and every rank stays
+  // in step. The reduced gradients are meaningless then: the caller zeroes them and redoes the step
+  // (on every rank, agreed over the communicator). Call it only on ranks whose step failed.
+  void complete_failed_step();
+
  private:
   void verify_same_parameters(const NamedTensors& params);
 
@@ -80,6 +88,9 @@ class DistributedDataParallel final : public Module {
   std::vector<std::string> reduced_names_;
   std::shared_ptr<Reducer> reducer_;
   bool require_backward_grad_sync_ = true;
+  // How far the latest synchronised forward got (complete_failed_step's bookkeeping).
+  enum class SyncPhase { none, buffers_synced, prepared };
+  SyncPhase phase_ = SyncPhase::none;
 };
 
 }  // namespace tandem::nn::parallel

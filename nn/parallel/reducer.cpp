@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "runtime/autograd.h"
+#include "runtime/trace.h"
 
 namespace tandem::nn::parallel {
 
@@ -241,6 +242,37 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
       if (!used[i]) mark_ready(i);
 }
 
+void Reducer::poll_completed_for_trace() {
+  for (size_t k = 0; k < next_bucket_ && k < buckets_.size(); ++k) {
+    Bucket& b = buckets_[k];
+    if (b.work && b.done_us < 0 && b.work->is_completed()) b.done_us = trace::now_us();
+  }
+}
+
+void Reducer::complete_failed_iteration(bool prepared) {
+  if (!prepared) {
+    drain();
+    std::fill(ready_.begin(), ready_.end(), 0);
+    ready_count_ = 0;
+    for (auto& b : buckets_) b.pending = static_cast<int64_t>(b.params.size());
+    next_bucket_ = 0;
+    finalized_ = false;
+    // The peers counted the users of each parameter in their prepare_for_backward: count none here.
+    if (options_.find_unused_parameters || (options_.static_graph && !usage_known_)) {
+      used_counts_ = Tensor::zeros({static_cast<int64_t>(params_.size())}, DType::i32, comm_->device());
+      used_work_ = comm_->allreduce(used_counts_.data_ptr(), used_counts_.numel(), DType::i32, comm::ReduceOp::Sum);
+      // static_graph's first iteration failed here: take every parameter as used (this rank never
+      // saw the graph); the peers recorded theirs.
+      if (options_.static_graph) usage_known_ = true;
+    }
+  }
+  expect_hooks_ = false;  // a stray hook from the failed backward must not count twice
+  backward_started_ = true;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!ready_[i]) mark_ready(i);  // launches the buckets in order; the last one finalizes
+  if (!finalized_ && next_bucket_ == buckets_.size()) finalize_backward();  // it failed inside finalize
+}
+
 void Reducer::on_grad_ready(size_t i) {
   if (!expect_hooks_) return;  // forward ran under no_sync() or without DDP: accumulate locally
   if (options_.static_graph && usage_known_ && !static_used_[i])
@@ -278,6 +310,7 @@ void Reducer::mark_ready(size_t i) {
   }
   ready_[i] = 1;
   ++ready_count_;
+  if (trace::enabled()) poll_completed_for_trace();
   Bucket& b = buckets_[bucket_of_[i]];
   if (--b.pending == 0) launch_ready_buckets();
 }
@@ -287,6 +320,7 @@ void Reducer::launch_ready_buckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     Bucket& b = buckets_[next_bucket_];
     if (next_bucket_ == 0) first_launch_time_ = now_s();
+    if (trace::enabled()) b.launched_us = trace::now_us(), b.done_us = -1;
     if (ready_count_ < params_.size()) ++stats_.launched_early;
     if (!skip_allreduce_)
       b.work = comm_->allreduce(b.buffer.data_ptr(), b.buffer.numel(), b.buffer.dtype(), comm::ReduceOp::Avg);
@@ -298,10 +332,14 @@ void Reducer::launch_ready_buckets() {
 void Reducer::finalize_backward() {
   NoGradGuard no_grad;
   const double t0 = now_s();
+  const bool tracing = trace::enabled();
+  const double wait_start_us = tracing ? trace::now_us() : 0;
   for (auto& b : buckets_) {
     if (b.work) b.work->wait();
     b.work.reset();
+    if (tracing && b.done_us < 0) b.done_us = trace::now_us();
   }
+  const double wait_end_us = tracing ? trace::now_us() : 0;
   const bool tracked = options_.find_unused_parameters || options_.static_graph;
   std::vector<int32_t> counts;
   if (used_work_) {
@@ -324,6 +362,17 @@ void Reducer::finalize_backward() {
     }
   }
   const double t2 = now_s();
+  if (tracing) {
+    // Each bucket from its launch (all its gradients ready) to its all-reduce seen complete, on the
+    // communication track; the wait for the last ones and the copy back inside backward.
+    for (size_t k = 0; k < buckets_.size(); ++k)
+      if (buckets_[k].launched_us >= 0) {
+        trace::record("allreduce", buckets_[k].launched_us, buckets_[k].done_us, 1, static_cast<int64_t>(k));
+        buckets_[k].launched_us = -1;
+      }
+    trace::record("allreduce_wait", wait_start_us, wait_end_us);
+    trace::record("copy_back", wait_end_us, trace::now_us());
+  }
   stats_.wait_s = t1 - t0;
   stats_.finalize_s = t2 - t0;
   stats_.first_launch_to_done_s = t1 - first_launch_time_;

@@ -56,6 +56,11 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void expect_no_hooks();
   // Throws the unused-parameter error if a backward started but did not reduce every bucket.
   void check_finished() const;
+  // DistributedDataParallel::complete_failed_step: this rank's backward of the iteration failed or
+  // never ran (`prepared`: prepare_for_backward ran for it). Issues what a whole iteration issues and
+  // this rank has not yet: the used-parameter count (as zeros: this rank used nothing), then every
+  // bucket not yet launched, in order, with whatever gradients are at hand; then finalizes.
+  void complete_failed_iteration(bool prepared);
 
   const std::vector<std::vector<size_t>>& bucket_indices() const { return bucket_params_; }
   // Bytes of each bucket.
@@ -74,6 +79,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::vector<size_t> params;
     int64_t pending = 0;  // gradients still to arrive this iteration
     comm::WorkPtr work;
+    double launched_us = -1, done_us = -1;  // --trace: launch, first seen complete (runtime/trace.h)
   };
   Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::shared_ptr<comm::Communicator> comm,
           const DDPOptions& options);
@@ -84,6 +90,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void launch_ready_buckets();
   void finalize_backward();
   void drain() noexcept;  // waits for any launched work, ignoring errors
+  void poll_completed_for_trace();  // notes buckets whose all-reduce has finished (tracing only)
   std::vector<bool> find_used(const std::vector<Tensor>& outputs) const;
   std::string names_of(const std::vector<size_t>& indices) const;
 

@@ -1,0 +1,73 @@
+// --mode auto's decision table: (configured mode, launcher world size, GPUs seen, --device,
+// --devices, MPI in the build) -> mode, devices, and whether it warns; plus the explicit-ddp error.
+#include <gtest/gtest.h>
+
+#include "apps/common/mode_auto.h"
+
+using namespace tandem;
+using namespace tandem::app;
+
+namespace {
+
+struct Case {
+  ModeInputs in;  // configured, launcher world, GPUs, --device, --devices, MPI in the build
+  const char* mode;
+  const char* chosen_devices;
+  bool warns;
+};
+
+const Case kTable[] = {
+    // configured world gpus device  devices          mpi    -> mode     devices              warns
+    {{"auto", 1, 0, "auto", "", true}, "single", "", false},          // a laptop
+    {{"", 1, 0, "auto", "", true}, "single", "", false},              // empty reads as auto
+    {{"auto", 1, 1, "auto", "", true}, "single", "", false},          // one GPU
+    {{"auto", 1, 2, "auto", "", true}, "dp", "cuda:0,cuda:1", false},  // a workstation with 2 GPUs
+    {{"auto", 1, 4, "cuda", "", true}, "dp", "cuda:0,cuda:1,cuda:2,cuda:3", false},
+    {{"auto", 1, 4, "cpu", "", true}, "single", "", false},           // --device cpu: no dp over GPUs
+    {{"auto", 1, 0, "auto", "cpu:0,cpu:1", true}, "dp", "cpu:0,cpu:1", false},  // --devices implies dp
+    {{"auto", 2, 0, "auto", "", true}, "ddp", "", false},             // mpirun -np 2 on CPUs
+    {{"auto", 8, 8, "auto", "", true}, "ddp", "", false},             // mpirun, a GPU per rank
+    {{"auto", 4, 2, "auto", "", true}, "ddp", "", false},             // more ranks than GPUs: still ddp
+    {{"auto", 2, 0, "auto", "", false}, "single", "", true},          // no MPI in the build: fall back
+    {{"single", 4, 2, "auto", "", true}, "single", "", false},        // explicit modes are kept
+    {{"ddp", 1, 0, "auto", "", true}, "ddp", "", false},
+    {{"dp", 1, 0, "auto", "cpu:0,cpu:1", true}, "dp", "cpu:0,cpu:1", false},
+};
+
+}  // namespace
+
+TEST(ModeAuto, DecisionTable) {
+  for (const Case& c : kTable) {
+    const ModeInputs& in = c.in;
+    const ModeDecision d = decide_mode(in);
+    const std::string where = fmt::format("--mode {}, world {}, {} GPUs, --device {}, --devices '{}', mpi {}",
+                                          in.configured, in.launcher_world, in.gpus, in.device, in.devices,
+                                          in.have_mpi);
+    EXPECT_EQ(d.mode, c.mode) << where;
+    EXPECT_EQ(d.devices, c.chosen_devices) << where;
+    EXPECT_EQ(!d.warning.empty(), c.warns) << where;
+    EXPECT_FALSE(d.reason.empty()) << where;
+  }
+}
+
+TEST(ModeAuto, ExplicitDdpWithoutMpiIsAClearError) {
+  ModeInputs in;
+  in.configured = "ddp";
+  in.launcher_world = 2;
+  in.have_mpi = false;
+  try {
+    decide_mode(in);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("no MPI"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModeAuto, ReasonsSayWhy) {
+  ModeInputs in;
+  in.launcher_world = 2;
+  EXPECT_NE(decide_mode(in).reason.find("launched with 2 ranks"), std::string::npos);
+  in.launcher_world = 1;
+  in.gpus = 2;
+  EXPECT_NE(decide_mode(in).reason.find("2 GPUs"), std::string::npos);
+}

@@ -1,0 +1,214 @@
+// Out-of-memory recovery of the training loop (apps/common/trainer_step.cpp) on 1..N ranks: a step
+// that fails on one rank only (in forward, or inside backward after the other ranks launched their
+// bucket all-reduces) or under a memory budget on that rank is redone by every rank with half the
+// micro-batch and twice the accumulation, and the run ends with the parameters of a run started
+// that way (the same samples; BatchNorm per micro-batch in both). Also on `sim` (emulated CUDA).
+#include <gtest/gtest.h>
+
+#include "apps/common/factory.h"
+#include "apps/common/train_features.h"
+#include "nn/layers/sequential.h"
+#include "runtime/autograd.h"
+#include "runtime/memory_budget.h"
+#include "tests/parallel/parallel_util.h"
+#include "tests/support/synthetic_images.h"
+
+using namespace tandem;
+using namespace tandem::app;
+
+namespace {
+
+// Where FailOnce throws: on `rank`, at its `call`-th forward (counted from 1), in forward or in the
+// backward of that forward.
+struct FailPlan {
+  int rank = -1;
+  int64_t call = 0;  // -1: every forward
+  bool in_backward = false;
+  int64_t calls = 0;
+  int64_t fired = 0;
+};
+
+// Identity that throws OutOfMemoryError where the plan says, as a full allocator would.
+class FailOnce final : public nn::Module {
+ public:
+  FailOnce(std::shared_ptr<FailPlan> plan, int rank) : plan_(std::move(plan)), rank_(rank) {}
+  Tensor forward(const Tensor& x) override {
+    const bool fire = is_training() && rank_ == plan_->rank && (++plan_->calls == plan_->call || plan_->call < 0);
+    if (!fire) return x;
+    ++plan_->fired;
+    if (!plan_->in_backward) throw_out_of_memory(__FILE__, __LINE__, "injected: out of memory in forward");
+    return record("fail_once", {x}, x.clone(), [](const std::vector<Tensor>&) -> std::vector<Tensor> {
+      throw_out_of_memory(__FILE__, __LINE__, "injected: out of memory in backward");
+    });
+  }
+  std::string type_name() const override { return "FailOnce"; }
+  std::shared_ptr<Module> clone() const override { return std::make_shared<FailOnce>(plan_, rank_); }
+
+ private:
+  std::shared_ptr<FailPlan> plan_;
+  int rank_;
+};
+
+struct RunResult {
+  std::string hash;
+  int64_t micro = 0, accumulation = 0, recoveries = 0, steps = 0;
+};
+
+// The cnn with FailOnce after its first conv (so a failure in backward comes after the later layers'
+// buckets were launched), trained for 3 steps on the synthetic images.
+RunResult train(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> plan,
+                nn::parallel::DDPOptions ddp = {}, Device device = kCPU, int64_t steps = 3) {
+  auto comm = tandem::testing::world();
+  TrainConfig cfg;
+  cfg.model = "cnn";
+  cfg.batch_size = batch;
+  cfg.accumulation_steps = accumulation;
+  cfg.max_steps = steps;
+  cfg.epochs = 1;
+  cfg.eval = false;
+  cfg.quiet = true;
+  cfg.mode = comm->size() > 1 ? "ddp" : "single";
+  // A budget in the config turns on the per-step agreement of the ranks (on the CPU); the tests set
+  // the real budgets (or inject failures) per rank themselves.
+  cfg.memory_limit = "1TB";
+  auto cnn = std::dynamic_pointer_cast<nn::Sequential>(make_model(cfg));
+  auto model = std::make_shared<nn::Sequential>();
+  for (size_t i = 0; i < cnn->children().size(); ++i) {
+    model->push_back(cnn->children()[i].second);
+    if (i == 0) model->push_back(std::make_shared<FailOnce>(plan, comm->rank()));
+  }
+  model->to(device);
+  ParallelConfig pc;
+  pc.mode = cfg.mode;
+  pc.accumulation_steps = accumulation;
+  pc.device = device;
+  ddp.bucket_cap_mb = ddp.first_bucket_mb = 0.01;  // several buckets: some launched before the failure
+  pc.ddp = ddp;
+  ParallelSetup ps = setup_parallel(pc, model, comm->size() > 1 ? comm : nullptr);
+  auto optimizer = make_optimizer(cfg, ps.model->parameters());
+  // Every rank draws its shard of the same 512 images.
+  FullTrainer trainer(cfg, ps, std::move(optimizer), tandem::testing::synthetic_images(512, 7),
+                      tandem::testing::synthetic_images(64, 8));
+  TrainResult r = trainer.fit();
+  return {trainer.param_hash(), trainer.micro_batch_size(), trainer.effective_accumulation_steps(),
+          trainer.oom_recoveries(), r.steps};
+}
+
+std::shared_ptr<FailPlan> no_failure() { return std::make_shared<FailPlan>(); }
+
+std::shared_ptr<FailPlan> fail_on_last_rank(int64_t call, bool in_backward) {
+  auto p = std::make_shared<FailPlan>();
+  p->rank = tandem::testing::world()->size() - 1;
+  p->call = call;
+  p->in_backward = in_backward;
+  return p;
+}
+
+void expect_recovered(const RunResult& got, const RunResult& want) {
+  EXPECT_EQ(got.hash, want.hash);
+  EXPECT_EQ(got.micro, want.micro);
+  EXPECT_EQ(got.accumulation, want.accumulation);
+  EXPECT_EQ(got.recoveries, 1);
+  EXPECT_EQ(got.steps, want.steps);
+}
+
+}  // namespace
+
+TEST(OomRecovery, FailureInsideBackwardOnOneRankIsRedoneWithHalfTheMicroBatch) {
+  const RunResult want = train(16, 2, no_failure());
+  auto plan = fail_on_last_rank(1, /*in_backward=*/true);
+  expect_recovered(train(32, 1, plan), want);
+  EXPECT_EQ(plan->fired, tandem::testing::world()->rank() == plan->rank ? 1 : 0);
+}
+
+TEST(OomRecovery, FailureInForwardOnOneRank) {
+  const RunResult want = train(16, 2, no_failure());
+  expect_recovered(train(32, 1, fail_on_last_rank(1, false)), want);
+}
+
+TEST(OomRecovery, FailureInTheSecondStepsLastMicroBatchWithAccumulation) {
+  // Step 1 runs at micro-batch 16 x 2; step 2 fails in the forward of its second micro-batch (the
+  // synchronised one); from there 8 x 4. The reference: the same first step, then 8 x 4.
+  const RunResult plain = train(16, 2, no_failure());
+  const RunResult got = train(16, 2, fail_on_last_rank(4, false));
+  EXPECT_NE(got.hash, plain.hash);  // step 1 at 16 x 2, steps 2 and 3 at 8 x 4: not the plain run
+  EXPECT_EQ(got.micro, 8);
+  EXPECT_EQ(got.accumulation, 4);
+  EXPECT_EQ(got.recoveries, 1);
+}
+
+TEST(OomRecovery, FailureInsideBackwardWithBucketViewsAndUnusedParameterSearch) {
+  nn::parallel::DDPOptions o;
+  o.gradient_as_bucket_view = true;
+  o.find_unused_parameters = true;
+  const RunResult want = train(16, 2, no_failure(), o);
+  expect_recovered(train(32, 1, fail_on_last_rank(1, true), o), want);
+}
+
+// The bytes of the cnn's parameters: SGD's momentum buffers, made by the first optimizer step.
+size_t cnn_param_bytes() {
+  TrainConfig cfg;
+  cfg.model = "cnn";
+  size_t n = 0;
+  for (const Tensor& p : make_model(cfg)->parameters()) n += p.nbytes();
+  return n;
+}
+
+TEST(OomRecovery, MemoryBudgetOnOneRank) {
+  // A budget above the whole run at micro-batch 16 but below the first step at 32 (whose peak in
+  // backward is the run's peak less the momentum buffers that step 2 adds), measured on this rank.
+  auto comm = tandem::testing::world();
+  memory::reset_peak(kCPU);
+  const size_t base = memory::in_use(kCPU);
+  const RunResult want = train(16, 2, no_failure());
+  const size_t peak16 = memory::peak(kCPU);
+  memory::reset_peak(kCPU);
+  train(32, 1, no_failure());
+  const size_t peak32 = memory::peak(kCPU);
+  const size_t first_step32 = peak32 - cnn_param_bytes();
+  ASSERT_GT(first_step32, peak16);
+  ASSERT_EQ(memory::in_use(kCPU), base);
+  if (comm->rank() == comm->size() - 1) memory::set_limit(DeviceKind::CPU, (peak16 + first_step32) / 2);
+  RunResult got;
+  try {
+    got = train(32, 1, no_failure());
+  } catch (...) {
+    memory::set_limit(DeviceKind::CPU, 0);
+    throw;
+  }
+  memory::set_limit(DeviceKind::CPU, 0);
+  expect_recovered(got, want);
+}
+
+TEST(OomRecovery, MicroBatchOneIsAClearError) {
+  // The last rank fails every forward: 4 -> 2 -> 1 -> the error, on every rank (agreed).
+  try {
+    train(4, 1, fail_on_last_rank(-1, false));
+    FAIL() << "no error";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("at micro-batch size 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OomRecovery, OnTheEmulatedCudaDevice) {
+  if (tandem::testing::world()->size() > 1) GTEST_SKIP() << "one rank: the sim device is not a DDP device";
+  // As MemoryBudgetOnOneRank, for 2 steps (the emulator is slow on convolutions).
+  const Device sim = Device::parse("sim:0");
+  memory::reset_peak(sim);
+  const RunResult want = train(16, 2, no_failure(), {}, sim, 2);
+  const size_t peak16 = memory::peak(sim);
+  memory::reset_peak(sim);
+  train(32, 1, no_failure(), {}, sim, 2);
+  const size_t first_step32 = memory::peak(sim) - cnn_param_bytes();
+  ASSERT_GT(first_step32, peak16);
+  memory::set_limit(DeviceKind::SIM, (peak16 + first_step32) / 2);
+  RunResult got;
+  try {
+    got = train(32, 1, no_failure(), {}, sim, 2);
+  } catch (...) {
+    memory::set_limit(DeviceKind::SIM, 0);
+    throw;
+  }
+  memory::set_limit(DeviceKind::SIM, 0);
+  expect_recovered(got, want);
+}
