@@ -240,6 +240,7 @@ TrainResult Trainer::fit() {
                       {"test_acc", result.evaluated ? nlohmann::json(result.test_acc) : nlohmann::json()},
                       {"train_samples_per_s", result.samples_per_s},
                       {"peak_rss_mb", peak_rss_mb()}};
+  if (stop_) done["stopped"] = true;  // request_stop() ended it before the last step (e.g. SIGTERM)
   fill_done_record(done);
   metrics_.write(done);
   for (auto& cb : callbacks_) cb->on_train_end(*this, result);

@@ -7,6 +7,8 @@
 #include "apps/common/config_file.h"
 #include "apps/common/factory.h"
 #include "apps/common/host_memory.h"
+#include "apps/common/step_metrics.h"
+#include "apps/common/stop_signal.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
@@ -40,6 +42,11 @@ int train(app::TrainConfig cfg) {
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
   app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
+  if (cfg.metrics_every > 0) trainer.add_callback(std::make_shared<app::StepMetrics>(cfg.metrics_every));
+  if (!cfg.save_dir.empty()) {  // SIGTERM: stop at a step boundary and write the end-of-run checkpoint
+    app::install_stop_on_sigterm();
+    trainer.add_callback(std::make_shared<app::StopOnSignal>());
+  }
   app::TrainResult r = trainer.fit();
   std::string hash = trainer.param_hash();
   if (r.evaluated)
