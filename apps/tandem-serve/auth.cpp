@@ -27,6 +27,12 @@ std::string load_or_make_token(const std::string& token_file, const std::string&
     TANDEM_CHECK(!token.empty(), "--token-file {}: the file is empty; put the token on its first line", token_file);
     return token;
   }
+  // The state directory's token, kept across restarts (clients keep working).
+  if (std::ifstream old(generated_path); old.good()) {
+    std::string token;
+    std::getline(old, token);
+    if (token.size() >= 32) return token;
+  }
   // 32 bytes from the kernel's CSPRNG, as hex.
   std::random_device rd("/dev/urandom");
   std::string token;

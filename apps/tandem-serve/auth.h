@@ -1,12 +1,12 @@
 // The bearer token: loaded from --token-file (which must exist and hold a non-empty token) or
-// generated into <state-dir>/token (mode 0600) on a loopback server; checked in constant time.
+// generated into <state-dir>/token (mode 0600, kept across restarts); checked in constant time.
 #pragma once
 #include <string>
 
 namespace tandem::serve {
 
 // The token to require. With `token_file`: its first line, trimmed (ValueError when the file is
-// missing or empty). Without: a fresh random token written to `generated_path`.
+// missing or empty). Without: the one in `generated_path`, or a fresh random one written there.
 std::string load_or_make_token(const std::string& token_file, const std::string& generated_path);
 
 // Whether the Authorization header's value is "Bearer <token>". The time taken does not depend

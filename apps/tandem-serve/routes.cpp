@@ -22,7 +22,8 @@ constexpr const char* kJson = "application/json";
 
 void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(body.dump(1) + "\n", kJson);
+  // Replacing invalid UTF-8 (a parse error quotes the client's bytes): the reply stays JSON.
+  res.set_content(body.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", kJson);
 }
 
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& field = "") {

@@ -66,7 +66,7 @@ function drawChart(svg, title, series) {
     line.setAttribute("class", "series");
     svg.appendChild(line);
     if (s.points.length === 1) svg.appendChild(el("svg:circle", {cx: px(s.points[0][0]), cy: py(s.points[0][1]), r: 3, fill: s.color}));
-    svg.appendChild(el("svg:text", {x: lx, y: 14, fill: s.color}, s.name));
+    svg.appendChild(el("svg:text", {x: lx, y: 14, style: "fill:" + s.color}, s.name));
     lx += 140;
   }
 }
@@ -165,7 +165,7 @@ async function refresh() {
   try {
     const health = JSON.parse(await api("/health"));
     document.getElementById("health").textContent =
-      "tandem " + health.version + " - " + health.jobs + " jobs, " + health.slots_used + "/" + health.slots + " slots in use";
+      "tandem " + health.version + " - " + health.jobs + (health.jobs === 1 ? " job, " : " jobs, ") + health.slots_used + "/" + health.slots + " slots in use";
     const jobs = JSON.parse(await api("/jobs"));
     if (selected === null || !jobs.some(j => j.id === selected)) {
       const running = jobs.filter(j => j.state === "running");
