@@ -35,7 +35,8 @@ void StepMetrics::after_step(Trainer& t) {
                      {"epoch", t.state().epoch + 1},
                      {"loss", t.last_loss()},
                      {"lr", t.optimizer().get_lr()},
-                     {"samples_per_s", rate}});
+                     {"samples_per_s", rate},
+                     {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}});
   last_step_ = step;
   last_time_ = now;
 }

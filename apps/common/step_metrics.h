@@ -8,9 +8,10 @@
 namespace tandem::app {
 
 // Every `every` optimizer steps, rank 0 appends
-//   {"event":"step","step":s,"total_steps":T,"epoch":e,"loss":l,"lr":lr,"samples_per_s":r}
+//   {"event":"step","step":s,"total_steps":T,"epoch":e,"loss":l,"lr":lr,"samples_per_s":r,"time":t}
 // to the metrics file: l is rank 0's loss of that step, r all ranks' samples per second since
-// the previous record (rank 0's count times the world size), T the steps the run will take.
+// the previous record (rank 0's count times the world size), T the steps the run will take, t the
+// Unix time of the record (seconds).
 class StepMetrics final : public TrainerCallback {
  public:
   explicit StepMetrics(int64_t every) : every_(every) {}

@@ -69,7 +69,7 @@ std::string read_tail(const std::string& path, size_t max_bytes) {
 MetricsSummary JobStore::summarize_metrics(int64_t id) const {
   MetricsSummary m;
   // The tail is enough: the records that matter are the latest ones.
-  std::istringstream lines(read_tail(metrics_path(id), 256 * 1024));
+  std::istringstream lines(read_tail(metrics_path(id), 16 * 1024));
   std::string line;
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
