@@ -36,7 +36,8 @@ int serve_main(const ServeConfig& cfg) {
   const bool loopback = is_loopback(cfg.bind);
   TANDEM_CHECK(loopback || !cfg.token_file.empty(),
                "--bind {} is not a loopback address: give --token-file, every call will need its token", cfg.bind);
-  const std::string state_dir = std::filesystem::absolute(cfg.state_dir).lexically_normal().string();
+  const std::string state_dir = std::filesystem::weakly_canonical(std::filesystem::absolute(cfg.state_dir)).string();
+  // Canonical: a restarted server recognises its jobs' supervisors by this path in their argv.
   JobStore store(state_dir);
   const std::string token_path = state_dir + "/token";
   const std::string token = load_or_make_token(cfg.token_file, token_path);

@@ -143,7 +143,7 @@ void install_routes(httplib::Server& server, ApiContext& ctx) {
       return httplib::Server::HandlerResponse::Handled;
     }
     const std::string allow = rule->allow;
-    if (allow.find(req.method) == std::string::npos) {
+    if ((", " + allow + ",").find(" " + req.method + ",") == std::string::npos) {
       res.set_header("Allow", allow);
       send_error(res, 405, fmt::format("{} is not allowed on {}; allowed: {}", req.method, req.path, allow));
       return httplib::Server::HandlerResponse::Handled;
