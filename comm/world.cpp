@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "comm/communicator.h"
+#include "comm/device_choice.h"
 #include "runtime/device_query.h"
 #include "runtime/error.h"
 #ifdef TANDEM_HAVE_MPI
@@ -20,9 +21,9 @@ std::shared_ptr<Communicator> make_world_communicator(Device device, Options opt
                     "make_world_communicator: no world communicator for {} tensors", device.str());
 #if defined(TANDEM_HAVE_MPI) && defined(TANDEM_HAVE_CUDA)
   ensure_mpi_initialised();
-  auto c = make_nccl_communicator(MPI_COMM_WORLD, opts);
+  auto c = make_nccl_communicator(MPI_COMM_WORLD, opts, device.index);
   TANDEM_CHECK(c->device() == device,
-               "make_world_communicator: the NCCL communicator of this rank uses {} (its local rank) but the "
+               "make_world_communicator: the NCCL communicator of this rank uses {} but the "
                "tensors are on {}; place the model with node_device()",
                c->device().str(), device.str());
   return c;
@@ -33,14 +34,11 @@ std::shared_ptr<Communicator> make_world_communicator(Device device, Options opt
 }
 
 Device node_device() {
-  const int devices = cuda::device_count();
-  if (devices == 0) return kCPU;
+  if (cuda::device_count() == 0) return kCPU;
 #ifdef TANDEM_HAVE_MPI
   if (launcher_world_size() > 1) {
     ensure_mpi_initialised();
-    // NCCL needs a GPU of its own per rank: more ranks on this node than GPUs train on the CPU.
-    if (local_size() > devices) return kCPU;
-    return Device(DeviceKind::CUDA, local_rank());
+    return device_by_local_rank(local_rank(), local_size());
   }
 #endif
   return Device(DeviceKind::CUDA, 0);

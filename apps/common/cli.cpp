@@ -1,6 +1,8 @@
 // Training flags and their parsing.
 #include "apps/common/cli.h"
 
+#include "apps/common/operations.h"
+
 #include <iostream>
 #include <string>
 
@@ -85,6 +87,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--resume", cfg.resume_dir, "continue from a checkpoint folder (DIR/step-N)");
+  add_operations_flags(app, cfg);
 
   // Combinations that make no sense are usage errors (exit 2), not run-time failures.
   app.final_callback([&cfg] {

@@ -37,6 +37,7 @@ ParallelSetup setup_parallel(const ParallelConfig& config, std::shared_ptr<Modul
   ParallelSetup s;
   s.inner = model;
   s.accumulation_steps = config.accumulation_steps;
+  s.device_reason = config.device_reason;
   TANDEM_CHECK(config.mode != "dp" || config.device.is_cpu(),
                "--mode dp places its replicas on --devices; the model must start on the CPU, not {}", config.device.str());
   if (config.mode == "single") {

@@ -40,6 +40,7 @@ struct ParallelConfig {
   int64_t accumulation_steps = 1;
   nn::parallel::DDPOptions ddp;  // ddp: buckets, unused parameters, bucket views, static graph
   Device device = kCPU;         // single/ddp: where the model lives (ddp on cuda:N talks NCCL)
+  std::string device_reason{};  // why `device` (--device auto), for the done record
 };
 
 struct ParallelSetup {
@@ -48,6 +49,7 @@ struct ParallelSetup {
   std::shared_ptr<Module> inner;             // the bare model (state_dict, checkpoints)
   DistributedDataParallel* ddp = nullptr;    // ddp mode only (owned by `model`)
   int64_t accumulation_steps = 1;
+  std::string device_reason;                 // ParallelConfig::device_reason
 
   int rank() const { return comm ? comm->rank() : 0; }
   int world_size() const { return comm ? comm->size() : 1; }

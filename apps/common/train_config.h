@@ -50,6 +50,11 @@ struct TrainConfig {
   std::string save_dir;      // checkpoints go to save_dir/step-N
   int64_t save_every = 0;    // optimizer steps between checkpoints (0: only at the end)
   std::string resume_dir;    // a save_dir/step-N folder to continue from
+  // operations (apps/common/operations.h, docs/operations.md)
+  std::string min_free_memory = "0";  // --device auto: skip GPUs with less free memory ("2GB")
+  int status_port = -1;               // rank 0 serves /health, /status, /metrics (0: a free port; -1: off)
+  std::string status_bind = "127.0.0.1";
+  double monitor_period = 1.0;        // seconds between host/GPU samples with --status-port (0: none)
 
   // SGD at lr 0.05, momentum 0.9, weight decay 5e-4; torch's defaults for what has no flag.
   static nn::config::OptimizerConfig default_optimizer() {

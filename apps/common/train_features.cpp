@@ -7,6 +7,7 @@
 
 #include "apps/common/factory.h"
 #include "comm/communicator.h"
+#include "comm/device_choice.h"
 #include "nn/checkpoint_sequential.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
@@ -58,20 +59,23 @@ std::string resolve_mode(const std::string& configured) {
   return comm::launcher_world_size() > 1 ? "ddp" : "single";
 }
 
-Device resolve_device(const TrainConfig& cfg) {
-  if (cfg.device == "cpu" || resolve_mode(cfg.mode) == "dp") return kCPU;
-  if (cfg.device == "auto") return comm::node_device();
+Device resolve_device(const TrainConfig& cfg) { return resolve_device_choice(cfg).device; }
+
+monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg) {
+  if (resolve_mode(cfg.mode) == "dp") return {kCPU, "cpu: --mode dp places its replicas on --devices"};
+  if (cfg.device == "cpu") return {kCPU, "cpu: --device cpu"};
+  if (cfg.device == "auto") return comm::choose_node_device(monitor::parse_size(cfg.min_free_memory));
   TANDEM_CHECK_KIND(NotSupported, cuda::device_count() > 0, "--device {}: {}", cfg.device, cuda::describe());
   if (cfg.device == "cuda") {
     Device d = comm::node_device();
     TANDEM_CHECK_KIND(NotSupported, !d.is_cpu(), "--device cuda: this node has more ranks than CUDA devices ({}); "
                       "start one rank per device, or use --device cpu", cuda::describe());
-    return d;
+    return {d, d.str() + ": --device cuda (the local rank's GPU)"};
   }
   Device d = Device::parse(cfg.device);
   TANDEM_CHECK(d.kind == DeviceKind::CUDA && d.index < cuda::device_count(), "--device {}: {}", cfg.device,
                cuda::describe());
-  return d;
+  return {d, d.str() + ": --device " + cfg.device};
 }
 
 std::string param_hash(const nn::Module& model) {
@@ -143,6 +147,7 @@ void FullTrainer::fill_done_record(nlohmann::json& record) {
   auto params = ps_.inner->parameters();
   record["device"] = params.empty() ? std::string("cpu") : params.front().device().str();
   record["amp"] = config().amp;
+  record["device_reason"] = ps_.device_reason;
   record["accumulation_steps"] = config().accumulation_steps;
   // The end of the run is always checkpointed when --save is given (unless that step just was).
   if (!config().save_dir.empty() && last_saved_step_ != state().step) save();

@@ -10,6 +10,7 @@
 #include "apps/common/parallel_setup.h"
 #include "apps/common/trainer.h"
 #include "nn/training_state.h"
+#include "runtime/monitor/device_selection.h"
 
 namespace tandem::app {
 
@@ -21,6 +22,9 @@ std::string resolve_mode(const std::string& configured);
 // auto (cuda:<local rank> where each rank on the node has a GPU, else cpu). --mode dp starts on the
 // CPU (its replicas go to --devices).
 Device resolve_device(const TrainConfig& cfg);
+// The same with the reason in one line; auto picks by free memory (comm::choose_node_device,
+// skipping GPUs below --min-free-memory).
+monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg);
 
 // FNV-1a (64 bit) over the bytes of every tensor of `model.state_dict()` in order, as 16 hex digits.
 std::string param_hash(const nn::Module& model);

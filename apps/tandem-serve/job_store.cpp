@@ -102,4 +102,15 @@ std::vector<std::string> JobStore::error_lines(int64_t id, size_t n, bool all_ta
   return out;
 }
 
+std::string JobStore::status_url(int64_t id) const {
+  std::ifstream in(log_path(id));
+  std::string line;
+  // Printed before training starts: among the log's first lines.
+  for (int i = 0; i < 50 && std::getline(in, line); ++i) {
+    const auto at = line.rfind("status: http://", 0);
+    if (at == 0) return line.substr(8);
+  }
+  return "";
+}
+
 }  // namespace tandem::serve

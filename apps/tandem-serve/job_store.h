@@ -47,6 +47,9 @@ class JobStore {
   MetricsSummary summarize_metrics(int64_t id) const;
   // The log's last lines that mention an error; its last `n` lines when `all_tail`.
   std::vector<std::string> error_lines(int64_t id, size_t n, bool all_tail) const;
+  // The job's live status endpoint, from the line tandem-train --status-port logs at start
+  // ("status: http://127.0.0.1:PORT/status"); empty when there is none.
+  std::string status_url(int64_t id) const;
 
  private:
   std::string root_;

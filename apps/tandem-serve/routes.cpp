@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 
 #include "apps/tandem-serve/assets.h"
-#include "apps/tandem-serve/gpu_view.h"
+#include "apps/common/monitor_json.h"
 #include "apps/tandem-serve/http_error.h"
 #include "apps/tandem-serve/auth.h"
-#include "runtime/serialization/atomic_file.h"
+#include "runtime/monitor/prometheus.h"
 #include "tandem/version.h"
 
 namespace tandem::serve {
@@ -74,7 +74,16 @@ nlohmann::json job_view(const Job& j, const JobStore& store) {
   v["result"] = m.result;
   const bool bad = j.state == JobState::Failed || j.state == JobState::Lost;
   v["errors"] = store.error_lines(j.id, 10, bad);
+  const std::string url = store.status_url(j.id);
+  v["status_url"] = url.empty() || is_final(j.state) ? nlohmann::json() : nlohmann::json(url);
   return v;
+}
+
+// Every GPU this process sees (runtime/monitor); an empty array without NVML or GPUs.
+nlohmann::json gpus_json() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& g : monitor::query_gpus()) out.push_back(g);
+  return out;
 }
 
 int64_t path_id(const httplib::Request& req) { return std::stoll(req.matches[1].str()); }

@@ -7,6 +7,7 @@
 #include "apps/common/config_file.h"
 #include "apps/common/factory.h"
 #include "apps/common/host_memory.h"
+#include "apps/common/operations.h"
 #include "apps/common/step_metrics.h"
 #include "apps/common/stop_signal.h"
 #include "apps/common/train_features.h"
@@ -24,7 +25,9 @@ int train(app::TrainConfig cfg) {
   int threads = app::apply_threads(cfg.threads);
   cfg.mode = app::resolve_mode(cfg.mode);
   app::ParallelConfig pc{cfg.mode, cfg.devices, cfg.sync_bn, cfg.accumulation_steps, cfg.ddp};
-  pc.device = app::resolve_device(cfg);
+  const monitor::DeviceChoice choice = app::resolve_device_choice(cfg);
+  pc.device = choice.device;
+  pc.device_reason = choice.reason;
   auto model = app::make_run_model(cfg);  // initialised on the CPU (the same weights on every device)
   model->to(pc.device);
   app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
@@ -41,12 +44,14 @@ int train(app::TrainConfig cfg) {
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
   app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
+  log.info("tandem-train: device {}", choice.reason);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
   if (cfg.metrics_every > 0) trainer.add_callback(std::make_shared<app::StepMetrics>(cfg.metrics_every));
   if (!cfg.save_dir.empty()) {  // SIGTERM: stop at a step boundary and write the end-of-run checkpoint
     app::install_stop_on_sigterm();
     trainer.add_callback(std::make_shared<app::StopOnSignal>());
   }
+  auto status = app::StatusService::start(cfg, trainer, pc.device, cfg.mode, choice.reason, log);  // --status-port
   app::TrainResult r = trainer.fit();
   std::string hash = trainer.param_hash();
   if (r.evaluated)

@@ -250,7 +250,7 @@ ncclComm_t init_over_mpi(MPI_Comm host, int device) {
 }
 }  // namespace
 
-std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts) {
+std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts, int device) {
   int initialised = 0;
   MPI_CHECK(MPI_Initialized(&initialised));
   TANDEM_CHECK(initialised, "make_nccl_communicator: MPI is not initialised; call MPI_Init_thread first");
@@ -262,7 +262,9 @@ std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options opts
                     "make_nccl_communicator: {} ranks on this node share {} CUDA device{}; NCCL needs a device per "
                     "rank: start at most {} rank{} per node, or use make_mpi_communicator for host buffers",
                     on_node, devices, devices > 1 ? "s" : "", devices, devices > 1 ? "s" : "");
-  const int device = local_rank(comm);
+  if (device < 0) device = local_rank(comm);
+  TANDEM_CHECK_KIND(NotSupported, device < devices, "make_nccl_communicator: cuda:{} does not exist: this process sees "
+                    "{} CUDA device{}", device, devices, devices == 1 ? "" : "s");
   auto transport = std::make_unique<NcclTransport>(init_over_mpi(comm, device), device);
   return std::make_shared<NcclCommunicator>(std::move(transport), opts);
 }

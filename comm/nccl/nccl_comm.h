@@ -12,8 +12,10 @@
 
 namespace tandem::comm {
 
-// Every rank of `comm` must call it. Device: cuda:<local rank> (MPI_Comm_split_type SHARED). Throws
-// NotSupportedError when no CUDA device is visible or a node has more ranks than devices.
-std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options = {});
+// Every rank of `comm` must call it. Device: cuda:`device`, or cuda:<local rank> (MPI_Comm_split_type
+// SHARED) when `device` is -1 (--device auto may place ranks by free memory instead; NCCL refuses
+// two ranks of one communicator on one GPU). Throws NotSupportedError when no CUDA device is
+// visible or a node has more ranks than devices.
+std::shared_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Options = {}, int device = -1);
 
 }  // namespace tandem::comm

@@ -127,7 +127,7 @@ def test_api(args):
         check(codes.get("401", 0) >= 3 and codes.get("413", 0) >= 1, "responses %s" % codes)
         for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"):
             check(name in fams and fams[name].type == "gauge", "GPU family %s missing" % name)
-        check(len(fams["DCGM_FI_DEV_GPU_UTIL"].samples) == len([g for g in gpus if g["utilization_gpu_pct"] is not None]),
+        check(len(fams["DCGM_FI_DEV_GPU_UTIL"].samples) == len([g for g in gpus if g["utilization_gpu_percent"] is not None]),
               "GPU samples")
         doc = srv.json("GET", "/openapi.json")
         check(doc["openapi"].startswith("3.") and "/jobs/{id}" in doc["paths"], "openapi")

@@ -151,7 +151,7 @@ function drawGpus(gpus) {
     const d = el("div", {class: "gpu"});
     d.appendChild(el("div", {}, "GPU " + g.index + ": " + g.name));
     const mib = b => b === null ? null : b / 1048576;
-    d.appendChild(gauge("utilisation", g.utilization_gpu_pct, 100, "%"));
+    d.appendChild(gauge("utilisation", g.utilization_gpu_percent, 100, "%"));
     d.appendChild(gauge("memory (MiB)", mib(g.memory_used_bytes), mib(g.memory_total_bytes) || 1, ""));
     d.appendChild(gauge("temperature", g.temperature_c, 100, "C"));
     d.appendChild(gauge("power", g.power_w, g.power_limit_w || 700, "W"));
