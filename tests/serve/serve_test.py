@@ -131,6 +131,7 @@ def test_api(args):
               "GPU samples")
         doc = srv.json("GET", "/openapi.json")
         check(doc["openapi"].startswith("3.") and "/jobs/{id}" in doc["paths"], "openapi")
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
     finally:
         srv.stop()
     print("serve api: ok")
@@ -170,6 +171,7 @@ def test_restart(args):
         check(jl["state"] == "lost" and jl["exit_code"] is None, "job 2: %s" % jl)
         check(jl["last_metrics"] and jl["last_metrics"]["event"] == "step", "job 2 lost its metrics: %s" % jl)
         check(srv.json("GET", "/jobs/" + r)["state"] == "done", "job 1 after the second restart")
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
     finally:
         srv.stop()
     print("serve restart: ok")
@@ -200,6 +202,7 @@ def test_dashboard(args):
                        stderr=subprocess.DEVNULL, env=env, timeout=90)
         check(os.path.exists(shot) and open(shot, "rb").read(8) == b"\x89PNG\r\n\x1a\n", "no screenshot")
         print("screenshot:", shot)
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
     finally:
         srv.stop()
     print("serve dashboard: ok")
@@ -221,6 +224,7 @@ def test_schemathesis(args):
         print(out[-6000:])
         check(r.returncode == 0, "schemathesis found problems (exit %d)" % r.returncode)
         check(srv.json("GET", "/health")["status"] == "ok", "server alive after the fuzzing")
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
     finally:
         srv.stop()
     print("serve schemathesis: ok")
