@@ -147,7 +147,10 @@ def test_restart(args):
         check(srv.stop() == 0, "server exit")
         check(session_pids(jr["pid"]), "job 1 died with the server")
         srv.start()
-        check("job 1 (pid %d) still runs: taken back" % jr["pid"] in srv.output(), srv.output())
+        # Taken back; on a fast machine it may have ended in the moment the server was down, and
+        # then its exit record says how.
+        check("job 1 (pid %d) still runs: taken back" % jr["pid"] in srv.output()
+              or "job 1 ended while the server was down: done" in srv.output(), srv.output())
         check(srv.json("GET", "/jobs/" + r)["state"] in ("running", "done"), "job 1 after restart")
         jr = srv.wait(r, ["done"])
         check(jr["exit_code"] == 0 and jr["result"]["steps"] == 600, "job 1: %s" % jr)

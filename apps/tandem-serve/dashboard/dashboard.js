@@ -38,7 +38,7 @@ function fmt(x, digits = 4) {
 }
 
 // One curve (or several) on an SVG of 600 x 150 user units: the line, the y range and a title.
-function drawChart(svg, title, series) {
+function drawChart(svg, title, series, yRange) {
   svg.replaceChildren();
   const pts = series.flatMap(s => s.points);
   svg.appendChild(el("svg:text", {x: 8, y: 14}, title));
@@ -48,7 +48,9 @@ function drawChart(svg, title, series) {
   }
   const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
   let x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
-  if (x1 === x0) x1 = x0 + 1;
+  if (yRange) [y0, y1] = yRange;
+  const one = x1 === x0;  // a single step: the point in the middle, one label
+  if (one) { x0 -= 1; x1 += 1; }
   if (y1 === y0) { y0 -= 0.5; y1 += 0.5; }
   const L = 50, R = 590, T = 22, B = 130;
   const px = x => L + (x - x0) / (x1 - x0) * (R - L), py = y => B - (y - y0) / (y1 - y0) * (B - T);
@@ -56,8 +58,12 @@ function drawChart(svg, title, series) {
   svg.appendChild(el("svg:line", {x1: L, y1: T, x2: L, y2: B, stroke: "#c5c9d3"}));
   svg.appendChild(el("svg:text", {x: 4, y: T + 8}, fmt(y1, 3)));
   svg.appendChild(el("svg:text", {x: 4, y: B}, fmt(y0, 3)));
-  svg.appendChild(el("svg:text", {x: L, y: 146}, "step " + x0));
-  svg.appendChild(el("svg:text", {x: R - 60, y: 146}, "step " + x1));
+  if (one) {
+    svg.appendChild(el("svg:text", {x: (L + R) / 2 - 25, y: 146}, "step " + (x0 + 1)));
+  } else {
+    svg.appendChild(el("svg:text", {x: L, y: 146}, "step " + x0));
+    svg.appendChild(el("svg:text", {x: R - 60, y: 146}, "step " + x1));
+  }
   let lx = 200;
   for (const s of series) {
     if (s.points.length === 0) continue;
@@ -83,7 +89,7 @@ async function drawJob(job) {
     {name: "step loss (rank 0)", color: "#1565c0", points: steps.map(r => [r.step, r.loss])},
     {name: "epoch train loss", color: "#ef6c00", points: epochs.map(r => [r.steps, r.train_loss])}]);
   drawChart(document.getElementById("chart-accuracy"), "test accuracy", [
-    {name: "test accuracy", color: "#2e7d32", points: epochs.filter(r => r.test_acc !== undefined).map(r => [r.steps, r.test_acc])}]);
+    {name: "test accuracy", color: "#2e7d32", points: epochs.filter(r => r.test_acc !== undefined).map(r => [r.steps, r.test_acc])}], [0, 1]);
   drawChart(document.getElementById("chart-throughput"), "samples/s", [
     {name: "samples/s (all ranks)", color: "#6a1b9a", points: steps.map(r => [r.step, r.samples_per_s])}]);
 }
