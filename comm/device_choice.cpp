@@ -2,6 +2,7 @@
 // node's ranks, then monitor::choose_device.
 #include "comm/device_choice.h"
 
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -53,38 +54,49 @@ Device device_by_local_rank(int local_rank, int local_size) {
   return Device(DeviceKind::CUDA, local_rank);
 }
 
-monitor::DeviceChoice choose_node_device(uint64_t min_free_bytes) {
-  std::vector<monitor::GpuStats> gpus = monitor::query_gpus();
-  int local_rank = 0, local_size = 1;
-  std::string note;
+NodeGpus node_gpu_figures() {
+  NodeGpus n;
+  n.gpus = monitor::query_gpus();
 #ifdef TANDEM_HAVE_MPI
   // Every rank of the job takes this path (a collective split), whatever its node has.
   if (launcher_world_size() > 1) {
     ensure_mpi_initialised();
     MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPI_CHECK(MPI_Comm_rank(node, &local_rank));
-    MPI_CHECK(MPI_Comm_size(node, &local_size));
-    std::string root = encode(gpus);
+    MPI_CHECK(MPI_Comm_rank(node, &n.local_rank));
+    MPI_CHECK(MPI_Comm_size(node, &n.local_size));
+    std::string root = encode(n.gpus);
     int bytes = static_cast<int>(root.size());
     MPI_CHECK(MPI_Bcast(&bytes, 1, MPI_INT, 0, node));
     root.resize(static_cast<size_t>(bytes));
     MPI_CHECK(MPI_Bcast(root.data(), bytes, MPI_CHAR, 0, node));
     MPI_CHECK(MPI_Comm_free(&node));
-    if (local_rank != 0 && !adopt(root, gpus)) note = " (this rank sees other GPUs than local rank 0: its own figures)";
+    if (n.local_rank != 0 && !adopt(root, n.gpus))
+      n.note = " (this rank sees other GPUs than local rank 0: its own figures)";
   }
 #endif
+  return n;
+}
+
+monitor::DeviceChoice choose_node_device(uint64_t min_free_bytes) {
+  // NVML numbers GPUs in PCI bus order, CUDA fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID: on
+  // a node of mixed GPUs the two would disagree on which cuda:N has the free memory. Ask CUDA for
+  // NVML's order unless the user chose one; it takes effect where CUDA has not started yet (here,
+  // in tandem-train: this is its first device query).
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
+  NodeGpus n = node_gpu_figures();
+  const std::vector<monitor::GpuStats>& gpus = n.gpus;
   const int cuda_devices = cuda::device_count();
   if (cuda_devices == 0) return {kCPU, "cpu: " + cuda::describe()};
   if (gpus.empty() || static_cast<int>(gpus.size()) != cuda_devices) {
     const std::string why = gpus.empty() ? monitor::gpu_unavailable_reason()
                                          : fmt::format("NVML shows {} GPUs, CUDA {}", gpus.size(), cuda_devices);
-    const Device d = device_by_local_rank(local_rank, local_size);
-    return {d, fmt::format("{}: by local rank {} of {}, free memory not used ({})", d.str(), local_rank, local_size,
-                           why)};
+    const Device d = device_by_local_rank(n.local_rank, n.local_size);
+    return {d, fmt::format("{}: by local rank {} of {}, free memory not used ({})", d.str(), n.local_rank,
+                           n.local_size, why)};
   }
-  monitor::DeviceChoice c = monitor::choose_device(gpus, local_rank, local_size, min_free_bytes);
-  c.reason += note;
+  monitor::DeviceChoice c = monitor::choose_device(gpus, n.local_rank, n.local_size, min_free_bytes);
+  c.reason += n.note;
   return c;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/error.h"
+#include "runtime/monitor/host_monitor.h"
 
 namespace tandem::app {
 
@@ -21,12 +22,8 @@ void MetricsWriter::write(const nlohmann::json& record) {
 }
 
 double peak_rss_mb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // "VmHWM:  123456 kB"
-  }
-  return 0.0;
+  const auto peak = monitor::query_host().peak_rss_bytes;  // VmHWM of /proc/self/status
+  return peak ? static_cast<double>(*peak) / (1024.0 * 1024.0) : 0.0;
 }
 
 }  // namespace tandem::app

@@ -6,11 +6,6 @@ namespace tandem::monitor {
 namespace {
 
 template <typename T>
-nlohmann::json opt(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
-template <typename T>
 void read_opt(const nlohmann::json& j, const char* key, std::optional<T>& v) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) v.reset();
@@ -28,16 +23,16 @@ void to_json(nlohmann::json& j, const GpuStats& g) {
       {"compute_capability",
        g.cc_major && g.cc_minor ? nlohmann::json(std::to_string(*g.cc_major) + "." + std::to_string(*g.cc_minor))
                                 : nlohmann::json()},
-      {"memory_total_bytes", opt(g.memory_total)},
-      {"memory_free_bytes", opt(g.memory_free)},
-      {"memory_used_bytes", opt(g.memory_used)},
-      {"utilization_gpu_percent", opt(g.util_gpu)},
-      {"utilization_memory_percent", opt(g.util_memory)},
-      {"temperature_c", opt(g.temperature_c)},
-      {"power_w", opt(g.power_w)},
-      {"power_limit_w", opt(g.power_limit_w)},
-      {"sm_clock_mhz", opt(g.sm_clock_mhz)},
-      {"ecc_uncorrected_volatile", opt(g.ecc_uncorrected_volatile)},
+      {"memory_total_bytes", json_or_null(g.memory_total)},
+      {"memory_free_bytes", json_or_null(g.memory_free)},
+      {"memory_used_bytes", json_or_null(g.memory_used)},
+      {"utilization_gpu_percent", json_or_null(g.util_gpu)},
+      {"utilization_memory_percent", json_or_null(g.util_memory)},
+      {"temperature_c", json_or_null(g.temperature_c)},
+      {"power_w", json_or_null(g.power_w)},
+      {"power_limit_w", json_or_null(g.power_limit_w)},
+      {"sm_clock_mhz", json_or_null(g.sm_clock_mhz)},
+      {"ecc_uncorrected_volatile", json_or_null(g.ecc_uncorrected_volatile)},
       {"lost", g.lost},
       {"unavailable", g.unavailable},
   };
@@ -75,10 +70,10 @@ void to_json(nlohmann::json& j, const HostStats& h) {
                      {"cpu_model", h.cpu_model},
                      {"logical_cores", h.logical_cores},
                      {"load_average", h.load1 ? nlohmann::json{*h.load1, *h.load5, *h.load15} : nlohmann::json()},
-                     {"rss_bytes", opt(h.rss_bytes)},
-                     {"peak_rss_bytes", opt(h.peak_rss_bytes)},
-                     {"cpu_user_seconds", opt(h.cpu_user_s)},
-                     {"cpu_system_seconds", opt(h.cpu_system_s)}};
+                     {"rss_bytes", json_or_null(h.rss_bytes)},
+                     {"peak_rss_bytes", json_or_null(h.peak_rss_bytes)},
+                     {"cpu_user_seconds", json_or_null(h.cpu_user_s)},
+                     {"cpu_system_seconds", json_or_null(h.cpu_system_s)}};
 }
 
 }  // namespace tandem::monitor

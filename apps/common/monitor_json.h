@@ -1,12 +1,20 @@
 // The monitor's figures as JSON (nlohmann): GpuStats and HostStats with units in the key names and
 // null for an unavailable figure. Used by /status of tandem-train and by tandem-serve's /gpus.
 #pragma once
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "runtime/monitor/gpu_monitor.h"
 #include "runtime/monitor/host_monitor.h"
 
 namespace tandem::monitor {
+
+// An unavailable figure (an empty optional) as null.
+template <typename T>
+nlohmann::json json_or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
 
 // {"index":0,"nvml_index":2,"name":"...","uuid":"GPU-...","compute_capability":"9.0",
 //  "memory_total_bytes":...,"memory_free_bytes":...,"memory_used_bytes":...,

@@ -87,10 +87,12 @@ void StatusPublisher::after_step(Trainer& t) {
   const int64_t step = t.state().step;
   if (rank_ != 0) {
     if (step % report_every_ == 0) reports_->post(own_figures(step));
-    return;
+  } else {
+    take_reports(reports_->drain());
+    publish(t);
   }
-  take_reports(reports_->drain());
-  publish(t);
+  own_seconds_ += std::chrono::duration<double>(Clock::now() - now).count();
+  ++own_steps_;
 }
 
 void StatusPublisher::on_epoch_end(Trainer&, const EpochStats& stats) {
@@ -103,6 +105,12 @@ void StatusPublisher::on_train_end(Trainer& t, const TrainResult&) {
   take_reports(std::move(last));
   job_.state = "done";
   publish(t);
+  if (own_steps_ > 0 && !recent_.empty()) {
+    const double per_step = own_seconds_ / static_cast<double>(own_steps_);
+    const double step = recent_sum_ / static_cast<double>(recent_.size());
+    t.log().info("status: {:.2f} us per step on the training thread, {:.4f}% of a {:.2f} ms step", per_step * 1e6,
+                 100.0 * per_step / step, step * 1e3);
+  }
 }
 
 void StatusPublisher::publish(Trainer& t) {
@@ -125,6 +133,7 @@ void StatusPublisher::publish(Trainer& t) {
   for (size_t r = 1; r < s->ranks.size(); ++r)
     s->ranks[r].age_seconds = std::chrono::duration<double>(now - received_[r]).count();
   if (auto snap = sampler_ ? sampler_->latest() : nullptr) s->gpu_unavailable = snap->gpu_unavailable;
+  if (own_steps_ > 0) s->status_seconds_per_step = own_seconds_ / static_cast<double>(own_steps_);
   board_->publish(std::move(s));
 }
 

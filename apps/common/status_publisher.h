@@ -59,6 +59,8 @@ class StatusPublisher : public TrainerCallback {
   std::vector<Clock::time_point> received_;  // when rank r's figures arrived
   std::vector<RankFigures> ranks_;
   std::optional<double> test_accuracy_;
+  double own_seconds_ = 0;  // time after_step spent on this thread, all steps (the overhead)
+  int64_t own_steps_ = 0;
   static constexpr size_t kWindow = 20;
 };
 

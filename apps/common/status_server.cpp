@@ -2,6 +2,8 @@
 // errors for the rest. The handlers copy two shared_ptrs and format; they never touch the loop.
 #include "apps/common/status_server.h"
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include <httplib.h>
@@ -21,11 +23,6 @@ nlohmann::json rank_json(const RankFigures& r) {
   j["age_seconds"] = r.age_seconds;
   if (r.step < 0) j["step"] = nullptr;  // not heard from yet
   return j;
-}
-
-template <typename T>
-nlohmann::json opt(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
 }  // namespace
@@ -51,10 +48,11 @@ std::string status_json(const TrainingSnapshot& s, const monitor::Snapshot* host
                    {"lr", s.lr},
                    {"samples_per_second", s.samples_per_second},
                    {"elapsed_seconds", s.elapsed_seconds},
-                   {"eta_seconds", opt(s.eta_seconds)},
-                   {"test_accuracy", opt(s.test_accuracy)},
+                   {"eta_seconds", monitor::json_or_null(s.eta_seconds)},
+                   {"test_accuracy", monitor::json_or_null(s.test_accuracy)},
                    {"ranks", ranks},
-                   {"gpu_unavailable", s.gpu_unavailable}};
+                   {"gpu_unavailable", s.gpu_unavailable},
+                   {"status_seconds_per_step", s.status_seconds_per_step}};
   j["host"] = host ? nlohmann::json(host->host) : nlohmann::json();
   return j.dump();
 }
@@ -118,6 +116,7 @@ struct StatusServer::Impl {
   std::shared_ptr<const monitor::Sampler> sampler;
   httplib::Server server;
   std::thread thread;
+  std::atomic<bool> ended{false};  // listen_after_bind returned
 };
 
 namespace {
@@ -135,6 +134,13 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, std::shared
   impl_->sampler = std::move(sampler);
   Impl* impl = impl_.get();
   httplib::Server& svr = impl->server;
+  // httplib's default sets SO_REUSEPORT, with which a second job given the same --status-port
+  // binds it too and the kernel splits the connections between the two. SO_REUSEADDR only: a
+  // port in use is an error, one in TIME_WAIT from a previous run is not.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   svr.Get("/health", [impl](const httplib::Request&, httplib::Response& res) {
     auto s = impl->board->latest();
     res.set_content(nlohmann::json{{"status", "ok"}, {"state", s ? s->state : "starting"}}.dump(), "application/json");
@@ -180,7 +186,18 @@ int StatusServer::start(const std::string& address, int port) {
   }
   TANDEM_CHECK_KIND(IO, bound > 0, "status server: cannot listen on {}:{} (address not of this host, or port in use)",
                     address, port);
-  impl_->thread = std::thread([impl = impl_.get()] { impl->server.listen_after_bind(); });
+  impl_->ended = false;
+  impl_->thread = std::thread([impl = impl_.get()] {
+    impl->server.listen_after_bind();
+    impl->ended = true;
+  });
+  // Serving before returning: httplib's stop() does nothing to a server that has not started
+  // listening yet, so a stop() racing the thread's start would leave join() waiting forever.
+  while (!impl_->server.is_running() && !impl_->ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!impl_->server.is_running()) {
+    impl_->thread.join();
+    TANDEM_FAIL(IO, "status server: listening on {}:{} failed", address, bound);
+  }
   return bound;
 }
 

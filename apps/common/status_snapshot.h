@@ -41,6 +41,7 @@ struct TrainingSnapshot {
   std::optional<double> test_accuracy;  // after the latest evaluation
   std::vector<RankFigures> ranks;  // indexed by rank; a rank not heard from yet has step -1
   std::string gpu_unavailable;     // rank 0's NVML reason where it has no GPU figures
+  double status_seconds_per_step = 0;  // what publishing this costs rank 0's training thread, per step
 };
 
 }  // namespace tandem::app

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "apps/common/monitor_json.h"
 #include "runtime/error.h"
 
 namespace tandem::serve {
@@ -27,7 +28,6 @@ JobState parse_state(const std::string& s) {
 
 namespace {
 
-nlohmann::json opt(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 nlohmann::json time_or_null(double t) { return t > 0 ? nlohmann::json(t) : nlohmann::json(); }
 std::optional<int> opt_int(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
@@ -46,8 +46,8 @@ nlohmann::json to_json(const Job& j) {
           {"ranks", j.ranks},
           {"argv", j.argv},
           {"pid", j.pid > 0 ? nlohmann::json(j.pid) : nlohmann::json()},
-          {"exit_code", opt(j.exit_code)},
-          {"signal", opt(j.signal)},
+          {"exit_code", monitor::json_or_null(j.exit_code)},
+          {"signal", monitor::json_or_null(j.signal)},
           {"created_at", j.created_at},
           {"started_at", time_or_null(j.started_at)},
           {"finished_at", time_or_null(j.finished_at)},

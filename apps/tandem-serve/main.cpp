@@ -77,6 +77,12 @@ int serve_main(const ServeConfig& cfg) {
   jobs.start();
 
   httplib::Server server;
+  // httplib's default adds SO_REUSEPORT, with which a second server on the same port would bind it
+  // too and take half the connections: SO_REUSEADDR only (a port in use is an error).
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server.new_task_queue = [n = cfg.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   server.set_payload_max_length(cfg.max_body_bytes);
   server.set_read_timeout(10);

@@ -32,37 +32,45 @@ struct Query {
   }
 };
 
-#define NVML_TRY(q, figure, call) (!(q).stats.lost && (q).check((q).api.call, figure, #call, __LINE__))
+// NVML_TRY(query, "figure", nvmlName, call on the Api table): false (and the figure unavailable) on failure.
+#define NVML_TRY(q, figure, name, call) (!(q).stats.lost && (q).check((q).api.call, figure, #name, __LINE__))
 
 void query_one(const nvml::Api& api, nvml::Device device, GpuStats& s) {
   Query q{api, device, s};
   char text[nvml::kNameBufferSize] = {};
-  if (NVML_TRY(q, "name", device_get_name(device, text, sizeof text))) s.name = text;
+  if (NVML_TRY(q, "name", nvmlDeviceGetName, device_get_name(device, text, sizeof text))) s.name = text;
   char uuid[nvml::kUuidBufferSize] = {};
-  if (NVML_TRY(q, "uuid", device_get_uuid(device, uuid, sizeof uuid))) s.uuid = uuid;
+  if (NVML_TRY(q, "uuid", nvmlDeviceGetUUID, device_get_uuid(device, uuid, sizeof uuid))) s.uuid = uuid;
   int major = 0, minor = 0;
-  if (NVML_TRY(q, "compute capability", device_get_cuda_compute_capability(device, &major, &minor))) {
+  if (NVML_TRY(q, "compute capability", nvmlDeviceGetCudaComputeCapability,
+               device_get_cuda_compute_capability(device, &major, &minor))) {
     s.cc_major = major;
     s.cc_minor = minor;
   }
   nvml::Memory mem{};
-  if (NVML_TRY(q, "memory", device_get_memory_info(device, &mem))) {
+  if (NVML_TRY(q, "memory", nvmlDeviceGetMemoryInfo, device_get_memory_info(device, &mem))) {
     s.memory_total = mem.total;
     s.memory_free = mem.free;
     s.memory_used = mem.used;
   }
   nvml::Utilization util{};
-  if (NVML_TRY(q, "utilisation", device_get_utilization_rates(device, &util))) {
+  if (NVML_TRY(q, "utilisation", nvmlDeviceGetUtilizationRates, device_get_utilization_rates(device, &util))) {
     s.util_gpu = util.gpu;
     s.util_memory = util.memory;
   }
   unsigned value = 0;
-  if (NVML_TRY(q, "temperature", device_get_temperature(device, nvml::kTemperatureGpu, &value))) s.temperature_c = value;
-  if (NVML_TRY(q, "power", device_get_power_usage(device, &value))) s.power_w = value / 1000.0;
-  if (NVML_TRY(q, "power limit", device_get_enforced_power_limit(device, &value))) s.power_limit_w = value / 1000.0;
-  if (NVML_TRY(q, "sm clock", device_get_clock_info(device, nvml::kClockSm, &value))) s.sm_clock_mhz = value;
+  if (NVML_TRY(q, "temperature", nvmlDeviceGetTemperature,
+               device_get_temperature(device, nvml::kTemperatureGpu, &value)))
+    s.temperature_c = value;
+  if (NVML_TRY(q, "power", nvmlDeviceGetPowerUsage, device_get_power_usage(device, &value)))
+    s.power_w = value / 1000.0;  // milliwatts
+  if (NVML_TRY(q, "power limit", nvmlDeviceGetEnforcedPowerLimit, device_get_enforced_power_limit(device, &value)))
+    s.power_limit_w = value / 1000.0;
+  if (NVML_TRY(q, "sm clock", nvmlDeviceGetClockInfo, device_get_clock_info(device, nvml::kClockSm, &value)))
+    s.sm_clock_mhz = value;
   unsigned long long ecc = 0;
-  if (NVML_TRY(q, "ecc", device_get_total_ecc_errors(device, nvml::kMemoryErrorUncorrected, nvml::kVolatileEcc, &ecc)))
+  if (NVML_TRY(q, "ecc", nvmlDeviceGetTotalEccErrors,
+               device_get_total_ecc_errors(device, nvml::kMemoryErrorUncorrected, nvml::kVolatileEcc, &ecc)))
     s.ecc_uncorrected_volatile = ecc;
   if (s.lost) {  // figures read before NVML noticed are not to be trusted either
     const int index = s.index, nvml_index = s.nvml_index;

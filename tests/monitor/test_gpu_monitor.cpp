@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/device_query.h"
+#include "runtime/monitor/device_selection.h"
 #include "runtime/monitor/gpu_monitor.h"
 #include "runtime/monitor/sampler.h"
 
@@ -111,7 +112,7 @@ TEST(FakeNvml, ReadsEveryFigure) {
   EXPECT_FALSE(c.ecc_uncorrected_volatile.has_value());
   EXPECT_TRUE(c.memory_free.has_value());
   EXPECT_NE(c.unavailable.find("ecc: runtime/monitor/gpu_monitor.cpp:"), std::string::npos) << c.unavailable;
-  EXPECT_NE(c.unavailable.find("device_get_total_ecc_errors"), std::string::npos) << c.unavailable;
+  EXPECT_NE(c.unavailable.find("nvmlDeviceGetTotalEccErrors failed: Not Supported"), std::string::npos) << c.unavailable;
   EXPECT_NE(c.unavailable.find("failed: Not Supported"), std::string::npos) << c.unavailable;
 }
 
@@ -175,6 +176,35 @@ TEST(FakeNvml, VanishingGpuBecomesUnavailable) {
   ASSERT_EQ(gpus.size(), 3u);
   EXPECT_FALSE(gpus[1].lost);
   EXPECT_EQ(gpus[1].memory_free, 70 * GiB);
+}
+
+// --device auto's choice on the figures NVML gives (the fake's: 10, 70 and 30 GiB free).
+TEST(FakeNvml, DeviceChoiceFollowsFreeMemory) {
+  REQUIRE_FAKE();
+  auto set_free = [] {
+    VisibleEnv visible(nullptr);
+    monitor::query_gpus();  // opens the fake
+    return fake_control<void (*)(int, unsigned long long)>("fake_nvml_set_free");
+  }();
+  ASSERT_NE(set_free, nullptr);
+  {
+    VisibleEnv visible(nullptr);
+    auto gpus = monitor::query_gpus();
+    EXPECT_EQ(monitor::choose_device(gpus, 0, 1, 0).device, Device(DeviceKind::CUDA, 1));
+    EXPECT_EQ(monitor::choose_device(gpus, 1, 2, 0).device, Device(DeviceKind::CUDA, 2));
+    const monitor::DeviceChoice c = monitor::choose_device(gpus, 0, 1, monitor::parse_size("75GiB"));
+    EXPECT_TRUE(c.device.is_cpu());
+    EXPECT_NE(c.reason.find("0 of 3 GPUs with >= 75.0 GiB free"), std::string::npos) << c.reason;
+    set_free(0, 75 * GiB);  // memory freed on GPU 0: it now has the most
+    EXPECT_EQ(monitor::choose_device(monitor::query_gpus(), 0, 1, 0).device, Device(DeviceKind::CUDA, 0));
+    set_free(0, 10 * GiB);
+  }
+  {
+    VisibleEnv visible("0,2");  // CUDA's cuda:1 is NVML's GPU 2 (30 GiB free), the most of the two
+    const monitor::DeviceChoice c = monitor::choose_device(monitor::query_gpus(), 0, 1, 0);
+    EXPECT_EQ(c.device, Device(DeviceKind::CUDA, 1));
+    EXPECT_NE(c.reason.find("cuda:1 (Fake \"GPU\" \\ C): 30.0 GiB free of 40.0 GiB"), std::string::npos) << c.reason;
+  }
 }
 
 TEST(NvmlMissing, QueryIsEmptyWithTheReason) {

@@ -66,6 +66,19 @@ def test_api(args):
         expect_error(srv, "GET", "/jobs/999", None, 404, "no job 999")
         expect_error(srv, "GET", "/nowhere", None, 404, "no such path")
         check(srv.json("GET", "/jobs") == [], "no jobs yet")
+        # A second server on the same port is refused (no SO_REUSEPORT sharing of the connections).
+        r = subprocess.run([args.serve, "--port", str(srv.port), "--state-dir", os.path.join(args.work, "other")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        check(r.returncode != 0 and b"cannot bind" in r.stdout, "second server: %d %s" % (r.returncode, r.stdout))
+        # A non-loopback address without a token file is refused.
+        r = subprocess.run([args.serve, "--bind", "0.0.0.0", "--port", "0", "--state-dir", os.path.join(args.work, "other")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        check(r.returncode != 0 and b"--token-file" in r.stdout, "open bind: %d %s" % (r.returncode, r.stdout))
+        empty = os.path.join(args.work, "empty-token")
+        open(empty, "w").close()
+        r = subprocess.run([args.serve, "--token-file", empty, "--port", "0", "--state-dir", os.path.join(args.work, "other")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        check(r.returncode != 0 and b"is empty" in r.stdout, "empty token file: %d %s" % (r.returncode, r.stdout))
 
         # Two jobs over 2 slots: the 1-rank job waits for the 2-rank one (FIFO).
         a = srv.submit(dict(SMALL, ranks=2))
