@@ -234,7 +234,8 @@ def test_schemathesis(args):
                "response_schema_conformance",
                "--max-examples", "15", "--request-timeout", "10", "--generation-deterministic",
                "--phases", "examples,coverage,fuzzing", "--no-color"]
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150,
+        # In the work folder: schemathesis keeps a .schemathesis/ cache in its working directory.
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150, cwd=args.work,
                            env=dict(os.environ, SCHEMATHESIS_HOOKS=""))
         out = r.stdout.decode()
         print(out[-6000:])
