@@ -57,6 +57,9 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->capture_default_str();
   app.add_option("--data-dir", cfg.data_dir, "folder with the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--metrics", cfg.metrics_path, "write JSON-lines metrics to FILE");
+  app.add_option("--metrics-every", cfg.metrics_every, "with --metrics: a step record every N steps (0: epochs only)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_flag("--quiet", cfg.quiet, "no per-epoch lines");
   add_loop_flags(app, cfg);
   app.set_version_flag("--version", std::string(app.get_name()) + " " + tandem::version(), "print the version and exit");

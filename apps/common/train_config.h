@@ -36,6 +36,7 @@ struct TrainConfig {
   bool eval = true;         // evaluate on the test split after every epoch
   int64_t eval_batch_size = 256;
   std::string metrics_path;  // JSON lines; empty: none
+  int64_t metrics_every = 0;  // a "step" record every N steps in metrics_path (0: epochs only)
   bool quiet = false;        // no per-epoch lines
   // issue 18's loop (apps/common/loop_flags.cpp): logging, progress, the memory budget
   std::string log_level = "info";  // trace | debug | info | warn | error | off

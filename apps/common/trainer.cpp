@@ -232,6 +232,7 @@ TrainResult Trainer::fit() {
                       {"test_acc", result.evaluated ? nlohmann::json(result.test_acc) : nlohmann::json()},
                       {"train_samples_per_s", result.samples_per_s},
                       {"peak_rss_mb", peak_rss_mb()}};
+  if (stop_) done["stopped"] = true;  // request_stop() ended it before the last step (e.g. SIGTERM)
   fill_done_record(done);
   done["micro_batch_size"] = micro_batch_size();
   done["accumulation_steps"] = effective_accumulation_steps();  // in force at the end

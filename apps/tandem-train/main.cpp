@@ -12,6 +12,8 @@
 #include "apps/common/mode_auto.h"
 #include "apps/common/operations.h"
 #include "apps/common/progress.h"
+#include "apps/common/step_metrics.h"
+#include "apps/common/stop_signal.h"
 #include "apps/common/trace_run.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
@@ -59,6 +61,11 @@ int train(app::TrainConfig cfg) {
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
   if (auto progress = app::make_progress(cfg, ps.rank())) trainer.add_callback(progress);
   app::start_trace(cfg.trace_path, ps);  // --trace (collective)
+  if (cfg.metrics_every > 0) trainer.add_callback(std::make_shared<app::StepMetrics>(cfg.metrics_every));
+  if (!cfg.save_dir.empty()) {  // SIGTERM: stop at a step boundary and write the end-of-run checkpoint
+    app::install_stop_on_sigterm();
+    trainer.add_callback(std::make_shared<app::StopOnSignal>());
+  }
   auto status = app::StatusService::start(cfg, trainer, pc.device, cfg.mode, choice.reason, log);  // --status-port
   app::TrainResult r = trainer.fit();
   app::finish_trace(cfg.trace_path, ps, log);

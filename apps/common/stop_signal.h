@@ -1,0 +1,27 @@
+// Stop on SIGTERM: a cancelled run (tandem-serve's DELETE /jobs/{id}, a batch scheduler's
+// preemption) ends at the next step boundary, all ranks at the same step, so that --save writes
+// its end-of-run checkpoint instead of the process dying mid-step.
+#pragma once
+#include "apps/common/trainer.h"
+
+namespace tandem::app {
+
+// Installs a SIGTERM handler that only raises a flag (async-signal-safe). Idempotent.
+void install_stop_on_sigterm();
+// True once SIGTERM was received by this process.
+bool stop_signal_received();
+
+// After every optimizer step: every rank's flag, OR-ed over the ranks (one 8-byte
+// all-reduce per step with more than one rank, so that all stop at the same step), then
+// Trainer::request_stop(). fit() then ends the epoch, writes the "done" record with
+// "stopped": "SIGTERM", and checkpoints when --save is given.
+class StopOnSignal final : public TrainerCallback {
+ public:
+  void after_step(Trainer& t) override;
+  bool stopped() const { return stopped_; }
+
+ private:
+  bool stopped_ = false;
+};
+
+}  // namespace tandem::app

@@ -1,0 +1,111 @@
+// JobRequest validation (the subset of JSON Schema that openapi.json's JobRequest uses: type,
+// enum, minimum/maximum with OpenAPI 3.0's boolean exclusiveMinimum, maxLength, pattern) and the
+// tandem-train arguments of a request.
+#include "apps/tandem-serve/job_schema.h"
+
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "apps/tandem-serve/http_error.h"
+#include "runtime/error.h"
+
+namespace tandem::serve {
+
+namespace {
+
+bool has_type(const nlohmann::json& v, const std::string& type) {
+  if (type == "integer") return v.is_number_integer();
+  if (type == "number") return v.is_number();
+  if (type == "boolean") return v.is_boolean();
+  if (type == "string") return v.is_string();
+  return false;
+}
+
+void check_value(const std::string& name, const nlohmann::json& v, const nlohmann::json& s) {
+  const std::string type = s.at("type");
+  if (!has_type(v, type)) throw HttpError(400, fmt::format("field '{}' must be a{} {}, got {}", name,
+                                                           type == "integer" ? "n" : "", type, v.dump()), name);
+  if (s.contains("enum")) {
+    bool ok = false;
+    for (const auto& e : s["enum"]) ok = ok || e == v;
+    if (!ok) throw HttpError(400, fmt::format("field '{}' must be one of {}, got {}", name, s["enum"].dump(), v.dump()), name);
+  }
+  if (v.is_number()) {
+    const double x = v.get<double>();
+    if (s.contains("minimum")) {
+      const double lo = s["minimum"];
+      const bool exclusive = s.value("exclusiveMinimum", false);
+      if (exclusive ? !(x > lo) : !(x >= lo))
+        throw HttpError(400, fmt::format("field '{}' must be {} {}, got {}", name, exclusive ? ">" : ">=", lo, v.dump()), name);
+    }
+    if (s.contains("maximum") && !(x <= s["maximum"].get<double>()))
+      throw HttpError(400, fmt::format("field '{}' must be <= {}, got {}", name, s["maximum"].get<double>(), v.dump()), name);
+  }
+  if (v.is_string()) {
+    const std::string& str = v.get_ref<const std::string&>();
+    if (s.contains("maxLength") && str.size() > s["maxLength"].get<size_t>())
+      throw HttpError(400, fmt::format("field '{}' is longer than {} characters", name, s["maxLength"].get<size_t>()), name);
+    if (s.contains("pattern")) {
+      // ECMAScript regexes, as JSON Schema's patterns are.
+      static thread_local std::map<std::string, std::regex> cache;
+      const std::string pat = s["pattern"];
+      auto it = cache.find(pat);
+      if (it == cache.end()) it = cache.emplace(pat, std::regex(pat, std::regex::ECMAScript)).first;
+      if (!std::regex_search(str, it->second))
+        throw HttpError(400, fmt::format("field '{}' does not match {}", name, pat), name);
+    }
+  }
+}
+
+}  // namespace
+
+JobSchema::JobSchema(const nlohmann::json& openapi) {
+  properties_ = openapi.at("components").at("schemas").at("JobRequest").at("properties");
+  TANDEM_CHECK(properties_.is_object() && properties_.contains("ranks"), "openapi.json: JobRequest has no properties");
+}
+
+nlohmann::json JobSchema::validate(const nlohmann::json& body, int max_ranks) const {
+  if (!body.is_object()) throw HttpError(400, "the request body must be a JSON object of tandem-train's flags");
+  for (const auto& [name, v] : body.items()) {
+    if (!properties_.contains(name))
+      throw HttpError(400, fmt::format("unknown field '{}' (not a flag a job may set; see /openapi.json)", name), name);
+    check_value(name, v, properties_[name]);
+  }
+  nlohmann::json req = body;
+  if (!req.contains("ranks")) req["ranks"] = 1;
+  if (req["ranks"].get<int64_t>() > max_ranks)
+    throw HttpError(400, fmt::format("field 'ranks': {} ranks can never run on this server's {} slots",
+                                     req["ranks"].get<int64_t>(), max_ranks), "ranks");
+  if (req.contains("save_every") && req["save_every"].get<int64_t>() > 0 && !req.contains("save"))
+    throw HttpError(400, "field 'save_every' needs 'save'", "save_every");
+  return req;
+}
+
+std::vector<std::string> JobSchema::train_args(const nlohmann::json& request, const std::string& job_dir,
+                                               const std::string& jobs_dir, const std::string& metrics_path) {
+  std::vector<std::string> args;
+  for (const auto& [name, v] : request.items()) {  // sorted by name: the same request, the same argv
+    if (name == "ranks") continue;
+    std::string flag = "--" + name;
+    for (char& c : flag)
+      if (c == '_') c = '-';
+    if (v.is_boolean()) {
+      if (v.get<bool>()) args.push_back(flag);
+    } else if (name == "save") {
+      args.push_back(flag + "=" + job_dir + "/" + v.get<std::string>());
+    } else if (name == "resume") {
+      args.push_back(flag + "=" + jobs_dir + "/" + v.get<std::string>());
+    } else if (name == "checkpoint_activations") {
+      if (v.get<int64_t>() > 0) args.push_back(flag + "=" + v.dump());
+    } else {
+      // `--flag=value` in one element: a value can never be read as another flag.
+      args.push_back(flag + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+    }
+  }
+  args.push_back("--metrics=" + metrics_path);
+  if (!request.contains("metrics_every")) args.push_back("--metrics-every=5");
+  return args;
+}
+
+}  // namespace tandem::serve

@@ -1,0 +1,31 @@
+// A job request checked against the JobRequest schema of openapi.json (the one description of
+// what a job may ask for: the whitelist of tandem-train's flags, their types and ranges), and the
+// tandem-train arguments it becomes, one argv element per value: nothing passes through a shell.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tandem::serve {
+
+class JobSchema {
+ public:
+  // `openapi`: the whole document; its components.schemas.JobRequest is used.
+  explicit JobSchema(const nlohmann::json& openapi);
+
+  // Throws HttpError(400, ..., field) for a body that is not an object, an unknown field, a wrong
+  // type, a value out of its enum, range, length or pattern, or ranks above `max_ranks`. Returns
+  // the request with ranks filled in (default 1).
+  nlohmann::json validate(const nlohmann::json& body, int max_ranks) const;
+
+  // tandem-train's flags for a validated request: --max-steps=50, --no-eval, ...; `save` becomes a
+  // folder inside job_dir, `resume` one inside jobs_dir; --metrics and --metrics-every are added.
+  static std::vector<std::string> train_args(const nlohmann::json& request, const std::string& job_dir,
+                                             const std::string& jobs_dir, const std::string& metrics_path);
+
+ private:
+  nlohmann::json properties_;
+};
+
+}  // namespace tandem::serve

@@ -1,0 +1,157 @@
+// tandem-serve: the training-job server. A REST API (openapi.json) over tandem-train jobs that it
+// launches with mpirun, queues over its slots, keeps in a state directory across restarts and
+// cancels; a dashboard page at /; Prometheus metrics. Loopback and a bearer token by default.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <httplib.h>
+
+#include "apps/common/factory.h"
+#include "apps/tandem-serve/assets.h"
+#include "apps/tandem-serve/auth.h"
+#include "apps/tandem-serve/job_manager.h"
+#include "apps/tandem-serve/job_schema.h"
+#include "apps/tandem-serve/process.h"
+#include "apps/tandem-serve/routes.h"
+#include "apps/tandem-serve/serve_config.h"
+#include "apps/tandem-serve/supervisor.h"
+#include "runtime/error.h"
+#include "tandem/version.h"
+
+using namespace tandem;
+using namespace tandem::serve;
+
+namespace {
+
+int serve_main(const ServeConfig& cfg) {
+  const bool loopback = is_loopback(cfg.bind);
+  TANDEM_CHECK(loopback || !cfg.token_file.empty(),
+               "--bind {} is not a loopback address: give --token-file, every call will need its token", cfg.bind);
+  const std::string state_dir = std::filesystem::weakly_canonical(std::filesystem::absolute(cfg.state_dir)).string();
+  // Canonical: a restarted server recognises its jobs' supervisors by this path in their argv.
+  JobStore store(state_dir);
+  const std::string token_path = state_dir + "/token";
+  const std::string token = load_or_make_token(cfg.token_file, token_path);
+
+  ManagerOptions mo;
+  mo.self_exe = self_executable();
+  mo.mpirun = find_executable(cfg.mpirun);
+  TANDEM_CHECK(!mo.mpirun.empty(), "--mpirun {}: not found or not executable", cfg.mpirun);
+  mo.tandem_train = cfg.tandem_train.empty()
+                        ? std::filesystem::path(mo.self_exe).parent_path().parent_path().string() + "/tandem-train/tandem-train"
+                        : cfg.tandem_train;
+  if (cfg.tandem_train.empty() && ::access(mo.tandem_train.c_str(), X_OK) != 0)  // an installed layout: bin/
+    mo.tandem_train = std::filesystem::path(mo.self_exe).parent_path().string() + "/tandem-train";
+  mo.tandem_train = std::filesystem::absolute(mo.tandem_train).string();
+  TANDEM_CHECK(::access(mo.tandem_train.c_str(), X_OK) == 0, "--tandem-train {}: not found or not executable",
+               mo.tandem_train);
+  mo.slots = cfg.slots > 0 ? cfg.slots : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  mo.cancel_grace_s = cfg.cancel_grace_s;
+  mo.poll_s = cfg.poll_s;
+  // mpirun refuses to run as root unless told: a root server's jobs are as intended as the server.
+  if (::geteuid() == 0) {
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+
+  // SIGINT/SIGTERM end the server (not its jobs) from a thread of their own; blocked everywhere
+  // else, which every thread created below inherits.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  JobSchema schema(nlohmann::json::parse(asset("openapi.json")));
+  JobManager jobs(mo, store);
+  jobs.start();
+
+  httplib::Server server;
+  // httplib's default adds SO_REUSEPORT, with which a second server on the same port would bind it
+  // too and take half the connections: SO_REUSEADDR only (a port in use is an error).
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  server.new_task_queue = [n = cfg.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  server.set_payload_max_length(cfg.max_body_bytes);
+  server.set_read_timeout(10);
+  ApiContext ctx{cfg, jobs, schema, token, loopback, {}, {}};
+  install_routes(server, ctx);
+
+  int port = cfg.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(cfg.bind);
+    TANDEM_CHECK_KIND(IO, port > 0, "cannot bind {}: {}", cfg.bind, std::strerror(errno));
+  } else {
+    TANDEM_CHECK_KIND(IO, server.bind_to_port(cfg.bind, port), "cannot bind {}:{}: {}", cfg.bind, port,
+                      std::strerror(errno));
+  }
+  std::printf("tandem-serve %s: listening on http://%s:%d (state %s, %d slots, tandem-train %s)\n",
+              tandem::version(), cfg.bind.c_str(), port, state_dir.c_str(), mo.slots, mo.tandem_train.c_str());
+  if (cfg.token_file.empty()) std::printf("tandem-serve: token for changing calls: %s\n", token_path.c_str());
+  std::fflush(stdout);
+
+  std::atomic<bool> signalled{false};
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    signalled = true;
+    server.stop();
+  });
+  server.listen_after_bind();
+  if (!signalled) ::kill(::getpid(), SIGTERM);  // listen ended by itself: wake the stopper
+  stopper.join();
+  jobs.stop();
+  std::printf("tandem-serve: stopped; running jobs keep running and are taken back by the next start\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == kSuperviseArg) return run_supervisor(argc, argv);
+
+  ServeConfig cfg;
+  CLI::App cli{"tandem-serve: a REST API, a queue and a dashboard over tandem-train jobs", "tandem-serve"};
+  cli.add_option("--port", cfg.port, "TCP port (0: any free port, printed at start)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cli.add_option("--bind", cfg.bind, "address to listen on; a non-loopback one needs --token-file")->capture_default_str();
+  cli.add_option("--state-dir", cfg.state_dir, "jobs, their logs, metrics and checkpoints; kept across restarts")
+      ->capture_default_str();
+  cli.add_option("--token-file", cfg.token_file,
+                 "bearer token (first line) required by changing calls and by every call on a non-loopback "
+                 "address; default: a fresh token in <state-dir>/token")
+      ->check(CLI::ExistingFile);
+  cli.add_option("--mpirun", cfg.mpirun, "mpirun to launch jobs with")->capture_default_str();
+  cli.add_option("--tandem-train", cfg.tandem_train, "tandem-train binary (default: the one built or installed "
+                                                      "next to tandem-serve)");
+  cli.add_option("--max-body-bytes", cfg.max_body_bytes, "largest request body accepted (413 above)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cli.add_option("--slots", cfg.slots, "ranks that run at once (cores, or GPUs on a GPU node; 0: the core count)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cli.add_option("--cancel-grace", cfg.cancel_grace_s, "seconds from a cancel's SIGTERM to SIGKILL")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cli.add_option("--http-threads", cfg.http_threads, "HTTP worker threads")->check(CLI::PositiveNumber)->capture_default_str();
+  cli.set_version_flag("--version", std::string("tandem-serve ") + tandem::version());
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli.exit(e);
+  }
+  return app::run_guarded("tandem-serve", [&] { return serve_main(cfg); });
+}

@@ -1,0 +1,30 @@
+// The processes of a job: launching its supervisor in a session of its own, and finding,
+// signalling and recognising the processes of that session later (also after a server restart,
+// when they are no longer our children).
+#pragma once
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace tandem::serve {
+
+// fork + execv of argv (argv[0] a path) in a new session (setsid: its pid is also its process
+// group and session id), stdin from /dev/null, stdout and stderr appended to log_path, no other
+// descriptor inherited. Never a shell. Returns the pid; IOError when fork fails.
+pid_t spawn_in_session(const std::vector<std::string>& argv, const std::string& log_path);
+
+// The pids of every process whose session id is `sid` (from /proc/<pid>/stat).
+std::vector<pid_t> session_pids(pid_t sid);
+// The parent pid of `pid`, or 0 when it is gone.
+pid_t parent_pid(pid_t pid);
+// Whether `pid` is alive and its command line contains `marker` (guards against a reused pid).
+bool process_matches(pid_t pid, const std::string& marker);
+// kill(sig) to each pid; gone ones are skipped. Returns how many were signalled.
+int signal_all(const std::vector<pid_t>& pids, int sig);
+
+// The path of this process's executable (/proc/self/exe).
+std::string self_executable();
+// `name` when it holds a slash, else its first match in PATH; empty when none is executable.
+std::string find_executable(const std::string& name);
+
+}  // namespace tandem::serve

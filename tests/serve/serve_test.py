@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""tandem-serve end to end, through curl, on a free loopback port with a fresh state directory.
+
+  serve_test.py api|restart|dashboard|schemathesis --serve TANDEM_SERVE --work DIR [--schemathesis EXE]
+
+api: jobs of 2 and 1 ranks to done in FIFO order over 2 slots (metrics, log, result), cancel of a
+queued and of a running job (its session gone, the checkpoint of `save` written), every refused
+request (400/401/404/405/409/413 with a JSON message naming the field), /gpus, /metrics parsed by
+prometheus_client. restart: a job running across a server restart is taken back and reaches done;
+one killed while the server was down is lost with its last metrics. dashboard: the page in headless
+Chromium: the job row and the loss chart's SVG in its DOM, a screenshot. schemathesis: the API
+fuzzed against /openapi.json (jobs launched through a stand-in mpirun, /bin/true).
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_lib import Server, session_pids  # noqa: E402
+
+SMALL = {"model": "mlp", "max_steps": 20, "no_eval": True, "batch_size": 32, "threads": 1}
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def expect_error(srv, method, path, body, status, needle, field=None, token=None):
+    got, text, hdrs = srv.curl(method, path, body, token)
+    check(got == status, "%s %s: %d, expected %d: %s" % (method, path, got, status, text))
+    err = json.loads(text)
+    check(needle in err["error"], "%s %s: error %r lacks %r" % (method, path, err["error"], needle))
+    if field is not None:
+        check(err.get("field") == field, "%s %s: field %r, expected %r" % (method, path, err.get("field"), field))
+    return hdrs
+
+
+def test_api(args):
+    srv = Server(args.serve, os.path.join(args.work, "state"), "--slots", "2", "--max-body-bytes", "4096",
+                 "--cancel-grace", "20").start()
+    try:
+        check(srv.json("GET", "/health", token="")["status"] == "ok", "health")
+        # Refused requests: a message, and the field where one is to blame.
+        expect_error(srv, "POST", "/jobs", SMALL, 401, "Authorization: Bearer", token="")
+        expect_error(srv, "POST", "/jobs", SMALL, 401, "wrong bearer token", token="not-the-token")
+        expect_error(srv, "DELETE", "/jobs/1", None, 401, "Bearer", token="")
+        expect_error(srv, "POST", "/jobs", '{"model": "mlp",', 400, "not valid JSON")
+        expect_error(srv, "POST", "/jobs", {"model": "mlp", "max_stepz": 5}, 400, "unknown field", "max_stepz")
+        expect_error(srv, "POST", "/jobs", {"max_steps": "20"}, 400, "must be an integer", "max_steps")
+        expect_error(srv, "POST", "/jobs", {"no_eval": 1}, 400, "must be a boolean", "no_eval")
+        expect_error(srv, "POST", "/jobs", {"model": "resnet"}, 400, "one of", "model")
+        expect_error(srv, "POST", "/jobs", {"ranks": 3}, 400, "slots", "ranks")
+        expect_error(srv, "POST", "/jobs", {"save": "../../etc"}, 400, "does not match", "save")
+        expect_error(srv, "POST", "/jobs", {"model": "mlp; rm -rf /"}, 400, "one of", "model")
+        expect_error(srv, "POST", "/jobs", [1, 2], 400, "JSON object")
+        expect_error(srv, "POST", "/jobs", json.dumps({"model": "mlp", "pad": "x" * 8000}), 413, "larger than 4096")
+        hdrs = expect_error(srv, "PUT", "/jobs", SMALL, 405, "not allowed")
+        check("POST" in hdrs.get("allow", ""), "405 without Allow: %s" % hdrs)
+        expect_error(srv, "GET", "/jobs/999", None, 404, "no job 999")
+        expect_error(srv, "GET", "/nowhere", None, 404, "no such path")
+        check(srv.json("GET", "/jobs") == [], "no jobs yet")
+        # A second server on the same port is refused (no SO_REUSEPORT sharing of the connections).
+        r = subprocess.run([args.serve, "--port", str(srv.port), "--state-dir", os.path.join(args.work, "other")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        check(r.returncode != 0 and b"cannot bind" in r.stdout, "second server: %d %s" % (r.returncode, r.stdout))
+        # A non-loopback address without a token file is refused.
+        r = subprocess.run([args.serve, "--bind", "0.0.0.0", "--port", "0", "--state-dir", os.path.join(args.work, "other")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        check(r.returncode != 0 and b"--token-file" in r.stdout, "open bind: %d %s" % (r.returncode, r.stdout))
+        empty = os.path.join(args.work, "empty-token")
+        open(empty, "w").close()
+        r = subprocess.run([args.serve, "--token-file", empty, "--port", "0", "--state-dir", os.path.join(args.work, "other")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        check(r.returncode != 0 and b"is empty" in r.stdout, "empty token file: %d %s" % (r.returncode, r.stdout))
+
+        # Two jobs over 2 slots: the 1-rank job waits for the 2-rank one (FIFO).
+        a = srv.submit(dict(SMALL, ranks=2))
+        b = srv.submit(dict(SMALL, ranks=1, metrics_every=2))
+        ja = srv.wait(a, ["done"])
+        jb = srv.wait(b, ["done"])
+        for j, ranks in ((ja, 2), (jb, 1)):
+            check(j["exit_code"] == 0 and j["progress"] == 1.0, "job %s: %s" % (j["id"], j))
+            check(j["result"]["world_size"] == ranks and j["result"]["steps"] == 20, "result %s" % j["result"])
+            check(j["argv"][:3] == [j["argv"][0], "-np", str(ranks)] and "--max-steps=20" in j["argv"], j["argv"])
+        check(jb["started_at"] >= ja["finished_at"], "job 2 started before job 1 freed its slots")
+        status, text, hdrs = srv.curl("GET", "/jobs/%s/metrics" % b)
+        check(status == 200 and "ndjson" in hdrs["content-type"], "metrics: %d %s" % (status, hdrs))
+        records = [json.loads(l) for l in text.splitlines()]
+        steps = [r["step"] for r in records if r["event"] == "step"]
+        check(steps == list(range(2, 21, 2)), "step records %s" % steps)
+        check(records[-1]["event"] == "done", "last record %s" % records[-1])
+        status, log, _ = srv.curl("GET", "/jobs/%s/log" % a)
+        check(status == 200 and "done: 1 epochs, 20 steps" in log and "world size 2" in log, "log:\n" + log)
+        check([j["id"] for j in srv.json("GET", "/jobs")] == [a, b], "list")
+
+        # Cancel: a queued job at once; a running job with `save` stops at a step boundary,
+        # checkpoints, and leaves no process of its session behind.
+        c = srv.submit(dict(SMALL, ranks=2, max_steps=10 ** 6, save="ckpt"))
+        d = srv.submit(dict(SMALL, ranks=2))
+        jc = srv.wait(c, ["running"], pred=lambda j: j["progress"] is not None)
+        check(srv.json("GET", "/jobs/" + d)["state"] == "queued", "job 4 should wait for job 3's slots")
+        check(srv.json("DELETE", "/jobs/" + d, expect=202)["state"] == "cancelled", "queued cancel")
+        expect_error(srv, "DELETE", "/jobs/" + d, None, 409, "already cancelled")
+        check(len(session_pids(jc["pid"])) >= 3, "job 3's session: %s" % session_pids(jc["pid"]))
+        srv.json("DELETE", "/jobs/" + c, expect=202)
+        jc = srv.wait(c, ["cancelled"], timeout=60)
+        check(session_pids(jc["pid"]) == [], "processes of job 3 left: %s" % session_pids(jc["pid"]))
+        check(jc["exit_code"] == 0 and jc["result"] and jc["result"].get("stopped") is True,
+              "job 3 did not stop at a step boundary: %s" % jc)
+        ckpts = glob.glob(os.path.join(srv.state_dir, "jobs", c, "ckpt", "ckpt-*"))
+        check(ckpts, "no checkpoint written on cancel")
+        check(srv.json("GET", "/jobs/" + c)["state"] == "cancelled", "state kept")
+
+        # GPUs: a list (empty without NVML or GPUs), each one by its index.
+        gpus = srv.json("GET", "/gpus")
+        check(isinstance(gpus, list), "gpus %r" % gpus)
+        for g in gpus:
+            check(srv.json("GET", "/gpus/%d" % g["index"])["uuid"] == g["uuid"], "gpu %s" % g)
+        expect_error(srv, "GET", "/gpus/999", None, 404, "no GPU")
+        print("gpus:", json.dumps(gpus))
+
+        # /metrics, read by Prometheus' own parser.
+        from prometheus_client.parser import text_string_to_metric_families
+        status, text, hdrs = srv.curl("GET", "/metrics")
+        check(status == 200 and "version=0.0.4" in hdrs["content-type"], "metrics %d %s" % (status, hdrs))
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        jobs = {s.labels["state"]: s.value for s in fams["tandem_serve_jobs"].samples}
+        check(jobs == {"queued": 0, "running": 0, "done": 2, "failed": 0, "cancelled": 2, "lost": 0}, "jobs %s" % jobs)
+        sub = [s.value for s in fams["tandem_serve_jobs_submitted"].samples if s.name.endswith("_total")]
+        check(sub == [4], "submitted %s" % sub)
+        codes = {s.labels["code"]: s.value for s in fams["tandem_serve_http_responses"].samples
+                 if s.name.endswith("_total")}
+        check(codes.get("401", 0) >= 3 and codes.get("413", 0) >= 1, "responses %s" % codes)
+        for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"):
+            check(name in fams and fams[name].type == "gauge", "GPU family %s missing" % name)
+        check(len(fams["DCGM_FI_DEV_GPU_UTIL"].samples) == len([g for g in gpus if g["utilization_gpu_percent"] is not None]),
+              "GPU samples")
+        doc = srv.json("GET", "/openapi.json")
+        check(doc["openapi"].startswith("3.") and "/jobs/{id}" in doc["paths"], "openapi")
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
+    finally:
+        srv.stop()
+    print("serve api: ok")
+
+
+def test_restart(args):
+    srv = Server(args.serve, os.path.join(args.work, "state"), "--slots", "4")
+    srv.start()
+    try:
+        r = srv.submit(dict(SMALL, ranks=2, max_steps=600))
+        jr = srv.wait(r, ["running"], pred=lambda j: j["progress"] is not None)
+        check(jr["progress"] < 0.5, "job 1 too fast to test a restart: %s" % jr["progress"])
+        check(srv.stop() == 0, "server exit")
+        check(session_pids(jr["pid"]), "job 1 died with the server")
+        srv.start()
+        # Taken back; on a fast machine it may have ended in the moment the server was down, and
+        # then its exit record says how.
+        check("job 1 (pid %d) still runs: taken back" % jr["pid"] in srv.output()
+              or "job 1 ended while the server was down: done" in srv.output(), srv.output())
+        check(srv.json("GET", "/jobs/" + r)["state"] in ("running", "done"), "job 1 after restart")
+        jr = srv.wait(r, ["done"])
+        check(jr["exit_code"] == 0 and jr["result"]["steps"] == 600, "job 1: %s" % jr)
+
+        l = srv.submit(dict(SMALL, ranks=1, max_steps=10 ** 6))
+        jl = srv.wait(l, ["running"], pred=lambda j: j["progress"] is not None)
+        srv.stop()
+        for _ in range(50):  # the whole session, supervisor included, while nobody watches
+            pids = session_pids(jl["pid"])
+            if not pids:
+                break
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
+        check(not session_pids(jl["pid"]), "could not kill job 2")
+        srv.start()
+        jl = srv.json("GET", "/jobs/" + l)
+        check(jl["state"] == "lost" and jl["exit_code"] is None, "job 2: %s" % jl)
+        check(jl["last_metrics"] and jl["last_metrics"]["event"] == "step", "job 2 lost its metrics: %s" % jl)
+        check(srv.json("GET", "/jobs/" + r)["state"] == "done", "job 1 after the second restart")
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
+    finally:
+        srv.stop()
+    print("serve restart: ok")
+
+
+def test_dashboard(args):
+    srv = Server(args.serve, os.path.join(args.work, "state"), "--slots", "2").start()
+    try:
+        j = srv.submit(dict(SMALL, ranks=1, metrics_every=2, no_eval=False, eval_batch_size=1000))
+        srv.wait(j, ["done"])
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        check(chromium, "no chromium")
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # the ASan build's preload
+        base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--user-data-dir=" + os.path.join(args.work, "chromium"), "--virtual-time-budget=10000",
+                "--window-size=1400,900"]
+        dom = subprocess.run(base + ["--dump-dom", srv.url("/")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             env=env, timeout=90).stdout.decode()
+        check('data-job-id="%s"' % j in dom, "no job row in the DOM:\n" + dom[:3000])
+        loss = dom.split('id="chart-loss"', 1)[-1].split("</svg>", 1)[0]
+        check("<polyline" in loss and 'class="series"' in loss, "no loss curve in the DOM:\n" + loss[:2000])
+        check('class="state state-done"' in dom, "job state")
+        check("no GPUs" in dom or 'class="gpu"' in dom, "GPU panel")
+        shot = os.path.join(args.work, "dashboard.png")
+        if os.path.exists(shot):
+            os.remove(shot)
+        subprocess.run(base + ["--screenshot=" + shot, srv.url("/")], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=env, timeout=90)
+        check(os.path.exists(shot) and open(shot, "rb").read(8) == b"\x89PNG\r\n\x1a\n", "no screenshot")
+        print("screenshot:", shot)
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
+    finally:
+        srv.stop()
+    print("serve dashboard: ok")
+
+
+def test_schemathesis(args):
+    # Jobs start through a stand-in mpirun (/bin/true): the API and its queue are exercised, no
+    # training runs.
+    srv = Server(args.serve, os.path.join(args.work, "state"), "--slots", "1024", "--mpirun", "/bin/true").start()
+    try:
+        cmd = [args.schemathesis, "run", srv.url("/openapi.json"), "-H", "Authorization: Bearer " + srv.token,
+               "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+               "response_schema_conformance",
+               "--max-examples", "15", "--request-timeout", "10", "--generation-deterministic",
+               "--phases", "examples,coverage,fuzzing", "--no-color"]
+        # In the work folder: schemathesis keeps a .schemathesis/ cache in its working directory.
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150, cwd=args.work,
+                           env=dict(os.environ, SCHEMATHESIS_HOOKS=""))
+        out = r.stdout.decode()
+        print(out[-6000:])
+        check(r.returncode == 0, "schemathesis found problems (exit %d)" % r.returncode)
+        check(srv.json("GET", "/health")["status"] == "ok", "server alive after the fuzzing")
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
+    finally:
+        srv.stop()
+    print("serve schemathesis: ok")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("test", choices=["api", "restart", "dashboard", "schemathesis"])
+    p.add_argument("--serve", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--schemathesis", default="schemathesis")
+    args = p.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    {"api": test_api, "restart": test_restart, "dashboard": test_dashboard,
+     "schemathesis": test_schemathesis}[args.test](args)
+
+
+if __name__ == "__main__":
+    main()
