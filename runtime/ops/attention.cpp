@@ -8,6 +8,7 @@
 #include "runtime/autograd.h"
 #include "runtime/backend/attention.h"
 #include "runtime/ops/op_checks.h"
+#include "runtime/ops/shape.h"
 
 namespace tandem::ops {
 
@@ -47,6 +48,31 @@ Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
     kernels::attention_backward(dout.device())(qs, ks, vs, os, lse, dout, dq, dk, dv, s);
     return std::vector<Tensor>{dq, dk, dv};
   });
+}
+
+Tensor split_heads(const Tensor& x, int64_t heads) {
+  detail::check_defined(x, "split_heads", "x");
+  TANDEM_CHECK(x.dim() == 3 && heads >= 1 && x.size(2) % heads == 0,
+               "split_heads: x must be [B, T, H*D] with H = {} dividing the last dim, got {}", heads,
+               detail::describe(x));
+  return permute(reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads}), {0, 2, 1, 3});
+}
+
+Tensor merge_heads(const Tensor& x) {
+  detail::check_defined(x, "merge_heads", "x");
+  TANDEM_CHECK(x.dim() == 4, "merge_heads: x must be [B, H, T, D], got {}", detail::describe(x));
+  return reshape(permute(x, {0, 2, 1, 3}), {x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+std::array<Tensor, 3> split_qkv(const Tensor& qkv, int64_t heads) {
+  detail::check_defined(qkv, "split_qkv", "qkv");
+  TANDEM_CHECK(qkv.dim() == 3 && heads >= 1 && qkv.size(2) % (3 * heads) == 0,
+               "split_qkv: qkv must be [B, T, 3*H*D] with H = {}, got {}", heads, detail::describe(qkv));
+  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (3 * heads);
+  Tensor all = permute(reshape(qkv, {b, t, 3, heads, d}), {2, 0, 3, 1, 4});  // [3, B, H, T, D]
+  std::array<Tensor, 3> out;
+  for (int64_t i = 0; i < 3; ++i) out[static_cast<size_t>(i)] = reshape(slice0(all, i, i + 1), {b, heads, t, d});
+  return out;
 }
 
 }  // namespace tandem::ops
