@@ -2,6 +2,7 @@
 // (matmul + mask + softmax + matmul) for tiles that do not divide T, causal masking, shape errors.
 #include <gtest/gtest.h>
 
+#include "runtime/autocast.h"
 #include "runtime/backend/attention.h"
 #include "runtime/ops.h"
 #include "tests/ops_attn/composed.h"
@@ -127,6 +128,16 @@ TEST(CausalAttention, HalfAndBfloat16AccumulateInF32) {
     auto g = grad({y}, {q, k, v}, {Tensor::ones(s, dt)});
     for (const Tensor& gi : g) EXPECT_EQ(gi.dtype(), DType::f32);
   }
+}
+
+TEST(CausalAttention, RunsInF32UnderAutocast) {
+  Shape s{1, 2, 9, 4};
+  Tensor q = leaf(s, 21, DType::f32), k = leaf(s, 22, DType::f32), v = leaf(s, 23, DType::f32);
+  Tensor want = ops::causal_attention(q, k, v);
+  AutocastGuard guard(DType::bf16);
+  Tensor y = ops::causal_attention(ops::cast(q, DType::bf16), k, v);  // mixed inputs meet in f32
+  EXPECT_EQ(y.dtype(), DType::f32);
+  expect_close(y, want, 2e-2, 2e-2);
 }
 
 TEST(CausalAttention, ShapeErrors) {

@@ -1,6 +1,7 @@
 // causal_attention and cross_entropy at GPT-2's vocabulary against PyTorch 1.13's values
 // (tests/reference/attention_reference.py: attention written out with a mask, float64).
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -76,6 +77,31 @@ TEST(AttentionReference, CrossEntropyAtGpt2Vocab) {
                         r::ce50257_grad_cols, r::ce50257_grad_abs_sum);
     check_cross_entropy(50304, dt, r::ce50304_per_row, r::ce50304_mean[0], r::ce50304_grad_at_targets,
                         r::ce50304_grad_cols, r::ce50304_grad_abs_sum);
+  }
+}
+
+// Wide rows take the vectorised path: a -inf logit (a masked class) still gets exactly 0 gradient,
+// and the loss equals the narrow path's formula.
+TEST(AttentionReference, CrossEntropyWideRowWithMinusInf) {
+  const int64_t c = 3000;
+  std::vector<double> lv(static_cast<size_t>(2 * c));
+  for (int64_t i = 0; i < 2 * c; ++i) lv[static_cast<size_t>(i)] = std::sin(0.01 * double(i)) * 3;
+  for (int64_t j = 100; j < 200; ++j) lv[static_cast<size_t>(c + j)] = -std::numeric_limits<double>::infinity();
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor logits = from(lv, {2, c}, dt, true);
+    Tensor target = Tensor::from_vector(std::vector<int64_t>{5, 7}, {2});
+    Tensor loss = ops::cross_entropy(logits, target, -100, ops::Reduction::Sum);
+    double want = 0;
+    for (int64_t r = 0; r < 2; ++r) {
+      double m = -1e300, sum = 0;
+      for (int64_t j = 0; j < c; ++j) m = std::max(m, lv[static_cast<size_t>(r * c + j)]);
+      for (int64_t j = 0; j < c; ++j) sum += std::exp(lv[static_cast<size_t>(r * c + j)] - m);
+      want += m + std::log(sum) - lv[static_cast<size_t>(r * c + (r == 0 ? 5 : 7))];
+    }
+    EXPECT_NEAR(loss.item(), want, 1e-5 * std::abs(want));
+    std::vector<double> g = grad({loss}, {logits})[0].to_vector<double>();
+    for (int64_t j = 100; j < 200; ++j) EXPECT_EQ(g[static_cast<size_t>(c + j)], 0.0) << j;
+    EXPECT_GT(std::abs(g[static_cast<size_t>(c + 99)]), 0.0);
   }
 }
 
