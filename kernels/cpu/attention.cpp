@@ -7,11 +7,7 @@
 #include <cmath>
 #include <limits>
 
-// GCC 12's -Wmaybe-uninitialized false positive inside its AVX-512 intrinsics (see gemm.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <Eigen/Core>
+#include "kernels/cpu/eigen.h"
 
 #include "kernels/cpu/lanes.h"
 #include "runtime/backend/attention.h"

@@ -52,15 +52,40 @@ __device__ __forceinline__ X dot_rows(S a, S b, int64_t d) {
   return s;
 }
 
+// This block's place: head blockIdx.x, its own tile of `rows` rows (kRows per warp) from r0 =
+// blockIdx.y * rows; a thread's lane and warp.
+struct Place {
+  int64_t pitch, rows, r0, head, base;
+  int lane, warp;
+  __device__ Place(int64_t t, int64_t d)
+      : pitch(d + 1), rows(int64_t(blockDim.x / 32) * kRows), r0(int64_t(blockIdx.y) * rows), head(blockIdx.x),
+        base(head * t * d), lane(int(threadIdx.x % 32)), warp(int(threadIdx.x / 32)) {}
+  __device__ int64_t row(int r) const { return int64_t(warp) * kRows + r; }  // within the block's tile
+};
+
+// acc[c] += w * tile_row[lane + 32 c]: one row of a shared tile into a lane's D/32 columns.
+template <int DC, class X, class S>
+__device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, S tile_row, int lane, int64_t d) {
+  for (int c = 0; c < DC; ++c)
+    if (lane + 32 * c < d) acc[c] += w * X(tile_row[lane + 32 * c]);
+}
+
+// dst[lane + 32 c] = acc[c] * mul, rounded to T.
+template <class T, int DC, class X>
+__device__ __forceinline__ void store_row(T* dst, const X (&acc)[DC], X mul, int lane, int64_t d) {
+  for (int c = 0; c < DC; ++c)
+    if (lane + 32 * c < d) dst[lane + 32 * c] = from_acc<T>(acc[c] * mul);
+}
+
 // out, lse for the query tile blockIdx.y of head blockIdx.x.
 template <class T, int DC>
 __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                                          T* __restrict__ out, acc_t<T>* __restrict__ lse, int64_t t, int64_t d,
                                          acc_t<T> scale) {
   using X = acc_t<T>;
-  const int64_t pitch = d + 1, bq = int64_t(blockDim.x / 32) * kRows, q0 = int64_t(blockIdx.y) * bq;
-  const int64_t head = blockIdx.x, base = head * t * d;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const Place at(t, d);
+  const int64_t pitch = at.pitch, bq = at.rows, q0 = at.r0, base = at.base;
+  const int lane = at.lane;
   auto qs = dynamic_shared<X>();
   auto ks = qs + bq * pitch;
   auto vs = ks + kTile * pitch;
@@ -78,7 +103,7 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
     load_tile<T, X>(v + base, t, d, k0, kTile, vs);
     __syncthreads();
     for (int r = 0; r < kRows; ++r) {
-      const int64_t row = int64_t(warp) * kRows + r, qi = q0 + row;
+      const int64_t row = at.row(r), qi = q0 + row;
       if (qi >= t || k0 > qi) continue;  // the same for the whole warp
       const bool seen = k0 + lane <= qi;
       const X s = seen ? dot_rows<X>(qs + row * pitch, ks + lane * pitch, d) * scale : X(-INFINITY);
@@ -88,20 +113,15 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
       l[r] = l[r] * alpha + warp_reduce(p, SumOp{});
       for (int c = 0; c < DC; ++c) acc[r][c] *= alpha;
       const int n = qi - k0 + 1 < kTile ? int(qi - k0 + 1) : kTile;
-      for (int j = 0; j < n; ++j) {
-        const X pj = __shfl_sync(kFullMask, p, j);
-        for (int c = 0; c < DC; ++c)
-          if (lane + 32 * c < d) acc[r][c] += pj * X(vs[j * pitch + lane + 32 * c]);
-      }
+      for (int j = 0; j < n; ++j) axpy_row(acc[r], __shfl_sync(kFullMask, p, j), vs + j * pitch, lane, d);
       m[r] = m_new;
     }
   }
   for (int r = 0; r < kRows; ++r) {
-    const int64_t qi = q0 + int64_t(warp) * kRows + r;
+    const int64_t qi = q0 + at.row(r);
     if (qi >= t) continue;
-    for (int c = 0; c < DC; ++c)
-      if (lane + 32 * c < d) out[base + qi * d + lane + 32 * c] = from_acc<T>(acc[r][c] / l[r]);
-    if (lane == 0) lse[head * t + qi] = m[r] + std::log(l[r]);
+    store_row(out + base + qi * d, acc[r], X(1) / l[r], lane, d);
+    if (lane == 0) lse[at.head * t + qi] = m[r] + std::log(l[r]);
   }
 }
 
@@ -114,9 +134,9 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
                                              T* __restrict__ dq, acc_t<T>* __restrict__ delta, int64_t t, int64_t d,
                                              acc_t<T> scale) {
   using X = acc_t<T>;
-  const int64_t pitch = d + 1, bq = int64_t(blockDim.x / 32) * kRows, q0 = int64_t(blockIdx.y) * bq;
-  const int64_t head = blockIdx.x, base = head * t * d;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const Place at(t, d);
+  const int64_t pitch = at.pitch, bq = at.rows, q0 = at.r0, head = at.head, base = at.base;
+  const int lane = at.lane;
   auto qs = dynamic_shared<X>();
   auto dos = qs + bq * pitch;
   auto ks = dos + bq * pitch;
@@ -125,7 +145,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
   load_tile<T, X>(dout + base, t, d, q0, bq, dos);
   X lse_r[kRows], delta_r[kRows], acc[kRows][DC];
   for (int r = 0; r < kRows; ++r) {
-    const int64_t qi = q0 + int64_t(warp) * kRows + r;
+    const int64_t qi = q0 + at.row(r);
     X part = X(0);
     if (qi < t)
       for (int64_t c = lane; c < d; c += 32) part += X(to_acc(dout[base + qi * d + c])) * X(to_acc(o[base + qi * d + c]));
@@ -141,7 +161,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
     load_tile<T, X>(v + base, t, d, k0, kTile, vs);
     __syncthreads();
     for (int r = 0; r < kRows; ++r) {
-      const int64_t row = int64_t(warp) * kRows + r, qi = q0 + row;
+      const int64_t row = at.row(r), qi = q0 + row;
       if (qi >= t || k0 > qi) continue;
       X ds = X(0);
       if (k0 + lane <= qi) {
@@ -149,18 +169,12 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
         ds = p * (dot_rows<X>(dos + row * pitch, vs + lane * pitch, d) - delta_r[r]);
       }
       const int n = qi - k0 + 1 < kTile ? int(qi - k0 + 1) : kTile;
-      for (int j = 0; j < n; ++j) {
-        const X dsj = __shfl_sync(kFullMask, ds, j);
-        for (int c = 0; c < DC; ++c)
-          if (lane + 32 * c < d) acc[r][c] += dsj * X(ks[j * pitch + lane + 32 * c]);
-      }
+      for (int j = 0; j < n; ++j) axpy_row(acc[r], __shfl_sync(kFullMask, ds, j), ks + j * pitch, lane, d);
     }
   }
   for (int r = 0; r < kRows; ++r) {
-    const int64_t qi = q0 + int64_t(warp) * kRows + r;
-    if (qi >= t) continue;
-    for (int c = 0; c < DC; ++c)
-      if (lane + 32 * c < d) dq[base + qi * d + lane + 32 * c] = from_acc<T>(acc[r][c] * scale);
+    const int64_t qi = q0 + at.row(r);
+    if (qi < t) store_row(dq + base + qi * d, acc[r], scale, lane, d);
   }
 }
 
@@ -173,9 +187,9 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
                                               T* __restrict__ dk, T* __restrict__ dv, int64_t t, int64_t d,
                                               acc_t<T> scale) {
   using X = acc_t<T>;
-  const int64_t pitch = d + 1, bk = int64_t(blockDim.x / 32) * kRows, k0 = int64_t(blockIdx.y) * bk;
-  const int64_t head = blockIdx.x, base = head * t * d;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const Place at(t, d);
+  const int64_t pitch = at.pitch, bk = at.rows, k0 = at.r0, head = at.head, base = at.base;
+  const int lane = at.lane;
   auto ks = dynamic_shared<X>();
   auto vs = ks + bk * pitch;
   auto qs = vs + bk * pitch;
@@ -198,7 +212,7 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
     }
     __syncthreads();
     for (int r = 0; r < kRows; ++r) {
-      const int64_t row = int64_t(warp) * kRows + r, kj = k0 + row;
+      const int64_t row = at.row(r), kj = k0 + row;
       if (kj >= t || i0 + kTile - 1 < kj) continue;
       const int64_t i = i0 + lane;
       X p = X(0), ds = X(0);
@@ -209,23 +223,16 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
       const int first = kj > i0 ? int(kj - i0) : 0;
       const int end = t - i0 < kTile ? int(t - i0) : kTile;
       for (int j = first; j < end; ++j) {
-        const X pj = __shfl_sync(kFullMask, p, j), dsj = __shfl_sync(kFullMask, ds, j);
-        for (int c = 0; c < DC; ++c)
-          if (lane + 32 * c < d) {
-            acc_v[r][c] += pj * X(dos[j * pitch + lane + 32 * c]);
-            acc_k[r][c] += dsj * X(qs[j * pitch + lane + 32 * c]);
-          }
+        axpy_row(acc_v[r], __shfl_sync(kFullMask, p, j), dos + j * pitch, lane, d);
+        axpy_row(acc_k[r], __shfl_sync(kFullMask, ds, j), qs + j * pitch, lane, d);
       }
     }
   }
   for (int r = 0; r < kRows; ++r) {
-    const int64_t kj = k0 + int64_t(warp) * kRows + r;
+    const int64_t kj = k0 + at.row(r);
     if (kj >= t) continue;
-    for (int c = 0; c < DC; ++c)
-      if (lane + 32 * c < d) {
-        dk[base + kj * d + lane + 32 * c] = from_acc<T>(acc_k[r][c] * scale);
-        dv[base + kj * d + lane + 32 * c] = from_acc<T>(acc_v[r][c]);
-      }
+    store_row(dk + base + kj * d, acc_k[r], scale, lane, d);
+    store_row(dv + base + kj * d, acc_v[r], X(1), lane, d);
   }
 }
 
