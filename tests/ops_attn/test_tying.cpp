@@ -1,5 +1,8 @@
 // Weight tying: the gradient of a table used by the embedding and the output projection is the sum
 // of both uses; a tensor registered in two modules is one parameter (named_parameters, optimizers).
+#include <algorithm>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "nn/optim.h"
@@ -26,6 +29,27 @@ TEST(WeightTying, GradientIsTheSumOfBothUses) {
   double emb_part = 0;
   for (double x : g[0].to_vector<double>()) emb_part += std::abs(x);
   EXPECT_GT(emb_part, 0.0);  // both uses contribute
+}
+
+// The tied head is linear's x W^T: the graph from the logits back to the table holds GEMM nodes
+// (LinearBackward, EmbeddingBackward) and no transpose or permute copy.
+TEST(WeightTying, HeadHasNoTransposeCopy) {
+  TiedLM m(11, 6, 1);
+  Tensor logits = m.forward(token_ids(5, 11, 2));
+  std::vector<std::string> names;
+  std::vector<const Node*> todo{logits.grad_fn().get()};
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    names.push_back(n->name());
+    for (const Edge& e : n->next_edges())
+      if (e.fn) todo.push_back(e.fn.get());
+  }
+  for (const std::string& n : names) {
+    EXPECT_EQ(n.find("Transpose"), std::string::npos) << n;
+    EXPECT_EQ(n.find("Permute"), std::string::npos) << n;
+  }
+  EXPECT_NE(std::find(names.begin(), names.end(), "LinearBackward"), names.end());
 }
 
 TEST(WeightTying, Gradcheck) {
