@@ -14,6 +14,15 @@
 namespace tandem::TANDEM_CUDA_NS {
 namespace {
 
+// Loops over a warp's rows and a lane's columns are unrolled on the GPU, so that the per-row arrays
+// (acc[kRows][DC], m, l) live in registers rather than in local memory (ptxas -v: stack frames of
+// 64-192 bytes without it). The emulator ignores it.
+#if defined(__CUDACC__)
+#define TANDEM_ATTN_UNROLL _Pragma("unroll")
+#else
+#define TANDEM_ATTN_UNROLL
+#endif
+
 constexpr int kRows = 4;                    // rows of the block's own tile per warp
 constexpr int kTile = 32;                   // items of the streamed tile: one per lane
 constexpr size_t kSharedBudget = 48 * 1024; // per block: the most that needs no opt-in
@@ -68,6 +77,7 @@ struct Place {
 // acc[c] += w * tile_row[lane + 32 c]: one row of a shared tile into a lane's D/32 columns.
 template <int DC, class X, class S>
 __device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, S tile_row, int lane, int64_t d) {
+  TANDEM_ATTN_UNROLL
   for (int c = 0; c < DC; ++c)
     if (lane + 32 * c < d) acc[c] += w * X(tile_row[lane + 32 * c]);
 }
@@ -75,6 +85,7 @@ __device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, S tile_row, int lane
 // dst[lane + 32 c] = acc[c] * mul, rounded to T.
 template <class T, int DC, class X>
 __device__ __forceinline__ void store_row(T* dst, const X (&acc)[DC], X mul, int lane, int64_t d) {
+  TANDEM_ATTN_UNROLL
   for (int c = 0; c < DC; ++c)
     if (lane + 32 * c < d) dst[lane + 32 * c] = from_acc<T>(acc[c] * mul);
 }
@@ -93,9 +104,11 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
   auto vs = ks + kTile * pitch;
   load_tile<T, X>(q + base, t, d, q0, bq, qs);
   X m[kRows], l[kRows], acc[kRows][DC];
+  TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
     m[r] = -INFINITY;
     l[r] = X(0);
+    TANDEM_ATTN_UNROLL
     for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
   }
   const int64_t q_end = q0 + bq < t ? q0 + bq : t;
@@ -104,6 +117,7 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
     load_tile<T, X>(k + base, t, d, k0, kTile, ks);
     load_tile<T, X>(v + base, t, d, k0, kTile, vs);
     __syncthreads();
+    TANDEM_ATTN_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = at.row(r), qi = q0 + row;
       if (qi >= t || k0 > qi) continue;  // the same for the whole warp
@@ -113,12 +127,14 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
       const X p = seen ? std::exp(s - m_new) : X(0);
       const X alpha = std::exp(m[r] - m_new);
       l[r] = l[r] * alpha + warp_reduce(p, SumOp{});
+      TANDEM_ATTN_UNROLL
       for (int c = 0; c < DC; ++c) acc[r][c] *= alpha;
       const int n = qi - k0 + 1 < kTile ? int(qi - k0 + 1) : kTile;
       for (int j = 0; j < n; ++j) axpy_row(acc[r], __shfl_sync(kFullMask, p, j), vs + j * pitch, lane, d);
       m[r] = m_new;
     }
   }
+  TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
     if (qi >= t) continue;
@@ -146,6 +162,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
   load_tile<T, X>(q + base, t, d, q0, bq, qs);
   load_tile<T, X>(dout + base, t, d, q0, bq, dos);
   X lse_r[kRows], delta_r[kRows], acc[kRows][DC];
+  TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
     X part = X(0);
@@ -154,6 +171,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
     delta_r[r] = warp_reduce(part, SumOp{});
     lse_r[r] = qi < t ? lse[head * t + qi] : X(0);
     if (qi < t && lane == 0) delta[head * t + qi] = delta_r[r];
+    TANDEM_ATTN_UNROLL
     for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
   }
   const int64_t q_end = q0 + bq < t ? q0 + bq : t;
@@ -162,6 +180,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
     load_tile<T, X>(k + base, t, d, k0, kTile, ks);
     load_tile<T, X>(v + base, t, d, k0, kTile, vs);
     __syncthreads();
+    TANDEM_ATTN_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = at.row(r), qi = q0 + row;
       if (qi >= t || k0 > qi) continue;
@@ -174,6 +193,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
       for (int j = 0; j < n; ++j) axpy_row(acc[r], __shfl_sync(kFullMask, ds, j), ks + j * pitch, lane, d);
     }
   }
+  TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
     if (qi < t) store_row(dq + base + qi * d, acc[r], scale, lane, d);
@@ -201,7 +221,9 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
   load_tile<T, X>(k + base, t, d, k0, bk, ks);
   load_tile<T, X>(v + base, t, d, k0, bk, vs);
   X acc_k[kRows][DC], acc_v[kRows][DC];
+  TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r)
+    TANDEM_ATTN_UNROLL
     for (int c = 0; c < DC; ++c) acc_k[r][c] = acc_v[r][c] = X(0);
   for (int64_t i0 = k0 / kTile * kTile; i0 < t; i0 += kTile) {
     __syncthreads();
@@ -213,6 +235,7 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
       ds_[threadIdx.x] = i < t ? delta[head * t + i] : X(0);
     }
     __syncthreads();
+    TANDEM_ATTN_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = at.row(r), kj = k0 + row;
       if (kj >= t || i0 + kTile - 1 < kj) continue;
@@ -230,6 +253,7 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
       }
     }
   }
+  TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t kj = k0 + at.row(r);
     if (kj >= t) continue;
