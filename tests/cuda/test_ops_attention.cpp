@@ -1,5 +1,6 @@
 // causal attention on the CUDA backend (the fused forward and the dQ / dK,dV kernels) vs the CPU:
-// T not a multiple of any tile, T = 1, head_dim 32/64/128 and odd ones, B*H > 1, 16-bit inputs.
+// T not a multiple of any tile, T = 1, head_dim 32/64/128 and odd ones, B*H > 1, 16-bit inputs; and
+// cross-entropy at GPT-2's vocabulary.
 #include <cmath>
 
 #include "runtime/autograd.h"
@@ -82,6 +83,25 @@ TEST_P(AttentionOps, OpsWithHeadLayoutsMatchCpu) {
   auto [y_cpu, gx_cpu] = run_on(kCPU);
   expect_close(y, y_cpu, tol(2e-5, 1e-4), "y");
   expect_close(gx, gx_cpu, tol(1e-4, 4e-4), "dx");
+}
+
+// The GPT's loss at GPT-2's vocabulary (and its padded size): one block per row over 50k classes.
+TEST_P(AttentionOps, CrossEntropyAtGpt2VocabMatchesCpu) {
+  for (int64_t vocab : {int64_t(50257), int64_t(50304)}) {
+    const int64_t n = 3;
+    Tensor logits = random_tensor({n, vocab}, DType::f32, 12, -6, 6);
+    Tensor target = Tensor::from_vector(std::vector<int64_t>{0, vocab - 1, 31337}, {n});
+    auto run_on = [&](Device dv) {
+      Tensor x = logits.to(dv);
+      x.set_requires_grad(true);
+      Tensor loss = ops::cross_entropy(x, target.to(dv));
+      return std::make_pair(loss.to(kCPU), grad({loss}, {x})[0].to(kCPU));
+    };
+    auto [loss, gx] = run_on(dev());
+    auto [loss_cpu, gx_cpu] = run_on(kCPU);
+    expect_close(loss, loss_cpu, tol(1e-5), "loss at vocab " + std::to_string(vocab));
+    expect_close(gx, gx_cpu, tol(1e-5), "dlogits at vocab " + std::to_string(vocab));
+  }
 }
 
 TANDEM_BACKEND_SUITE(AttentionOps);
