@@ -129,6 +129,7 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
 
 template <class T>
 void forward_t(const T* q, const T* k, const T* v, T* o, T* lse, const AttentionShape& s) {
+  if (s.heads() == 0 || s.t == 0) return;  // empty tensors may have null data
   const int64_t n = s.t * s.d;
 #pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * n * s.t >= kParallelMinWork)
   for (int64_t bh = 0; bh < s.heads(); ++bh) forward_head(q + bh * n, k + bh * n, v + bh * n, o + bh * n, lse + bh * s.t, s);
@@ -137,6 +138,7 @@ void forward_t(const T* q, const T* k, const T* v, T* o, T* lse, const Attention
 template <class T>
 void backward_t(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout, T* dq, T* dk, T* dv,
                 const AttentionShape& s) {
+  if (s.heads() == 0 || s.t == 0) return;
   const int64_t n = s.t * s.d;
 #pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * n * s.t >= kParallelMinWork)
   for (int64_t bh = 0; bh < s.heads(); ++bh)

@@ -140,6 +140,14 @@ TEST(CausalAttention, RunsInF32UnderAutocast) {
   expect_close(y, want, 2e-2, 2e-2);
 }
 
+TEST(CausalAttention, EmptySequence) {
+  Tensor q = leaf({2, 3, 0, 4}, 24);
+  Tensor y = ops::causal_attention(q, q, q);
+  EXPECT_EQ(y.shape(), (Shape{2, 3, 0, 4}));
+  auto g = grad({y}, {q}, {Tensor::zeros({2, 3, 0, 4}, DType::f64)});
+  EXPECT_EQ(g[0].numel(), 0);
+}
+
 TEST(CausalAttention, ShapeErrors) {
   Tensor a = Tensor::zeros({1, 2, 3, 4}), b = Tensor::zeros({1, 2, 4, 4});
   EXPECT_THROW(ops::causal_attention(a, b, a), ValueError);
