@@ -74,6 +74,19 @@ struct Place {
   __device__ int64_t row(int r) const { return int64_t(warp) * kRows + r; }  // within the block's tile
 };
 
+// The keys a query tile [q0, q0 + rows) sees end at its last query (or at t).
+__device__ __forceinline__ int64_t key_end(int64_t q0, int64_t rows, int64_t t) { return q0 + rows < t ? q0 + rows : t; }
+
+// Keys and values [k0, k0 + kTile) into their tiles, once every warp is done with the previous ones
+// (the first call also orders the block's own tiles, stored before it, before any read).
+template <class T, class X, class S>
+__device__ void next_key_tiles(const T* k, const T* v, int64_t t, int64_t d, int64_t k0, S ks, S vs) {
+  __syncthreads();
+  load_tile<T, X>(k, t, d, k0, kTile, ks);
+  load_tile<T, X>(v, t, d, k0, kTile, vs);
+  __syncthreads();
+}
+
 // acc[c] += w * tile_row[lane + 32 c]: one row of a shared tile into a lane's D/32 columns.
 template <int DC, class X, class S>
 __device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, S tile_row, int lane, int64_t d) {
@@ -111,12 +124,8 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
     TANDEM_ATTN_UNROLL
     for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
   }
-  const int64_t q_end = q0 + bq < t ? q0 + bq : t;
-  for (int64_t k0 = 0; k0 < q_end; k0 += kTile) {
-    __syncthreads();  // every warp is done with the previous key tile (and the query tile is stored)
-    load_tile<T, X>(k + base, t, d, k0, kTile, ks);
-    load_tile<T, X>(v + base, t, d, k0, kTile, vs);
-    __syncthreads();
+  for (int64_t k0 = 0; k0 < key_end(q0, bq, t); k0 += kTile) {
+    next_key_tiles<T, X>(k + base, v + base, t, d, k0, ks, vs);
     TANDEM_ATTN_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = at.row(r), qi = q0 + row;
@@ -174,12 +183,8 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
     TANDEM_ATTN_UNROLL
     for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
   }
-  const int64_t q_end = q0 + bq < t ? q0 + bq : t;
-  for (int64_t k0 = 0; k0 < q_end; k0 += kTile) {
-    __syncthreads();
-    load_tile<T, X>(k + base, t, d, k0, kTile, ks);
-    load_tile<T, X>(v + base, t, d, k0, kTile, vs);
-    __syncthreads();
+  for (int64_t k0 = 0; k0 < key_end(q0, bq, t); k0 += kTile) {
+    next_key_tiles<T, X>(k + base, v + base, t, d, k0, ks, vs);
     TANDEM_ATTN_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = at.row(r), qi = q0 + row;
