@@ -82,6 +82,8 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--resume", cfg.resume_dir, "continue from a checkpoint folder (DIR/step-N)");
+  app.add_flag_callback("--no-stop-on-nonfinite", [&cfg] { cfg.stop_on_nonfinite = false; },
+                        "log a nan/inf loss and go on (default: stop with an error naming the step)");
 
   // Combinations that make no sense are usage errors (exit 2), not run-time failures.
   app.final_callback([&cfg] {

@@ -49,6 +49,7 @@ struct TrainConfig {
   std::string save_dir;      // checkpoints go to save_dir/step-N
   int64_t save_every = 0;    // optimizer steps between checkpoints (0: only at the end)
   std::string resume_dir;    // a save_dir/step-N folder to continue from
+  bool stop_on_nonfinite = true;  // a nan/inf loss stops the run (apps/common/nonfinite_guard.h)
 
   // SGD at lr 0.05, momentum 0.9, weight decay 5e-4; torch's defaults for what has no flag.
   static nn::config::OptimizerConfig default_optimizer() {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "apps/common/factory.h"
+#include "apps/common/nonfinite_guard.h"
 #include "comm/communicator.h"
 #include "nn/checkpoint_sequential.h"
 #include "runtime/autocast.h"
@@ -108,11 +109,14 @@ FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
     eo.decay = cfg.ema_decay;
     ema_ = std::make_unique<nn::EMA>(*ps_.inner, eo);
   }
+  add_callback(make_nonfinite_guard(cfg.stop_on_nonfinite, [this] { skip_step_ = true; }));  // before StepHooks: no save after a bad step
   if (ema_ || cfg.save_every > 0)
     add_callback(std::make_shared<StepHooks>(*this, ema_.get(), *ps_.inner, cfg.save_every));
+  if (auto fault = make_rank_fault()) add_callback(fault);  // TANDEM_FAULT=rank_kill|rank_stop (tests)
 }
 
-Tensor FullTrainer::forward_loss(const data::Batch& batch) {
+Tensor FullTrainer::forward_loss(const data::Batch& in) {
+  const data::Batch batch = maybe_poison_batch(in, state().step + 1, world().rank());  // TANDEM_FAULT=nan_batch
   if (!amp_.dtype) return Trainer::forward_loss(batch);
   AutocastGuard autocast(*amp_.dtype);
   return Trainer::forward_loss(batch);
@@ -122,6 +126,10 @@ void FullTrainer::backward(const Tensor& loss) { scaler_.scale(loss).backward();
 
 void FullTrainer::optimizer_step() {
   ps_.before_optimizer_step();
+  if (skip_step_) {  // a non-finite loss under --no-stop-on-nonfinite: no update, no optimizer state change
+    skip_step_ = false;
+    return;
+  }
   nn::clipped_scaler_step(scaler_, optimizer(), ps_.model->parameters(), config().grad_clip);
 }
 
@@ -175,6 +183,7 @@ void FullTrainer::barrier() {
 
 void FullTrainer::save() {
   if (world().rank() == 0) {
+    check_finite_parameters(*ps_.inner, state().step);
     std::string path = nn::save_training_state(config().save_dir, components(), progress());
     log().info("checkpoint: step {} -> {}", state().step, path);
   }

@@ -59,6 +59,7 @@ class FullTrainer : public Trainer {
   nn::GradScaler scaler_;
   std::unique_ptr<nn::EMA> ema_;
   int64_t last_saved_step_ = -1;
+  bool skip_step_ = false;  // set by the non-finite guard (--no-stop-on-nonfinite)
   friend class FullTrainerHooks;
 };
 

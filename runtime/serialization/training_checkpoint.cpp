@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "runtime/fault.h"
 #include "runtime/serialization/atomic_file.h"
 
 namespace tandem::serialization {
@@ -75,26 +76,43 @@ std::string save_checkpoint(const std::string& dir, const NamedTensors& model, c
              {{"model.safetensors", {{"bytes", model_bytes.size()}, {"crc32", crc32_of(model_bytes)}}},
               {"state.safetensors", {{"bytes", state_bytes.size()}, {"crc32", crc32_of(state_bytes)}}}}}};
 
-  // 1. Everything into a private temporary directory, each file fsynced.
+  // 1. Everything into a private temporary directory, each file fsynced. A failure here (a full
+  // disk) removes the temporary and names the directory; earlier checkpoints are never touched.
   static std::atomic<uint64_t> counter{0};
   std::string base = fmt::format("ckpt-{:08d}", state.step);
   std::string tmp = join(dir, fmt::format(".tmp-{}-{}-{}", base, ::getpid(), counter++));
-  remove_all(tmp);
-  make_directories(tmp);
-  write_in(tmp, "model.safetensors", model_bytes);
-  write_in(tmp, "state.safetensors", state_bytes);
-  write_in(tmp, "state.json", j.dump(2) + "\n");
-  fsync_directory(tmp);
+  try {
+    remove_all(tmp);
+    make_directories(tmp);
+    fault::kill_point("ckpt_write", "tmp_dir");
+    write_in(tmp, "model.safetensors", model_bytes);
+    fault::kill_point("ckpt_write", "after_model");
+    write_in(tmp, "state.safetensors", state_bytes);
+    write_in(tmp, "state.json", j.dump(2) + "\n");
+    fsync_directory(tmp);
+    fault::kill_point("ckpt_write", "after_state");
+  } catch (const IOError& e) {
+    remove_all(tmp);
+    TANDEM_FAIL(IO, "saving the checkpoint of step {} into '{}' failed; the checkpoints already there are "
+                "intact: {}", state.step, dir, e.what());
+  }
   if (options.simulate_crash == CrashPoint::BeforeRename) return tmp;
 
   // 2. Give it its final name (a fresh one if a checkpoint of this step exists already).
   std::string name = base;
   for (int i = 1; path_exists(join(dir, name)); ++i) name = fmt::format("{}.{}", base, i);
   commit_temp_file(tmp, join(dir, name));  // rename + fsync(dir)
+  fault::kill_point("ckpt_write", "after_rename");
   if (options.simulate_crash == CrashPoint::BeforeLatest) return join(dir, name);
 
   // 3. Publish it.
-  write_in(dir, "latest", name + "\n");
+  try {
+    write_in(dir, "latest", name + "\n");
+  } catch (const IOError& e) {
+    TANDEM_FAIL(IO, "publishing the checkpoint of step {} in '{}' failed ('latest' still names the previous "
+                "one, which is intact): {}", state.step, dir, e.what());
+  }
+  fault::kill_point("ckpt_write", "after_latest");
 
   // 4. Prune: older complete checkpoints beyond keep_last, and temporaries of crashed writes.
   std::vector<std::string> ckpts;
@@ -113,6 +131,35 @@ bool has_checkpoint(const std::string& dir) {
   return path_exists(join(dir, "latest")) || path_exists(join(dir, "state.json"));
 }
 
+StateSidecar parse_state_json(const std::string& text, const std::string& json_path) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  TANDEM_CHECK_KIND(IO, !j.is_discarded() && j.is_object(), "'{}' is not valid JSON (truncated?)", json_path);
+  TANDEM_CHECK_KIND(IO, j.value("format", "") == kFormat, "'{}' is not a tandem checkpoint (format \"{}\")",
+                    json_path, j.value("format", ""));
+  TANDEM_CHECK_KIND(IO, j.value("version", 0) == kVersion, "'{}' has version {}, this build reads version {}",
+                    json_path, j.value("version", 0), kVersion);
+  StateSidecar out;
+  try {
+    for (const char* f : {"model.safetensors", "state.safetensors"}) {
+      const json& meta = j.at("files").at(f);
+      out.files[f] = {meta.at("bytes").get<uint64_t>(), meta.at("crc32").get<uint32_t>()};
+    }
+    TrainingState& s = out.state;
+    s.step = j.at("step").get<int64_t>();
+    s.epoch = j.at("epoch").get<int64_t>();
+    s.sampler_position = j.at("sampler_position").get<int64_t>();
+    s.global_batch = j.at("global_batch").get<int64_t>();
+    s.world_size = j.at("world_size").get<int64_t>();
+    s.rng_seed = j.at("rng").at("seed").get<uint64_t>();
+    s.rng_offset = j.at("rng").at("offset").get<uint64_t>();
+    s.scalars = j.at("scalars").get<std::map<std::string, double>>();
+    s.strings = j.at("strings").get<std::map<std::string, std::string>>();
+  } catch (const json::exception& e) {
+    TANDEM_FAIL(IO, "'{}' is missing a field or has one of the wrong type: {}", json_path, e.what());
+  }
+  return out;
+}
+
 LoadedCheckpoint load_checkpoint(const std::string& path) {
   std::string ckpt = path;
   if (!path_exists(join(path, "state.json"))) {
@@ -127,40 +174,18 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
     ckpt = join(path, name);
   }
   std::string json_path = join(ckpt, "state.json");
-  std::string text = read_file(json_path);
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  TANDEM_CHECK_KIND(IO, !j.is_discarded() && j.is_object(), "'{}' is not valid JSON (truncated?)", json_path);
-  TANDEM_CHECK_KIND(IO, j.value("format", "") == kFormat, "'{}' is not a tandem checkpoint (format \"{}\")",
-                    json_path, j.value("format", ""));
-  TANDEM_CHECK_KIND(IO, j.value("version", 0) == kVersion, "'{}' has version {}, this build reads version {}",
-                    json_path, j.value("version", 0), kVersion);
-
+  StateSidecar sidecar = parse_state_json(read_file(json_path), json_path);
   LoadedCheckpoint out;
   out.path = ckpt;
+  out.state = std::move(sidecar.state);
   std::map<std::string, std::string> bytes;
-  try {
-    for (const char* f : {"model.safetensors", "state.safetensors"}) {
-      std::string file = join(ckpt, f);
-      bytes[f] = read_file(file);
-      const json& meta = j.at("files").at(f);
-      uint64_t want_bytes = meta.at("bytes").get<uint64_t>();
-      uint32_t want_crc = meta.at("crc32").get<uint32_t>();
-      TANDEM_CHECK_KIND(IO, bytes[f].size() == want_bytes, "'{}' has {} bytes, state.json recorded {} (truncated?)",
-                        file, bytes[f].size(), want_bytes);
-      TANDEM_CHECK_KIND(IO, crc32_of(bytes[f]) == want_crc, "'{}' fails its CRC32 check (corrupt file)", file);
-    }
-    TrainingState& s = out.state;
-    s.step = j.at("step").get<int64_t>();
-    s.epoch = j.at("epoch").get<int64_t>();
-    s.sampler_position = j.at("sampler_position").get<int64_t>();
-    s.global_batch = j.at("global_batch").get<int64_t>();
-    s.world_size = j.at("world_size").get<int64_t>();
-    s.rng_seed = j.at("rng").at("seed").get<uint64_t>();
-    s.rng_offset = j.at("rng").at("offset").get<uint64_t>();
-    s.scalars = j.at("scalars").get<std::map<std::string, double>>();
-    s.strings = j.at("strings").get<std::map<std::string, std::string>>();
-  } catch (const json::exception& e) {
-    TANDEM_FAIL(IO, "'{}' is missing a field or has one of the wrong type: {}", json_path, e.what());
+  for (const char* f : {"model.safetensors", "state.safetensors"}) {
+    std::string file = join(ckpt, f);
+    bytes[f] = read_file(file);
+    const auto& [want_bytes, want_crc] = sidecar.files.at(f);
+    TANDEM_CHECK_KIND(IO, bytes[f].size() == want_bytes, "'{}' has {} bytes, state.json recorded {} (truncated?)",
+                      file, bytes[f].size(), want_bytes);
+    TANDEM_CHECK_KIND(IO, crc32_of(bytes[f]) == want_crc, "'{}' fails its CRC32 check (corrupt file)", file);
   }
   out.model = parse_safetensors(bytes["model.safetensors"], join(ckpt, "model.safetensors")).tensors;
   std::string state_file = join(ckpt, "state.safetensors");
