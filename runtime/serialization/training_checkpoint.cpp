@@ -134,12 +134,12 @@ bool has_checkpoint(const std::string& dir) {
 StateSidecar parse_state_json(const std::string& text, const std::string& json_path) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   TANDEM_CHECK_KIND(IO, !j.is_discarded() && j.is_object(), "'{}' is not valid JSON (truncated?)", json_path);
-  TANDEM_CHECK_KIND(IO, j.value("format", "") == kFormat, "'{}' is not a tandem checkpoint (format \"{}\")",
-                    json_path, j.value("format", ""));
-  TANDEM_CHECK_KIND(IO, j.value("version", 0) == kVersion, "'{}' has version {}, this build reads version {}",
-                    json_path, j.value("version", 0), kVersion);
   StateSidecar out;
-  try {
+  try {  // json's value() and get() throw on a field of the wrong type ({"format": 1}): all in here
+    TANDEM_CHECK_KIND(IO, j.value("format", "") == kFormat, "'{}' is not a tandem checkpoint (format \"{}\")",
+                      json_path, j.value("format", ""));
+    TANDEM_CHECK_KIND(IO, j.value("version", 0) == kVersion, "'{}' has version {}, this build reads version {}",
+                      json_path, j.value("version", 0), kVersion);
     for (const char* f : {"model.safetensors", "state.safetensors"}) {
       const json& meta = j.at("files").at(f);
       out.files[f] = {meta.at("bytes").get<uint64_t>(), meta.at("crc32").get<uint32_t>()};
