@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/common/checkpoint_broadcast.h"
 #include "apps/common/factory.h"
 #include "apps/common/nonfinite_guard.h"
 #include "comm/communicator.h"
@@ -193,7 +194,9 @@ void FullTrainer::save() {
 
 void FullTrainer::resume(const std::string& path) {
   const int64_t global_batch = config().batch_size * world().size();
-  nn::TrainProgress p = nn::load_training_state(path, components(), global_batch);
+  // Rank 0 reads, every rank parses: works with or without a filesystem shared by the nodes.
+  nn::TrainProgress p =
+      nn::load_training_state(load_checkpoint_from_rank0(path, ps_.comm.get()), components(), global_batch);
   TANDEM_CHECK(p.sampler_position % global_batch == 0,
                "--resume '{}': the checkpoint stopped at sample {} of its epoch, not a multiple of the global "
                "batch {}; resume with the batch size and world size it was written with",

@@ -160,7 +160,7 @@ StateSidecar parse_state_json(const std::string& text, const std::string& json_p
   return out;
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& path) {
+CheckpointFiles read_checkpoint_files(const std::string& path) {
   std::string ckpt = path;
   if (!path_exists(join(path, "state.json"))) {
     std::string latest_path = join(path, "latest");
@@ -173,23 +173,35 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
                       "'{}' does not name a checkpoint directory", latest_path);
     ckpt = join(path, name);
   }
+  CheckpointFiles f;
+  f.path = ckpt;
+  f.state_json = read_file(join(ckpt, "state.json"));
+  f.model = read_file(join(ckpt, "model.safetensors"));
+  f.state = read_file(join(ckpt, "state.safetensors"));
+  return f;
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& path) { return parse_checkpoint(read_checkpoint_files(path)); }
+
+LoadedCheckpoint parse_checkpoint(const CheckpointFiles& files) {
+  const std::string& ckpt = files.path;
   std::string json_path = join(ckpt, "state.json");
-  StateSidecar sidecar = parse_state_json(read_file(json_path), json_path);
+  StateSidecar sidecar = parse_state_json(files.state_json, json_path);
   LoadedCheckpoint out;
   out.path = ckpt;
   out.state = std::move(sidecar.state);
-  std::map<std::string, std::string> bytes;
-  for (const char* f : {"model.safetensors", "state.safetensors"}) {
+  std::map<std::string, const std::string*> bytes{{"model.safetensors", &files.model},
+                                                 {"state.safetensors", &files.state}};
+  for (const auto& [f, data] : bytes) {
     std::string file = join(ckpt, f);
-    bytes[f] = read_file(file);
     const auto& [want_bytes, want_crc] = sidecar.files.at(f);
-    TANDEM_CHECK_KIND(IO, bytes[f].size() == want_bytes, "'{}' has {} bytes, state.json recorded {} (truncated?)",
-                      file, bytes[f].size(), want_bytes);
-    TANDEM_CHECK_KIND(IO, crc32_of(bytes[f]) == want_crc, "'{}' fails its CRC32 check (corrupt file)", file);
+    TANDEM_CHECK_KIND(IO, data->size() == want_bytes, "'{}' has {} bytes, state.json recorded {} (truncated?)",
+                      file, data->size(), want_bytes);
+    TANDEM_CHECK_KIND(IO, crc32_of(*data) == want_crc, "'{}' fails its CRC32 check (corrupt file)", file);
   }
-  out.model = parse_safetensors(bytes["model.safetensors"], join(ckpt, "model.safetensors")).tensors;
+  out.model = parse_safetensors(files.model, join(ckpt, "model.safetensors")).tensors;
   std::string state_file = join(ckpt, "state.safetensors");
-  for (auto& [name, t] : parse_safetensors(bytes["state.safetensors"], state_file).tensors) {
+  for (auto& [name, t] : parse_safetensors(files.state, state_file).tensors) {
     size_t dot = name.find('.');
     std::string g = dot == std::string::npos ? "" : name.substr(0, dot);
     bool known = false;
