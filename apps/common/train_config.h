@@ -18,6 +18,7 @@ struct TrainConfig {
   // optimisation (the README defaults: they reach mlp >= 0.88 and cnn >= 0.91 in 5 epochs)
   int64_t epochs = 5;
   int64_t batch_size = 128;   // per process
+  int64_t global_batch_size = 0;  // > 0: batch_size = this / ranks (an error where it does not divide)
   // --optimizer sgd|adam|adamw, --lr, --momentum, --weight-decay; a --config file sets the rest
   // (betas, eps, dampening, nesterov, fused). Built by nn::config::build_optimizer.
   nn::config::OptimizerConfig optimizer = default_optimizer();

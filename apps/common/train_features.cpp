@@ -76,6 +76,13 @@ Device resolve_device(const TrainConfig& cfg) {
   return d;
 }
 
+int64_t per_rank_batch(int64_t global_batch, int world) {
+  TANDEM_CHECK(global_batch % world == 0, "--global-batch-size {} cannot be kept on {} ranks: it is not a multiple of "
+               "the world size (run on a divisor of {}, or choose another global batch)", global_batch, world,
+               global_batch);
+  return global_batch / world;
+}
+
 std::string param_hash(const nn::Module& model) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a offset basis
   for (const auto& [name, t] : model.state_dict()) {

@@ -22,6 +22,10 @@ std::string resolve_mode(const std::string& configured);
 // CPU (its replicas go to --devices).
 Device resolve_device(const TrainConfig& cfg);
 
+// --global-batch-size G on `world` ranks: the per-rank batch G / world; a ValueError saying so when
+// G is not a multiple of world (the global batch, hence the run, could not be kept).
+int64_t per_rank_batch(int64_t global_batch, int world);
+
 // FNV-1a (64 bit) over the bytes of every tensor of `model.state_dict()` in order, as 16 hex digits.
 std::string param_hash(const nn::Module& model);
 
