@@ -1,13 +1,23 @@
 // FlightRecorder: a mutex-guarded ring of the last collectives, and its JSON dump.
 #include "comm/flight_recorder.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 
 namespace tandem::comm {
+
+void dump_identified_recorders();
 
 namespace {
 int64_t now_us() {
@@ -25,7 +35,81 @@ const char* state_name(FlightRecorder::State s) {
 }
 }  // namespace
 
+namespace {
+// The recorders a SIGUSR1 dumps, and the pipe from the signal handler to the dumping thread.
+struct Registry {
+  std::mutex mu;
+  std::vector<FlightRecorder*> live;
+};
+Registry& registry() {
+  static auto* r = new Registry;  // never destroyed: the dumping thread may outlive static destructors
+  return *r;
+}
+std::atomic<int> g_signal_pipe{-1};
+
+void on_sigusr1(int) {  // async-signal-safe: one write(2)
+  int fd = g_signal_pipe.load(std::memory_order_relaxed);
+  if (fd >= 0) {
+    char c = 1;
+    ssize_t r = ::write(fd, &c, 1);
+    (void)r;
+  }
+}
+
+void install_sigusr1_dump() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction old {};
+    if (::sigaction(SIGUSR1, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    g_signal_pipe = fds[1];
+    std::thread([fd = fds[0]] {
+      char c;
+      for (;;) {
+        ssize_t r = ::read(fd, &c, 1);
+        if (r > 0) dump_identified_recorders();
+        else if (r < 0 && errno != EINTR) return;
+      }
+    }).detach();
+    struct sigaction sa {};
+    sa.sa_handler = on_sigusr1;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGUSR1, &sa, nullptr);
+  });
+}
+}  // namespace
+
+void dump_identified_recorders() {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  for (size_t i = 0; i < reg.live.size(); ++i) {
+    const FlightRecorder* f = reg.live[i];
+    std::string path = f->dump(f->rank_, f->size_, i == 0 ? "" : fmt::format("-comm{}", i));
+    std::fprintf(stderr, "tandem: SIGUSR1: flight record of rank %d written to %s\n", f->rank_,
+                 path.empty() ? "(nowhere: cannot write TANDEM_FLIGHT_DIR)" : path.c_str());
+  }
+}
+
 FlightRecorder::FlightRecorder(size_t capacity) : ring_(capacity == 0 ? 1 : capacity) {}
+
+FlightRecorder::~FlightRecorder() {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  reg.live.erase(std::remove(reg.live.begin(), reg.live.end(), this), reg.live.end());
+}
+
+void FlightRecorder::identify(int rank, int size) {
+  {
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mu);
+    rank_ = rank;
+    size_ = size;
+    if (std::find(reg.live.begin(), reg.live.end(), this) == reg.live.end()) reg.live.push_back(this);
+  }
+  install_sigusr1_dump();
+}
 
 uint64_t FlightRecorder::enqueued(const char* name, int64_t count, DType dtype) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -76,9 +160,9 @@ std::string FlightRecorder::json(int rank, int size) const {
   return out + "]}\n";
 }
 
-std::string FlightRecorder::dump(int rank, int size) const {
+std::string FlightRecorder::dump(int rank, int size, const std::string& suffix) const {
   const char* dir = std::getenv("TANDEM_FLIGHT_DIR");
-  std::string path = fmt::format("{}/tandem-flight-rank{}.json", dir && *dir ? dir : ".", rank);
+  std::string path = fmt::format("{}/tandem-flight-rank{}{}.json", dir && *dir ? dir : ".", rank, suffix);
   std::string text = json(rank, size);
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return "";

@@ -15,6 +15,15 @@ class FlightRecorder {
  public:
   enum class State { Enqueued, Started, Completed, Failed };
   explicit FlightRecorder(size_t capacity = 256);
+  ~FlightRecorder();
+  FlightRecorder(const FlightRecorder&) = delete;
+  FlightRecorder& operator=(const FlightRecorder&) = delete;
+
+  // Once the communicator knows its rank: from now on a SIGUSR1 to the process dumps this recorder
+  // too (the handler only writes a byte to a pipe; a thread dumps every identified recorder). The
+  // handler is installed on the first call, and only where SIGUSR1 still has its default action
+  // (a host program's own handler is left alone).
+  void identify(int rank, int size);
 
   // The caller thread, at issue: returns the entry's call number (0, 1, ...: the same on every
   // rank issuing the same collectives).
@@ -28,7 +37,7 @@ class FlightRecorder {
   std::string json(int rank, int size) const;
   // Writes json() to $TANDEM_FLIGHT_DIR (default: the working directory)/tandem-flight-rank<R>.json
   // and returns the path, or "" when it cannot be written (a dump must never hide the real error).
-  std::string dump(int rank, int size) const;
+  std::string dump(int rank, int size, const std::string& suffix = "") const;
 
  private:
   struct Entry {
@@ -44,6 +53,8 @@ class FlightRecorder {
   mutable std::mutex mu_;  // a few hundred ns per collective: cheap next to one
   std::vector<Entry> ring_;
   uint64_t next_call_ = 0;
+  int rank_ = -1, size_ = 0;  // set by identify (under the registry's lock)
+  friend void dump_identified_recorders();
 };
 
 }  // namespace tandem::comm

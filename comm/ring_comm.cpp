@@ -38,6 +38,7 @@ void RingCommunicator::start(std::unique_ptr<Transport> transport, bool use_thre
   rank_ = transport_->rank();
   size_ = transport_->size();
   ring_ = std::make_unique<Ring>(*transport_, opts_.segment_bytes);
+  flight_.identify(rank_, size_);  // SIGUSR1 dumps it from now on
   executor_ = std::make_shared<Executor>(use_thread);
   executor_->set_wait_hook([t = transport_.get()](bool waiting) { t->set_caller_waiting(waiting); });
 }

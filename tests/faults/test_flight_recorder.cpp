@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include <signal.h>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +57,38 @@ TEST(FlightRecorder, DumpWritesToTheFlightDir) {
   auto j = nlohmann::json::parse(text.str());
   EXPECT_EQ(j["entries"][0]["name"], "barrier");
   EXPECT_EQ(j["entries"][0]["state"], "started");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace tandem::comm
+
+namespace tandem::comm {
+namespace {
+
+TEST(FlightRecorder, Sigusr1DumpsEveryIdentifiedRecorder) {
+  std::string dir = ::testing::TempDir();
+  ::setenv("TANDEM_FLIGHT_DIR", dir.c_str(), 1);
+  std::string path = dir + "/tandem-flight-rank5.json";
+  std::remove(path.c_str());
+  FlightRecorder fr;
+  fr.identify(5, 8);
+  fr.started(fr.enqueued("allgather", 3, DType::i64), 7);
+  ASSERT_EQ(::raise(SIGUSR1), 0);  // the process must survive it: the handler only wakes a thread
+  std::string text;
+  for (int i = 0; i < 500 && text.empty(); ++i) {  // the dumping thread writes it soon after
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    if (s.str().find("]}") != std::string::npos) text = s.str();
+  }
+  ::unsetenv("TANDEM_FLIGHT_DIR");
+  ASSERT_FALSE(text.empty()) << "no dump at " << path << " after SIGUSR1";
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["rank"], 5);
+  EXPECT_EQ(j["entries"][0]["name"], "allgather");
+  EXPECT_EQ(j["entries"][0]["seq"], 7);
   std::remove(path.c_str());
 }
 
