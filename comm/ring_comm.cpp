@@ -38,6 +38,7 @@ void RingCommunicator::start(std::unique_ptr<Transport> transport, bool use_thre
   rank_ = transport_->rank();
   size_ = transport_->size();
   ring_ = std::make_unique<Ring>(*transport_, opts_.segment_bytes);
+  flight_.identify(rank_, size_);  // SIGUSR1 dumps it from now on
   executor_ = std::make_shared<Executor>(use_thread);
   executor_->set_wait_hook([t = transport_.get()](bool waiting) { t->set_caller_waiting(waiting); });
 }
@@ -56,7 +57,8 @@ void RingCommunicator::check_args(const char* what, int64_t count, DType dtype) 
 }
 
 WorkPtr RingCommunicator::launch(CallDesc desc, std::function<void(const OpInfo&)> body) {
-  return executor_->submit([this, desc, body = std::move(body), fence = order_after_caller()]() mutable {
+  const uint64_t call = flight_.enqueued(collective_name(CollectiveKind(desc.kind)), desc.count, DType(desc.dtype));
+  return executor_->submit([this, call, desc, body = std::move(body), fence = order_after_caller()]() mutable {
     if (fence) fence();
     OpInfo info;
     info.name = collective_name(CollectiveKind(desc.kind));
@@ -64,13 +66,25 @@ WorkPtr RingCommunicator::launch(CallDesc desc, std::function<void(const OpInfo&
     info.timeout_s = opts_.timeout_s;
     info.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(opts_.timeout_s));
-    transport_->announce(info.seq);
-    if (opts_.debug_desync) {
-      desc.seq = info.seq;
-      check_desync(desc, info);
+    flight_.started(call, info.seq);
+    try {
+      transport_->announce(info.seq);
+      if (opts_.debug_desync) {
+        desc.seq = info.seq;
+        check_desync(desc, info);
+      }
+      body(info);
+      transport_->complete(info);
+    } catch (const CommError& e) {
+      flight_.finished(call, false);
+      // The first failure (a deadline, a desync) writes this rank's recent collectives, once.
+      if (flight_dumped_.exchange(true)) throw;
+      std::string path = flight_.dump(rank_, size_);
+      if (path.empty()) throw;
+      throw CommError(fmt::format("{} Flight record of this rank's last collectives: {} (scripts/flight-report "
+                                  "lines up the ranks' records).", e.what(), path));
     }
-    body(info);
-    transport_->complete(info);
+    flight_.finished(call, true);
   });
 }
 

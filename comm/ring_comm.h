@@ -9,6 +9,7 @@
 
 #include "comm/communicator.h"
 #include "comm/executor.h"
+#include "comm/flight_recorder.h"
 #include "comm/ring.h"
 #include "comm/transport.h"
 
@@ -95,6 +96,8 @@ class RingCommunicator : public Communicator {
   Scratch desync_buf_;    // the desync check's descriptors, in transport memory
   uint64_t seq_ = 0;      // collectives started (executor thread only)
   uint64_t p2p_seq_ = 0;  // sends/recvs started
+  FlightRecorder flight_;  // the last collectives, dumped on the first CommError
+  std::atomic<bool> flight_dumped_{false};
 };
 
 }  // namespace tandem::comm

@@ -46,8 +46,12 @@ void check_presence(const std::string& path, const char* what, bool here, bool i
 }  // namespace
 
 TrainProgress load_training_state(const std::string& path, const TrainComponents& c, int64_t expected_global_batch) {
+  return load_training_state(serialization::load_checkpoint(path), c, expected_global_batch);
+}
+
+TrainProgress load_training_state(const serialization::LoadedCheckpoint& ck, const TrainComponents& c,
+                                  int64_t expected_global_batch) {
   TANDEM_CHECK(c.model && c.optimizer, "load_training_state: the model and the optimizer are required");
-  serialization::LoadedCheckpoint ck = serialization::load_checkpoint(path);
   const TrainingState& s = ck.state;
   if (expected_global_batch > 0 && s.global_batch > 0)
     TANDEM_CHECK(s.global_batch == expected_global_batch, "checkpoint '{}' was trained with global batch {}, this "

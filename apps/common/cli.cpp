@@ -24,6 +24,10 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--batch-size", cfg.batch_size, "samples per step and process")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--global-batch-size", cfg.global_batch_size,
+                 "samples per step over all ranks (sets --batch-size to this / ranks; keeps a resume on another "
+                 "world size exact)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--lr", cfg.optimizer.learning_rate, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--momentum", cfg.optimizer.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--optimizer", cfg.optimizer.type, "sgd, adam or adamw")
@@ -93,6 +97,8 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--resume", cfg.resume_dir, "continue from a checkpoint folder (DIR/step-N)");
+  app.add_flag_callback("--no-stop-on-nonfinite", [&cfg] { cfg.stop_on_nonfinite = false; },
+                        "log a nan/inf loss and go on (default: stop with an error naming the step)");
   add_operations_flags(app, cfg);
 
   // Combinations that make no sense are usage errors (exit 2), not run-time failures.

@@ -18,6 +18,7 @@ struct TrainConfig {
   // optimisation (the README defaults: they reach mlp >= 0.88 and cnn >= 0.91 in 5 epochs)
   int64_t epochs = 5;
   int64_t batch_size = 128;   // per process
+  int64_t global_batch_size = 0;  // > 0: batch_size = this / ranks (an error where it does not divide)
   // --optimizer sgd|adam|adamw, --lr, --momentum, --weight-decay; a --config file sets the rest
   // (betas, eps, dampening, nesterov, fused). Built by nn::config::build_optimizer.
   nn::config::OptimizerConfig optimizer = default_optimizer();
@@ -60,6 +61,7 @@ struct TrainConfig {
   std::string save_dir;      // checkpoints go to save_dir/step-N
   int64_t save_every = 0;    // optimizer steps between checkpoints (0: only at the end)
   std::string resume_dir;    // a save_dir/step-N folder to continue from
+  bool stop_on_nonfinite = true;  // a nan/inf loss stops the run (apps/common/nonfinite_guard.h)
   // operations (apps/common/operations.h, docs/operations.md)
   std::string min_free_memory = "0";  // --device auto: skip GPUs with less free memory ("2GB")
   int status_port = -1;               // rank 0 serves /health, /status, /metrics (0: a free port; -1: off)

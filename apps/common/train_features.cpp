@@ -5,8 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "apps/common/checkpoint_broadcast.h"
 #include "apps/common/factory.h"
 #include "apps/common/mode_auto.h"
+#include "apps/common/nonfinite_guard.h"
 #include "comm/communicator.h"
 #include "comm/device_choice.h"
 #include "nn/checkpoint_sequential.h"
@@ -82,6 +84,13 @@ monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg) {
   return {d, d.str() + ": --device " + cfg.device};
 }
 
+int64_t per_rank_batch(int64_t global_batch, int world) {
+  TANDEM_CHECK(global_batch % world == 0, "--global-batch-size {} cannot be kept on {} ranks: it is not a multiple of "
+               "the world size (run on a divisor of {}, or choose another global batch)", global_batch, world,
+               global_batch);
+  return global_batch / world;
+}
+
 std::string param_hash(const nn::Module& model) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a offset basis
   for (const auto& [name, t] : model.state_dict()) {
@@ -116,11 +125,14 @@ FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
     eo.decay = cfg.ema_decay;
     ema_ = std::make_unique<nn::EMA>(*ps_.inner, eo);
   }
+  add_callback(make_nonfinite_guard(cfg.stop_on_nonfinite, [this] { skip_step_ = true; }));  // before StepHooks: no save after a bad step
   if (ema_ || cfg.save_every > 0)
     add_callback(std::make_shared<StepHooks>(*this, ema_.get(), *ps_.inner, cfg.save_every));
+  if (auto fault = make_rank_fault()) add_callback(fault);  // TANDEM_FAULT=rank_kill|rank_stop (tests)
 }
 
-Tensor FullTrainer::forward_loss(const data::Batch& batch) {
+Tensor FullTrainer::forward_loss(const data::Batch& in) {
+  const data::Batch batch = maybe_poison_batch(in, state().step + 1, world().rank());  // TANDEM_FAULT=nan_batch
   if (!amp_.dtype) return Trainer::forward_loss(batch);
   AutocastGuard autocast(*amp_.dtype);
   return Trainer::forward_loss(batch);
@@ -130,6 +142,10 @@ void FullTrainer::backward(const Tensor& loss) { scaler_.scale(loss).backward();
 
 void FullTrainer::optimizer_step() {
   ps_.before_optimizer_step();
+  if (skip_step_) {  // a non-finite loss under --no-stop-on-nonfinite: no update, no optimizer state change
+    skip_step_ = false;
+    return;
+  }
   nn::clipped_scaler_step(scaler_, optimizer(), ps_.model->parameters(), config().grad_clip);
 }
 
@@ -185,6 +201,7 @@ void FullTrainer::barrier() {
 void FullTrainer::save() {
   trace::TraceSpan span("checkpoint");
   if (world().rank() == 0) {
+    check_finite_parameters(*ps_.inner, state().step);
     std::string path = nn::save_training_state(config().save_dir, components(), progress());
     log().info("checkpoint: step {} -> {}", state().step, path);
   }
@@ -194,7 +211,9 @@ void FullTrainer::save() {
 
 void FullTrainer::resume(const std::string& path) {
   const int64_t global_batch = config().batch_size * world().size();
-  nn::TrainProgress p = nn::load_training_state(path, components(), global_batch);
+  // Rank 0 reads, every rank parses: works with or without a filesystem shared by the nodes.
+  nn::TrainProgress p =
+      nn::load_training_state(load_checkpoint_from_rank0(path, ps_.comm.get()), components(), global_batch);
   TANDEM_CHECK(p.sampler_position % global_batch == 0,
                "--resume '{}': the checkpoint stopped at sample {} of its epoch, not a multiple of the global "
                "batch {}; resume with the batch size and world size it was written with",

@@ -26,6 +26,10 @@ Device resolve_device(const TrainConfig& cfg);
 // skipping GPUs below --min-free-memory).
 monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg);
 
+// --global-batch-size G on `world` ranks: the per-rank batch G / world; a ValueError saying so when
+// G is not a multiple of world (the global batch, hence the run, could not be kept).
+int64_t per_rank_batch(int64_t global_batch, int world);
+
 // FNV-1a (64 bit) over the bytes of every tensor of `model.state_dict()` in order, as 16 hex digits.
 std::string param_hash(const nn::Module& model);
 
@@ -64,6 +68,7 @@ class FullTrainer : public Trainer {
   nn::GradScaler scaler_;
   std::unique_ptr<nn::EMA> ema_;
   int64_t last_saved_step_ = -1;
+  bool skip_step_ = false;  // set by the non-finite guard (--no-stop-on-nonfinite)
   friend class FullTrainerHooks;
 };
 

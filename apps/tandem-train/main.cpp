@@ -39,6 +39,7 @@ int train(app::TrainConfig cfg) {
   auto model = app::make_run_model(cfg);  // initialised on the CPU (the same weights on every device)
   model->to(pc.device);
   app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
+  if (cfg.global_batch_size > 0) cfg.batch_size = app::per_rank_batch(cfg.global_batch_size, ps.world_size());
   app::Logger log(ps.rank(), cfg.quiet);
   app::apply_loop_settings(cfg, ps, pc.device, log);  // --log-level, --memory-limit
   if (!mode.warning.empty()) log.warn("{}", mode.warning);

@@ -46,10 +46,16 @@ std::string write_temp_file(const std::string& path, std::string_view data) {
   std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) TANDEM_FAIL(IO, "cannot create '{}': {}", temp, errno_text());
-  write_all(fd, data.data(), data.size(), temp);
+  try {
+    write_all(fd, data.data(), data.size(), temp);
+  } catch (const IOError&) {
+    ::unlink(temp.c_str());  // a partial temporary on a full disk would only keep it full
+    throw;
+  }
   if (::fsync(fd) != 0) {
     std::string why = errno_text();
     ::close(fd);
+    ::unlink(temp.c_str());
     TANDEM_FAIL(IO, "fsync of '{}' failed: {}", temp, why);
   }
   if (::close(fd) != 0) TANDEM_FAIL(IO, "closing '{}' failed: {}", temp, errno_text());

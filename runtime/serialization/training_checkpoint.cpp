@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "runtime/fault.h"
 #include "runtime/serialization/atomic_file.h"
 
 namespace tandem::serialization {
@@ -75,26 +76,43 @@ std::string save_checkpoint(const std::string& dir, const NamedTensors& model, c
              {{"model.safetensors", {{"bytes", model_bytes.size()}, {"crc32", crc32_of(model_bytes)}}},
               {"state.safetensors", {{"bytes", state_bytes.size()}, {"crc32", crc32_of(state_bytes)}}}}}};
 
-  // 1. Everything into a private temporary directory, each file fsynced.
+  // 1. Everything into a private temporary directory, each file fsynced. A failure here (a full
+  // disk) removes the temporary and names the directory; earlier checkpoints are never touched.
   static std::atomic<uint64_t> counter{0};
   std::string base = fmt::format("ckpt-{:08d}", state.step);
   std::string tmp = join(dir, fmt::format(".tmp-{}-{}-{}", base, ::getpid(), counter++));
-  remove_all(tmp);
-  make_directories(tmp);
-  write_in(tmp, "model.safetensors", model_bytes);
-  write_in(tmp, "state.safetensors", state_bytes);
-  write_in(tmp, "state.json", j.dump(2) + "\n");
-  fsync_directory(tmp);
+  try {
+    remove_all(tmp);
+    make_directories(tmp);
+    fault::kill_point("ckpt_write", "tmp_dir");
+    write_in(tmp, "model.safetensors", model_bytes);
+    fault::kill_point("ckpt_write", "after_model");
+    write_in(tmp, "state.safetensors", state_bytes);
+    write_in(tmp, "state.json", j.dump(2) + "\n");
+    fsync_directory(tmp);
+    fault::kill_point("ckpt_write", "after_state");
+  } catch (const IOError& e) {
+    remove_all(tmp);
+    TANDEM_FAIL(IO, "saving the checkpoint of step {} into '{}' failed; the checkpoints already there are "
+                "intact: {}", state.step, dir, e.what());
+  }
   if (options.simulate_crash == CrashPoint::BeforeRename) return tmp;
 
   // 2. Give it its final name (a fresh one if a checkpoint of this step exists already).
   std::string name = base;
   for (int i = 1; path_exists(join(dir, name)); ++i) name = fmt::format("{}.{}", base, i);
   commit_temp_file(tmp, join(dir, name));  // rename + fsync(dir)
+  fault::kill_point("ckpt_write", "after_rename");
   if (options.simulate_crash == CrashPoint::BeforeLatest) return join(dir, name);
 
   // 3. Publish it.
-  write_in(dir, "latest", name + "\n");
+  try {
+    write_in(dir, "latest", name + "\n");
+  } catch (const IOError& e) {
+    TANDEM_FAIL(IO, "publishing the checkpoint of step {} in '{}' failed ('latest' still names the previous "
+                "one, which is intact): {}", state.step, dir, e.what());
+  }
+  fault::kill_point("ckpt_write", "after_latest");
 
   // 4. Prune: older complete checkpoints beyond keep_last, and temporaries of crashed writes.
   std::vector<std::string> ckpts;
@@ -113,41 +131,18 @@ bool has_checkpoint(const std::string& dir) {
   return path_exists(join(dir, "latest")) || path_exists(join(dir, "state.json"));
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& path) {
-  std::string ckpt = path;
-  if (!path_exists(join(path, "state.json"))) {
-    std::string latest_path = join(path, "latest");
-    TANDEM_CHECK_KIND(IO, path_exists(latest_path),
-                      "'{}' is not a checkpoint: it has neither 'latest' nor 'state.json' (pass the --save "
-                      "directory of an earlier run, or one of its ckpt-* directories)", path);
-    std::string name = read_file(latest_path);
-    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    TANDEM_CHECK_KIND(IO, !name.empty() && name.find('/') == std::string::npos,
-                      "'{}' does not name a checkpoint directory", latest_path);
-    ckpt = join(path, name);
-  }
-  std::string json_path = join(ckpt, "state.json");
-  std::string text = read_file(json_path);
+StateSidecar parse_state_json(const std::string& text, const std::string& json_path) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   TANDEM_CHECK_KIND(IO, !j.is_discarded() && j.is_object(), "'{}' is not valid JSON (truncated?)", json_path);
-  TANDEM_CHECK_KIND(IO, j.value("format", "") == kFormat, "'{}' is not a tandem checkpoint (format \"{}\")",
-                    json_path, j.value("format", ""));
-  TANDEM_CHECK_KIND(IO, j.value("version", 0) == kVersion, "'{}' has version {}, this build reads version {}",
-                    json_path, j.value("version", 0), kVersion);
-
-  LoadedCheckpoint out;
-  out.path = ckpt;
-  std::map<std::string, std::string> bytes;
-  try {
+  StateSidecar out;
+  try {  // json's value() and get() throw on a field of the wrong type ({"format": 1}): all in here
+    TANDEM_CHECK_KIND(IO, j.value("format", "") == kFormat, "'{}' is not a tandem checkpoint (format \"{}\")",
+                      json_path, j.value("format", ""));
+    TANDEM_CHECK_KIND(IO, j.value("version", 0) == kVersion, "'{}' has version {}, this build reads version {}",
+                      json_path, j.value("version", 0), kVersion);
     for (const char* f : {"model.safetensors", "state.safetensors"}) {
-      std::string file = join(ckpt, f);
-      bytes[f] = read_file(file);
       const json& meta = j.at("files").at(f);
-      uint64_t want_bytes = meta.at("bytes").get<uint64_t>();
-      uint32_t want_crc = meta.at("crc32").get<uint32_t>();
-      TANDEM_CHECK_KIND(IO, bytes[f].size() == want_bytes, "'{}' has {} bytes, state.json recorded {} (truncated?)",
-                        file, bytes[f].size(), want_bytes);
-      TANDEM_CHECK_KIND(IO, crc32_of(bytes[f]) == want_crc, "'{}' fails its CRC32 check (corrupt file)", file);
+      out.files[f] = {meta.at("bytes").get<uint64_t>(), meta.at("crc32").get<uint32_t>()};
     }
     TrainingState& s = out.state;
     s.step = j.at("step").get<int64_t>();
@@ -162,9 +157,51 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   } catch (const json::exception& e) {
     TANDEM_FAIL(IO, "'{}' is missing a field or has one of the wrong type: {}", json_path, e.what());
   }
-  out.model = parse_safetensors(bytes["model.safetensors"], join(ckpt, "model.safetensors")).tensors;
+  return out;
+}
+
+CheckpointFiles read_checkpoint_files(const std::string& path) {
+  std::string ckpt = path;
+  if (!path_exists(join(path, "state.json"))) {
+    std::string latest_path = join(path, "latest");
+    TANDEM_CHECK_KIND(IO, path_exists(latest_path),
+                      "'{}' is not a checkpoint: it has neither 'latest' nor 'state.json' (pass the --save "
+                      "directory of an earlier run, or one of its ckpt-* directories)", path);
+    std::string name = read_file(latest_path);
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    TANDEM_CHECK_KIND(IO, !name.empty() && name.find('/') == std::string::npos,
+                      "'{}' does not name a checkpoint directory", latest_path);
+    ckpt = join(path, name);
+  }
+  CheckpointFiles f;
+  f.path = ckpt;
+  f.state_json = read_file(join(ckpt, "state.json"));
+  f.model = read_file(join(ckpt, "model.safetensors"));
+  f.state = read_file(join(ckpt, "state.safetensors"));
+  return f;
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& path) { return parse_checkpoint(read_checkpoint_files(path)); }
+
+LoadedCheckpoint parse_checkpoint(const CheckpointFiles& files) {
+  const std::string& ckpt = files.path;
+  std::string json_path = join(ckpt, "state.json");
+  StateSidecar sidecar = parse_state_json(files.state_json, json_path);
+  LoadedCheckpoint out;
+  out.path = ckpt;
+  out.state = std::move(sidecar.state);
+  std::map<std::string, const std::string*> bytes{{"model.safetensors", &files.model},
+                                                 {"state.safetensors", &files.state}};
+  for (const auto& [f, data] : bytes) {
+    std::string file = join(ckpt, f);
+    const auto& [want_bytes, want_crc] = sidecar.files.at(f);
+    TANDEM_CHECK_KIND(IO, data->size() == want_bytes, "'{}' has {} bytes, state.json recorded {} (truncated?)",
+                      file, data->size(), want_bytes);
+    TANDEM_CHECK_KIND(IO, crc32_of(*data) == want_crc, "'{}' fails its CRC32 check (corrupt file)", file);
+  }
+  out.model = parse_safetensors(files.model, join(ckpt, "model.safetensors")).tensors;
   std::string state_file = join(ckpt, "state.safetensors");
-  for (auto& [name, t] : parse_safetensors(bytes["state.safetensors"], state_file).tensors) {
+  for (auto& [name, t] : parse_safetensors(files.state, state_file).tensors) {
     size_t dot = name.find('.');
     std::string g = dot == std::string::npos ? "" : name.substr(0, dot);
     bool known = false;

@@ -55,6 +55,23 @@ struct LoadedCheckpoint {
 // `path` is a DIR with `latest`, or one checkpoint directory. Verifies sizes and CRC32s and parses
 // every file; IOError naming the file on any problem.
 LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// load_checkpoint in two steps, so that one process can read and others parse (a resume on
+// several nodes without a shared filesystem: rank 0 reads, broadcasts the bytes, every rank parses).
+struct CheckpointFiles {
+  std::string path;  // the checkpoint directory (`latest` resolved)
+  std::string state_json, model, state;  // the three files' bytes
+};
+CheckpointFiles read_checkpoint_files(const std::string& path);
+LoadedCheckpoint parse_checkpoint(const CheckpointFiles& files);
+
+// state.json alone: the TrainingState fields (no tensors) and each tensor file's recorded size and
+// CRC32. IOError naming `json_path` on anything malformed (load_checkpoint's first step; fuzzed).
+struct StateSidecar {
+  TrainingState state;
+  std::map<std::string, std::pair<uint64_t, uint32_t>> files;  // name -> (bytes, crc32)
+};
+StateSidecar parse_state_json(const std::string& text, const std::string& json_path);
 bool has_checkpoint(const std::string& dir);
 
 // Copies `loaded` values into the tensors of `target` (same names in any order, equal shapes and

@@ -146,7 +146,7 @@ TEST(RunConfigErrors, YamlSyntaxAndDocuments) {
   expect_contains(value_error_of([&] { parse_run_config(tab, "tab.yaml"); }), {"tab.yaml:3: YAML syntax error"});
 
   expect_contains(value_error_of([] { parse_run_config("model: {type: cnn}\n---\nmodel: {type: cnn}\n", "two.yaml"); }),
-                  {"two.yaml:", "holds 2 YAML documents"});
+                  {"two.yaml:2:", "holds more than one YAML document"});
   expect_contains(value_error_of([] { parse_run_config("- model\n", "list.yaml"); }),
                   {"list.yaml:1: expected a mapping of blocks", "got a list"});
   expect_contains(value_error_of([] { parse_run_config("", "empty.yaml"); }),

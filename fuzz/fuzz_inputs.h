@@ -1,0 +1,25 @@
+// The parsers under fuzzing, one entry point each, shared by the libFuzzer harnesses (fuzz/) and
+// the plain regression test that replays their corpus and every crash found (tests/fuzz/).
+// Each takes untrusted bytes; a tandem::Error (caught here) is the expected answer to bad input, anything else
+// (another exception, a crash, a sanitizer report, an unbounded allocation) is a bug.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tandem::fuzz {
+
+// The IDX reader (plain or gzip) over `data` as a file; the magic expected is the labels' when
+// byte 3 is 1, else the images'.
+void parse_idx_input(const uint8_t* data, size_t size);
+void parse_safetensors_input(const uint8_t* data, size_t size);
+// A checkpoint's state.json sidecar.
+void parse_state_json_input(const uint8_t* data, size_t size);
+// A run-config YAML file (nn/config).
+void parse_run_config_input(const uint8_t* data, size_t size);
+
+// Harness names (the corpus folders tests/fuzz/corpus/<name>/) to entry points.
+using Entry = void (*)(const uint8_t*, size_t);
+Entry entry_for(const std::string& harness);
+
+}  // namespace tandem::fuzz
