@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "nn/config/run_config.h"
+#include "nn/gpt.h"
 #include "nn/layers/sequential.h"
 #include "nn/models.h"
 #include "runtime/error.h"
@@ -13,8 +14,18 @@
 
 namespace tandem::app {
 
+nn::GPTConfig gpt_model_config(const TrainConfig& cfg) {
+  nn::GPTConfig c;  // vocab 256: byte-level tokens
+  c.n_layer = cfg.gpt.n_layer;
+  c.n_head = cfg.gpt.n_head;
+  c.n_embd = cfg.gpt.n_embd;
+  c.context = cfg.gpt.context;
+  return c;
+}
+
 std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
   Generator gen(cfg.seed);
+  if (cfg.model == "gpt") return std::make_shared<nn::GPT>(gpt_model_config(cfg), gen);
   auto model = nn::make_model(cfg.model, gen);
   model->fuse_batchnorm_epilogues();  // same names and results, fewer passes over the activations
   return model;
