@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "runtime/autograd.h"
 
@@ -31,7 +32,15 @@ NamedTensors Module::named_tensors(NamedTensors Module::*own) const {
   return out;
 }
 
-NamedTensors Module::named_parameters() const { return named_tensors(&Module::params_); }
+// A tensor registered in several modules (a tied embedding and output projection) is one parameter:
+// listed once, under its first name, so optimizers step it once and DDP reduces it once.
+NamedTensors Module::named_parameters() const {
+  NamedTensors all = named_tensors(&Module::params_), out;
+  std::unordered_set<const TensorImpl*> seen;
+  for (auto& nt : all)
+    if (!nt.second.defined() || seen.insert(nt.second.impl()).second) out.push_back(std::move(nt));
+  return out;
+}
 
 std::vector<Tensor> Module::parameters() const {
   std::vector<Tensor> out;

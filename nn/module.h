@@ -21,7 +21,7 @@ class Module {
   virtual std::string type_name() const = 0;
 
   // Recursive, in registration order; names like "features.0.weight".
-  NamedTensors named_parameters() const;
+  NamedTensors named_parameters() const;  // a tensor registered in several modules: once, first name
   std::vector<Tensor> parameters() const;
   NamedTensors named_buffers() const;
   NamedTensors state_dict() const;  // parameters then buffers, same tensors (not copies)

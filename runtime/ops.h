@@ -1,6 +1,7 @@
 // All differentiable ops.
 #pragma once
 #include "runtime/autograd.h"
+#include "runtime/ops/attention.h"
 #include "runtime/ops/conv.h"
 #include "runtime/ops/dropout.h"
 #include "runtime/ops/elementwise.h"

@@ -2,13 +2,7 @@
 // product (no copies for f32/f64); f16/bf16 are widened to f32 once, multiplied, and rounded on store.
 #include <vector>
 
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics (_mm256_undefined_pd passed
-// to _mm512_extractf64x4_pd) where Eigen's kernels are instantiated: a false positive, silenced
-// for this file, where all the Eigen instantiations live.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <Eigen/Core>
+#include "kernels/cpu/eigen.h"
 
 #include "runtime/backend/gemm.h"
 #include "runtime/tensor.h"

@@ -1,7 +1,10 @@
 // CPU softmax / log_softmax and the fused cross-entropy (log-softmax + NLL) kernels.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
+
+#include "kernels/cpu/eigen.h"
 
 #include "runtime/backend/loss.h"
 
@@ -37,6 +40,31 @@ inline MaxSum<X> max_sum_exp(const T* x, int64_t n, int64_t s) {
   X sum = 0;
   for (int64_t k = 0; k < n; ++k) sum += std::exp(X(x[k * s]) - m);
   return {m, sum};
+}
+
+// Rows of many classes (a language model's vocabulary: 50257) in f32/f64: Eigen's vectorised exp and
+// sums instead of scalar expf, ~5x faster at 50k classes. Narrower rows keep the scalar loops above
+// (and their exact results). The vectorised exp gives ~1e-38 rather than 0 for -inf, so -inf logits
+// get an exact 0 where it matters (the gradient).
+constexpr int64_t kWideRow = 1024;
+template <class T>
+constexpr bool kVectorExp = std::is_same_v<T, float> || std::is_same_v<T, double>;
+template <class X>
+using RowArray = Eigen::Map<const Eigen::Array<X, Eigen::Dynamic, 1>>;
+
+template <class X>
+inline MaxSum<X> max_sum_exp_wide(const X* x, int64_t n) {
+  RowArray<X> a(x, n);
+  X m = a.maxCoeff();
+  if (std::isinf(m)) m = 0;
+  return {m, (a - m).exp().sum()};
+}
+
+// o[c] = exp(x[c] - l) * g over a contiguous row.
+template <class X>
+inline void exp_scaled_wide(const X* x, int64_t n, X l, X g, X* o) {
+  Eigen::Map<Eigen::Array<X, Eigen::Dynamic, 1>>(o, n) = (RowArray<X>(x, n) - l).exp() * g;
+  for (int64_t c = 0; c < n; ++c) o[c] = x[c] == -std::numeric_limits<X>::infinity() ? X(0) : o[c];
 }
 
 template <class T>
@@ -117,7 +145,9 @@ void cross_entropy_typed(const Tensor& logits, const Tensor& target, Tensor& los
   std::vector<X> row_loss(static_cast<size_t>(N));
   for_rows(N, C, [&](int64_t n) {
     const T* x = px + n * C;
-    const MaxSum<X> ms = max_sum_exp<T, X>(x, C, 1);
+    MaxSum<X> ms;
+    if constexpr (kVectorExp<T>) ms = C >= kWideRow ? max_sum_exp_wide<X>(x, C) : max_sum_exp<T, X>(x, C, 1);
+    else ms = max_sum_exp<T, X>(x, C, 1);
     plse[n] = ms.lse();
     const int64_t tn = t[static_cast<size_t>(n)];
     row_loss[static_cast<size_t>(n)] = tn == ignore_index ? X(0) : (ms.max - X(x[tn])) + std::log(ms.sum);
@@ -171,6 +201,13 @@ void cross_entropy_backward_typed(const Tensor& grad_loss, const Tensor& logits,
     const X g = reduction == ops::Reduction::None ? X(pg[n]) : scale;
     const T* x = px + n * C;
     const X l = plse[n];
+    if constexpr (kVectorExp<T>) {
+      if (C >= kWideRow) {
+        exp_scaled_wide<X>(x, C, l, g, o);
+        o[tn] = T(X(o[tn]) - g);
+        return;
+      }
+    }
     for (int64_t c = 0; c < C; ++c) o[c] = T(std::exp(X(x[c]) - l) * g);
     o[tn] = T(X(o[tn]) - g);
   });

@@ -1,0 +1,303 @@
+// CUDA causal attention, flash-attention's scheme on SIMT cores (f32 accumulation for every dtype):
+// no [T, T] matrix exists. A block holds a tile of rows (queries; keys for dK/dV) in shared memory,
+// kRows per warp, and streams tiles of 32 of the other side through it: lane j scores against item j
+// of the tile, the warp reduces max and sum with our reduce primitives, and each lane accumulates
+// D/32 output columns. Backward: one kernel for dQ (and the per-row delta = dO . O), one for dK, dV
+// per key tile; no atomics, so the result does not depend on the schedule.
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/reduce.cuh"
+#include "runtime/backend/attention.h"
+
+namespace tandem::TANDEM_CUDA_NS {
+namespace {
+
+constexpr int kRows = 4;                    // rows of the block's own tile per warp
+constexpr int kTile = 32;                   // items of the streamed tile: one per lane
+constexpr size_t kSharedBudget = 48 * 1024; // per block: the most that needs no opt-in
+constexpr int64_t kMaxHeadDim = 128;        // DC = head_dim / 32 columns per lane, at most 4
+
+// Shared tiles are row-major with a pitch of d + 1: lane j reading row j (a dot product) and the
+// lanes reading one row's consecutive columns (the accumulation) both hit 32 different banks.
+struct Plan {
+  int warps = 0;
+  size_t shared = 0;
+  int64_t rows() const { return int64_t(warps) * kRows; }
+};
+Plan make_plan(int64_t d, size_t elem, int row_tiles, int stream_tiles, int extra) {
+  for (int warps : {8, 4, 2, 1}) {
+    const size_t n = size_t((row_tiles * warps * kRows + stream_tiles * kTile) * (d + 1) + extra);
+    if (n * elem <= kSharedBudget) return Plan{warps, n * elem};
+  }
+  TANDEM_FAIL(NotSupported, "causal_attention: head dimension {} does not fit in shared memory in {}-byte elements", d,
+              elem);
+}
+
+// rows [r0, r0 + n) of x [t, d] into tile [n, d + 1] as X, zero past t.
+template <class T, class X, class S>
+__device__ void load_tile(const T* __restrict__ x, int64_t t, int64_t d, int64_t r0, int64_t n, S tile) {
+  const int64_t pitch = d + 1;
+  for (int64_t i = threadIdx.x; i < n * d; i += blockDim.x) {
+    const int64_t r = i / d, c = i % d;
+    tile[r * pitch + c] = r0 + r < t ? X(to_acc(x[(r0 + r) * d + c])) : X(0);
+  }
+}
+
+template <class X, class S>
+__device__ __forceinline__ X dot_rows(S a, S b, int64_t d) {
+  X s = X(0);
+  for (int64_t c = 0; c < d; ++c) s += X(a[c]) * X(b[c]);
+  return s;
+}
+
+// This block's place: head blockIdx.x, its own tile of `rows` rows (kRows per warp) from r0 =
+// blockIdx.y * rows; a thread's lane and warp.
+struct Place {
+  int64_t pitch, rows, r0, head, base;
+  int lane, warp;
+  __device__ Place(int64_t t, int64_t d)
+      : pitch(d + 1), rows(int64_t(blockDim.x / 32) * kRows), r0(int64_t(blockIdx.y) * rows), head(blockIdx.x),
+        base(head * t * d), lane(int(threadIdx.x % 32)), warp(int(threadIdx.x / 32)) {}
+  __device__ int64_t row(int r) const { return int64_t(warp) * kRows + r; }  // within the block's tile
+};
+
+// acc[c] += w * tile_row[lane + 32 c]: one row of a shared tile into a lane's D/32 columns.
+template <int DC, class X, class S>
+__device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, S tile_row, int lane, int64_t d) {
+  for (int c = 0; c < DC; ++c)
+    if (lane + 32 * c < d) acc[c] += w * X(tile_row[lane + 32 * c]);
+}
+
+// dst[lane + 32 c] = acc[c] * mul, rounded to T.
+template <class T, int DC, class X>
+__device__ __forceinline__ void store_row(T* dst, const X (&acc)[DC], X mul, int lane, int64_t d) {
+  for (int c = 0; c < DC; ++c)
+    if (lane + 32 * c < d) dst[lane + 32 * c] = from_acc<T>(acc[c] * mul);
+}
+
+// out, lse for the query tile blockIdx.y of head blockIdx.x.
+template <class T, int DC>
+__global__ void attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                                         T* __restrict__ out, acc_t<T>* __restrict__ lse, int64_t t, int64_t d,
+                                         acc_t<T> scale) {
+  using X = acc_t<T>;
+  const Place at(t, d);
+  const int64_t pitch = at.pitch, bq = at.rows, q0 = at.r0, base = at.base;
+  const int lane = at.lane;
+  auto qs = dynamic_shared<X>();
+  auto ks = qs + bq * pitch;
+  auto vs = ks + kTile * pitch;
+  load_tile<T, X>(q + base, t, d, q0, bq, qs);
+  X m[kRows], l[kRows], acc[kRows][DC];
+  for (int r = 0; r < kRows; ++r) {
+    m[r] = -INFINITY;
+    l[r] = X(0);
+    for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
+  }
+  const int64_t q_end = q0 + bq < t ? q0 + bq : t;
+  for (int64_t k0 = 0; k0 < q_end; k0 += kTile) {
+    __syncthreads();  // every warp is done with the previous key tile (and the query tile is stored)
+    load_tile<T, X>(k + base, t, d, k0, kTile, ks);
+    load_tile<T, X>(v + base, t, d, k0, kTile, vs);
+    __syncthreads();
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t row = at.row(r), qi = q0 + row;
+      if (qi >= t || k0 > qi) continue;  // the same for the whole warp
+      const bool seen = k0 + lane <= qi;
+      const X s = seen ? dot_rows<X>(qs + row * pitch, ks + lane * pitch, d) * scale : X(-INFINITY);
+      const X m_new = std::fmax(m[r], warp_reduce(s, MaxOp{}));  // finite: key k0 is seen
+      const X p = seen ? std::exp(s - m_new) : X(0);
+      const X alpha = std::exp(m[r] - m_new);
+      l[r] = l[r] * alpha + warp_reduce(p, SumOp{});
+      for (int c = 0; c < DC; ++c) acc[r][c] *= alpha;
+      const int n = qi - k0 + 1 < kTile ? int(qi - k0 + 1) : kTile;
+      for (int j = 0; j < n; ++j) axpy_row(acc[r], __shfl_sync(kFullMask, p, j), vs + j * pitch, lane, d);
+      m[r] = m_new;
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    const int64_t qi = q0 + at.row(r);
+    if (qi >= t) continue;
+    store_row(out + base + qi * d, acc[r], X(1) / l[r], lane, d);
+    if (lane == 0) lse[at.head * t + qi] = m[r] + std::log(l[r]);
+  }
+}
+
+// dQ for the query tile blockIdx.y, and delta = dO . O per row (stored for the dK/dV kernel).
+// dS_ij = P_ij (dP_ij - delta_i) with dP = dO V^T; dQ = scale * dS K.
+template <class T, int DC>
+__global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                             const T* __restrict__ v, const T* __restrict__ o,
+                                             const acc_t<T>* __restrict__ lse, const T* __restrict__ dout,
+                                             T* __restrict__ dq, acc_t<T>* __restrict__ delta, int64_t t, int64_t d,
+                                             acc_t<T> scale) {
+  using X = acc_t<T>;
+  const Place at(t, d);
+  const int64_t pitch = at.pitch, bq = at.rows, q0 = at.r0, head = at.head, base = at.base;
+  const int lane = at.lane;
+  auto qs = dynamic_shared<X>();
+  auto dos = qs + bq * pitch;
+  auto ks = dos + bq * pitch;
+  auto vs = ks + kTile * pitch;
+  load_tile<T, X>(q + base, t, d, q0, bq, qs);
+  load_tile<T, X>(dout + base, t, d, q0, bq, dos);
+  X lse_r[kRows], delta_r[kRows], acc[kRows][DC];
+  for (int r = 0; r < kRows; ++r) {
+    const int64_t qi = q0 + at.row(r);
+    X part = X(0);
+    if (qi < t)
+      for (int64_t c = lane; c < d; c += 32) part += X(to_acc(dout[base + qi * d + c])) * X(to_acc(o[base + qi * d + c]));
+    delta_r[r] = warp_reduce(part, SumOp{});
+    lse_r[r] = qi < t ? lse[head * t + qi] : X(0);
+    if (qi < t && lane == 0) delta[head * t + qi] = delta_r[r];
+    for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
+  }
+  const int64_t q_end = q0 + bq < t ? q0 + bq : t;
+  for (int64_t k0 = 0; k0 < q_end; k0 += kTile) {
+    __syncthreads();
+    load_tile<T, X>(k + base, t, d, k0, kTile, ks);
+    load_tile<T, X>(v + base, t, d, k0, kTile, vs);
+    __syncthreads();
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t row = at.row(r), qi = q0 + row;
+      if (qi >= t || k0 > qi) continue;
+      X ds = X(0);
+      if (k0 + lane <= qi) {
+        const X p = std::exp(dot_rows<X>(qs + row * pitch, ks + lane * pitch, d) * scale - lse_r[r]);
+        ds = p * (dot_rows<X>(dos + row * pitch, vs + lane * pitch, d) - delta_r[r]);
+      }
+      const int n = qi - k0 + 1 < kTile ? int(qi - k0 + 1) : kTile;
+      for (int j = 0; j < n; ++j) axpy_row(acc[r], __shfl_sync(kFullMask, ds, j), ks + j * pitch, lane, d);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    const int64_t qi = q0 + at.row(r);
+    if (qi < t) store_row(dq + base + qi * d, acc[r], scale, lane, d);
+  }
+}
+
+// dK, dV for the key tile blockIdx.y: the query tiles that see it stream through, lane i taking query i.
+// dV = P^T dO, dK = scale * dS^T Q.
+template <class T, int DC>
+__global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                              const T* __restrict__ v, const acc_t<T>* __restrict__ lse,
+                                              const acc_t<T>* __restrict__ delta, const T* __restrict__ dout,
+                                              T* __restrict__ dk, T* __restrict__ dv, int64_t t, int64_t d,
+                                              acc_t<T> scale) {
+  using X = acc_t<T>;
+  const Place at(t, d);
+  const int64_t pitch = at.pitch, bk = at.rows, k0 = at.r0, head = at.head, base = at.base;
+  const int lane = at.lane;
+  auto ks = dynamic_shared<X>();
+  auto vs = ks + bk * pitch;
+  auto qs = vs + bk * pitch;
+  auto dos = qs + kTile * pitch;
+  auto ls = dos + kTile * pitch;  // lse of the query tile, then delta
+  auto ds_ = ls + kTile;
+  load_tile<T, X>(k + base, t, d, k0, bk, ks);
+  load_tile<T, X>(v + base, t, d, k0, bk, vs);
+  X acc_k[kRows][DC], acc_v[kRows][DC];
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < DC; ++c) acc_k[r][c] = acc_v[r][c] = X(0);
+  for (int64_t i0 = k0 / kTile * kTile; i0 < t; i0 += kTile) {
+    __syncthreads();
+    load_tile<T, X>(q + base, t, d, i0, kTile, qs);
+    load_tile<T, X>(dout + base, t, d, i0, kTile, dos);
+    if (threadIdx.x < kTile) {
+      const int64_t i = i0 + threadIdx.x;
+      ls[threadIdx.x] = i < t ? lse[head * t + i] : X(0);
+      ds_[threadIdx.x] = i < t ? delta[head * t + i] : X(0);
+    }
+    __syncthreads();
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t row = at.row(r), kj = k0 + row;
+      if (kj >= t || i0 + kTile - 1 < kj) continue;
+      const int64_t i = i0 + lane;
+      X p = X(0), ds = X(0);
+      if (i >= kj && i < t) {
+        p = std::exp(dot_rows<X>(qs + lane * pitch, ks + row * pitch, d) * scale - X(ls[lane]));
+        ds = p * (dot_rows<X>(dos + lane * pitch, vs + row * pitch, d) - X(ds_[lane]));
+      }
+      const int first = kj > i0 ? int(kj - i0) : 0;
+      const int end = t - i0 < kTile ? int(t - i0) : kTile;
+      for (int j = first; j < end; ++j) {
+        axpy_row(acc_v[r], __shfl_sync(kFullMask, p, j), dos + j * pitch, lane, d);
+        axpy_row(acc_k[r], __shfl_sync(kFullMask, ds, j), qs + j * pitch, lane, d);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    const int64_t kj = k0 + at.row(r);
+    if (kj >= t) continue;
+    store_row(dk + base + kj * d, acc_k[r], scale, lane, d);
+    store_row(dv + base + kj * d, acc_v[r], X(1), lane, d);
+  }
+}
+
+// f(std::integral_constant<int, DC>) with DC = ceil(d / 32).
+template <class F>
+void with_columns(int64_t d, F&& f) {
+  TANDEM_CHECK_KIND(NotSupported, d >= 1 && d <= kMaxHeadDim,
+                     "causal_attention on CUDA supports head dimensions 1..{}, got {}", kMaxHeadDim, d);
+  switch ((d + 31) / 32) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    default: return f(std::integral_constant<int, 4>{});
+  }
+}
+
+unsigned tiles_of(int64_t t, int64_t rows) { return static_cast<unsigned>((t + rows - 1) / rows); }
+
+template <class T>
+const T* cptr(const Tensor& x) { return static_cast<const T*>(x.data_ptr()); }
+template <class T>
+T* mptr(Tensor& x) { return static_cast<T*>(x.data_ptr()); }
+
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& lse,
+                       const kernels::AttentionShape& s) {
+  check_on_device("causal_attention", q.device(), {&q, &k, &v, &out, &lse});
+  if (s.heads() == 0 || s.t == 0) return;
+  dispatch_floating(q.dtype(), "causal_attention", [&](auto tag) {
+    using T = decltype(tag);
+    using X = acc_t<T>;
+    if constexpr (std::is_floating_point_v<X>) with_columns(s.d, [&](auto dc) {
+      const Plan p = make_plan(s.d, sizeof(X), 1, 2, 0);
+      TANDEM_LAUNCH(attention_forward_kernel<T, decltype(dc)::value>,
+                    dim3(static_cast<unsigned>(s.heads()), tiles_of(s.t, p.rows())), p.warps * 32, p.shared,
+                    stream_for(q.device()), cptr<T>(q), cptr<T>(k), cptr<T>(v), mptr<T>(out), mptr<X>(lse), s.t, s.d,
+                    static_cast<X>(s.scale));
+    });
+  });
+}
+
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, const kernels::AttentionShape& s) {
+  check_on_device("causal_attention backward", q.device(), {&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv});
+  if (s.heads() == 0 || s.t == 0) return;
+  dispatch_floating(q.dtype(), "causal_attention backward", [&](auto tag) {
+    using T = decltype(tag);
+    using X = acc_t<T>;
+    if constexpr (std::is_floating_point_v<X>) with_columns(s.d, [&](auto dc) {
+      constexpr int DC = decltype(dc)::value;
+      Stream stream = stream_for(q.device());
+      Tensor delta = Tensor::empty({s.b, s.h, s.t}, dtype_v<X>, q.device());
+      const Plan pq = make_plan(s.d, sizeof(X), 2, 2, 0);
+      TANDEM_LAUNCH(attention_backward_dq_kernel<T, DC>, dim3(static_cast<unsigned>(s.heads()), tiles_of(s.t, pq.rows())),
+                    pq.warps * 32, pq.shared, stream, cptr<T>(q), cptr<T>(k), cptr<T>(v), cptr<T>(out), cptr<X>(lse),
+                    cptr<T>(dout), mptr<T>(dq), mptr<X>(delta), s.t, s.d, static_cast<X>(s.scale));
+      const Plan pk = make_plan(s.d, sizeof(X), 2, 2, 2 * kTile);
+      TANDEM_LAUNCH(attention_backward_dkv_kernel<T, DC>, dim3(static_cast<unsigned>(s.heads()), tiles_of(s.t, pk.rows())),
+                    pk.warps * 32, pk.shared, stream, cptr<T>(q), cptr<T>(k), cptr<T>(v), cptr<X>(lse), cptr<X>(delta),
+                    cptr<T>(dout), mptr<T>(dk), mptr<T>(dv), s.t, s.d, static_cast<X>(s.scale));
+    });
+  });
+}
+
+TANDEM_REGISTER_KERNEL(kernels::attention_forward, kKind, attention_forward);
+TANDEM_REGISTER_KERNEL(kernels::attention_backward, kKind, attention_backward);
+
+}  // namespace
+}  // namespace tandem::TANDEM_CUDA_NS

@@ -1,0 +1,78 @@
+// causal_attention entry: validate, run the fused forward (output + per-row logsumexp), record a
+// backward that recomputes the probabilities from q, k, v, the output and the logsumexp.
+#include "runtime/ops/attention.h"
+
+#include <cmath>
+
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
+#include "runtime/backend/attention.h"
+#include "runtime/ops/op_checks.h"
+#include "runtime/ops/shape.h"
+
+namespace tandem::ops {
+
+Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in) {
+  using detail::describe;
+  detail::check_defined(q_in, "causal_attention", "q");
+  detail::check_defined(k_in, "causal_attention", "k");
+  detail::check_defined(v_in, "causal_attention", "v");
+  // f32 under autocast, like softmax: the logsumexp and the running rescaling want f32 range.
+  Tensor q = autocast_arg(q_in, AutocastCategory::Float32);
+  Tensor k = autocast_arg(k_in, AutocastCategory::Float32);
+  Tensor v = autocast_arg(v_in, AutocastCategory::Float32);
+  TANDEM_CHECK(q.dim() == 4, "causal_attention: q must be [B, H, T, D], got {}", describe(q));
+  detail::check_floating("causal_attention", q);
+  detail::check_compatible("causal_attention", q, k);
+  detail::check_compatible("causal_attention", q, v);
+  TANDEM_CHECK(k.shape() == q.shape() && v.shape() == q.shape(),
+               "causal_attention: q, k, v must have one shape [B, H, T, D], got q {}, k {}, v {}",
+               shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
+  TANDEM_CHECK(q.size(3) >= 1, "causal_attention: head dimension D must be >= 1, got {}", describe(q));
+
+  kernels::AttentionShape s;
+  s.b = q.size(0); s.h = q.size(1); s.t = q.size(2); s.d = q.size(3);
+  s.scale = 1.0 / std::sqrt(static_cast<double>(s.d));
+  const DType acc = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());
+  Tensor lse = Tensor::empty({s.b, s.h, s.t}, acc, q.device());
+  kernels::attention_forward(q.device())(q, k, v, out, lse, s);
+  if (!needs_grad({&q, &k, &v})) return out;
+
+  Tensor qs = q.detach(), ks = k.detach(), vs = v.detach(), os = out.detach();
+  return record("CausalAttentionBackward", {q, k, v}, out, [=](const std::vector<Tensor>& g) {
+    const Tensor& dout = g[0];
+    Tensor dq = Tensor::empty(qs.shape(), qs.dtype(), qs.device());
+    Tensor dk = Tensor::empty(qs.shape(), qs.dtype(), qs.device());
+    Tensor dv = Tensor::empty(qs.shape(), qs.dtype(), qs.device());
+    kernels::attention_backward(dout.device())(qs, ks, vs, os, lse, dout, dq, dk, dv, s);
+    return std::vector<Tensor>{dq, dk, dv};
+  });
+}
+
+Tensor split_heads(const Tensor& x, int64_t heads) {
+  detail::check_defined(x, "split_heads", "x");
+  TANDEM_CHECK(x.dim() == 3 && heads >= 1 && x.size(2) % heads == 0,
+               "split_heads: x must be [B, T, H*D] with H = {} dividing the last dim, got {}", heads,
+               detail::describe(x));
+  return permute(reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads}), {0, 2, 1, 3});
+}
+
+Tensor merge_heads(const Tensor& x) {
+  detail::check_defined(x, "merge_heads", "x");
+  TANDEM_CHECK(x.dim() == 4, "merge_heads: x must be [B, H, T, D], got {}", detail::describe(x));
+  return reshape(permute(x, {0, 2, 1, 3}), {x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+std::array<Tensor, 3> split_qkv(const Tensor& qkv, int64_t heads) {
+  detail::check_defined(qkv, "split_qkv", "qkv");
+  TANDEM_CHECK(qkv.dim() == 3 && heads >= 1 && qkv.size(2) % (3 * heads) == 0,
+               "split_qkv: qkv must be [B, T, 3*H*D] with H = {}, got {}", heads, detail::describe(qkv));
+  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (3 * heads);
+  Tensor all = permute(reshape(qkv, {b, t, 3, heads, d}), {2, 0, 3, 1, 4});  // [3, B, H, T, D]
+  std::array<Tensor, 3> out;
+  for (int64_t i = 0; i < 3; ++i) out[static_cast<size_t>(i)] = reshape(slice0(all, i, i + 1), {b, heads, t, d});
+  return out;
+}
+
+}  // namespace tandem::ops

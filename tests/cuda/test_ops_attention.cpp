@@ -1,0 +1,90 @@
+// causal attention on the CUDA backend (the fused forward and the dQ / dK,dV kernels) vs the CPU:
+// T not a multiple of any tile, T = 1, head_dim 32/64/128 and odd ones, B*H > 1, 16-bit inputs.
+#include <cmath>
+
+#include "runtime/autograd.h"
+#include "runtime/backend/attention.h"
+#include "runtime/ops.h"
+#include "tests/cuda/backend_test.h"
+
+namespace tandem::testing {
+namespace {
+
+class AttentionOps : public BackendTest {};
+
+struct Outputs {
+  Tensor out, lse, dq, dk, dv;
+};
+
+Outputs run(Device dev, const Shape& s, DType dt, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout) {
+  kernels::AttentionShape a;
+  a.b = s[0]; a.h = s[1]; a.t = s[2]; a.d = s[3];
+  a.scale = 1.0 / std::sqrt(static_cast<double>(a.d));
+  const DType acc = dt == DType::f64 ? DType::f64 : DType::f32;
+  Outputs o{Tensor::empty(s, dt, dev), Tensor::empty({s[0], s[1], s[2]}, acc, dev), Tensor::empty(s, dt, dev),
+            Tensor::empty(s, dt, dev), Tensor::empty(s, dt, dev)};
+  Tensor qd = q.to(dev), kd = k.to(dev), vd = v.to(dev), dod = dout.to(dev);
+  kernels::attention_forward(dev)(qd, kd, vd, o.out, o.lse, a);
+  kernels::attention_backward(dev)(qd, kd, vd, o.out, o.lse, dod, o.dq, o.dk, o.dv, a);
+  return o;
+}
+
+void compare(const Outputs& got, const Outputs& want, double rtol, const std::string& what) {
+  expect_close(got.out, want.out, rtol, what + " out");
+  expect_close(got.lse, want.lse, rtol, what + " lse");
+  expect_close(got.dq, want.dq, rtol * 4, what + " dq");
+  expect_close(got.dk, want.dk, rtol * 4, what + " dk");
+  expect_close(got.dv, want.dv, rtol * 4, what + " dv");
+}
+
+TEST_P(AttentionOps, MatchesCpuAcrossShapes) {
+  // T: 1, under one warp's tile, not a multiple of 32 or of the row tiles; D: 32/64/128 and odd.
+  for (Shape s : {Shape{1, 1, 1, 32}, Shape{2, 3, 45, 64}, Shape{1, 2, 70, 128}, Shape{1, 1, 33, 32},
+                  Shape{3, 1, 17, 7}, Shape{1, 1, 5, 100}, Shape{1, 2, 0, 16}}) {
+    const DType dt = DType::f32;
+    Tensor q = random_tensor(s, dt, 1), k = random_tensor(s, dt, 2), v = random_tensor(s, dt, 3),
+           dout = random_tensor(s, dt, 4);
+    compare(run(dev(), s, dt, q, k, v, dout), run(kCPU, s, dt, q, k, v, dout), tol(2e-5, 1e-4), shape_str(s));
+  }
+}
+
+TEST_P(AttentionOps, DoubleAndSixteenBitInputs) {
+  const Shape s{2, 2, 37, 32};
+  for (DType dt : {DType::f64, DType::bf16, DType::f16}) {
+    Tensor q = random_tensor(s, dt, 5), k = random_tensor(s, dt, 6), v = random_tensor(s, dt, 7),
+           dout = random_tensor(s, dt, 8);
+    const double rtol = dt == DType::f64 ? 1e-12 : dt == DType::bf16 ? 2e-2 : 4e-3;
+    compare(run(dev(), s, dt, q, k, v, dout), run(kCPU, s, dt, q, k, v, dout), std::max(rtol, tol(0, 0)),
+            dtype_name(dt));
+  }
+}
+
+TEST_P(AttentionOps, HeadDimBeyondTheKernelIsRejected) {
+  const Shape s{1, 1, 4, 160};
+  Tensor q = random_tensor(s, DType::f32, 9);
+  EXPECT_THROW(run(dev(), s, DType::f32, q, q, q, q), NotSupportedError);
+}
+
+// The differentiable path on the device: a fused qkv projection's output split into heads, attention,
+// heads merged back; gradients through all of it (split_qkv and merge_heads are permutes there).
+TEST_P(AttentionOps, OpsWithHeadLayoutsMatchCpu) {
+  const int64_t b = 2, t = 19, h = 2, d = 32;
+  Tensor x = random_tensor({b, t, 3 * h * d}, DType::f32, 10), r = random_tensor({b, t, h * d}, DType::f32, 11);
+  auto run_on = [&](Device dv) {
+    Tensor xd = x.to(dv);
+    xd.set_requires_grad(true);
+    auto qkv = ops::split_qkv(xd, h);
+    Tensor y = ops::merge_heads(ops::causal_attention(qkv[0], qkv[1], qkv[2]));
+    Tensor gx = grad({y}, {xd}, {r.to(dv)})[0];
+    return std::make_pair(y.to(kCPU), gx.to(kCPU));
+  };
+  auto [y, gx] = run_on(dev());
+  auto [y_cpu, gx_cpu] = run_on(kCPU);
+  expect_close(y, y_cpu, tol(2e-5, 1e-4), "y");
+  expect_close(gx, gx_cpu, tol(1e-4, 4e-4), "dx");
+}
+
+TANDEM_BACKEND_SUITE(AttentionOps);
+
+}  // namespace
+}  // namespace tandem::testing
