@@ -32,13 +32,9 @@ class CausalSelfAttention final : public Cloneable<CausalSelfAttention> {
     register_module("c_proj", std::make_shared<Linear>(c.n_embd, c.n_embd, true, scratch));
   }
   Tensor forward(const Tensor& x) override {
-    const int64_t b = x.size(0), t = x.size(1), c = x.size(2), d = c / n_head_;
-    Tensor qkv = child<Linear>(children_, 0)(x);                                        // [B, T, 3C]
-    qkv = ops::permute(ops::reshape(qkv, {b, t, 3, n_head_, d}), {2, 0, 3, 1, 4});      // [3, B, H, T, D]
-    auto part = [&](int64_t i) { return ops::reshape(ops::slice0(qkv, i, i + 1), {b, n_head_, t, d}); };
-    Tensor y = ops::causal_attention(part(0), part(1), part(2));                        // [B, H, T, D]
-    y = ops::reshape(ops::permute(y, {0, 2, 1, 3}), {b, t, c});                         // merge heads
-    return child<Linear>(children_, 1)(y);
+    auto qkv = ops::split_qkv(child<Linear>(children_, 0)(x), n_head_);  // [B, T, 3C] -> 3 x [B, H, T, D]
+    Tensor y = ops::causal_attention(qkv[0], qkv[1], qkv[2]);
+    return child<Linear>(children_, 1)(ops::merge_heads(y));           // [B, T, C]
   }
   std::string type_name() const override { return "CausalSelfAttention"; }
 
