@@ -8,7 +8,7 @@ namespace {
 // Flags that only mean something for --model gpt.
 const char* const kGptOnly[] = {"--n-layer",    "--n-head",       "--n-embd",        "--context",
                                 "--text-dir",   "--eval-every",   "--eval-windows",  "--sample-tokens",
-                                "--temperature", "--top-k",       "--prompt"};
+                                "--temperature", "--top-k",       "--prompt",        "--init-from"};
 
 bool given(const CLI::App& app, const char* flag) { return app.count(flag) > 0; }
 
@@ -40,6 +40,10 @@ void add_gpt_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--prompt", g.prompt, "gpt: text the sample continues");
+  app.add_option("--init-from", g.init_from,
+                 "gpt: start from GPT-2 weights in Hugging Face's safetensors layout (layers, width and context "
+                 "from the file; --n-head must be its head count; tokens are still bytes)")
+      ->check(CLI::ExistingFile);
   app.add_option("--warmup-steps", cfg.warmup_steps, "linear warmup steps before the lr schedule")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -52,7 +56,10 @@ void apply_gpt_defaults(const CLI::App& app, TrainConfig& cfg) {
     return;
   }
   const GptRunConfig& g = cfg.gpt;
-  if (g.n_embd % g.n_head != 0)
+  if (!g.init_from.empty())
+    for (const char* flag : {"--n-layer", "--n-embd", "--context"})
+      if (given(app, flag)) throw CLI::ValidationError(flag, "--init-from takes the shape from its file");
+  if (g.init_from.empty() && g.n_embd % g.n_head != 0)
     throw CLI::ValidationError("--n-head", "must divide --n-embd (" + std::to_string(g.n_embd) + ")");
   if (!given(app, "--batch-size")) cfg.batch_size = 8;
   if (!given(app, "--eval-batch-size")) cfg.eval_batch_size = 32;

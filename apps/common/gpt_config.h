@@ -23,6 +23,9 @@ struct GptRunConfig {
   double temperature = 0.8;
   int64_t top_k = 40;  // 0: the whole vocabulary
   std::string prompt = "\n";
+  // Start from GPT-2 weights in Hugging Face's safetensors layout (shape from the file, n_head from
+  // --n-head); the vocabulary is padded to a multiple of 64 of at least 256 (byte tokens).
+  std::string init_from;
 };
 
 }  // namespace tandem::app

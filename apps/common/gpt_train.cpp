@@ -69,9 +69,9 @@ class GptEvalHook final : public TrainerCallback {
 class GptTrainer final : public FullTrainer {
  public:
   GptTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
-             std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> val)
+             std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> val, int64_t context)
       : FullTrainer(cfg, std::move(ps), std::move(optimizer), std::move(train), std::move(val)) {
-    const int64_t tokens = cfg.batch_size * cfg.gpt.context * world().size() * cfg.accumulation_steps;
+    const int64_t tokens = cfg.batch_size * context * world().size() * cfg.accumulation_steps;
     hook_ = std::make_shared<GptEvalHook>(tokens);
     add_callback(hook_);
   }
@@ -126,11 +126,12 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps) {
   log.info("text: {} files from {}: {} training and {} validation bytes (byte-unigram entropy {:.3f} nats); "
            "GPT {} layers, {} heads, width {}, context {}: {} parameters; weight decay {} on parameters of >= 2 dims",
            corpus.files.size(), cfg.gpt.text_dir, corpus.train.size(), corpus.val.size(),
-           data::unigram_entropy_nats(corpus.train), cfg.gpt.n_layer, cfg.gpt.n_head, cfg.gpt.n_embd,
-           cfg.gpt.context, gpt->config().num_parameters(), cfg.optimizer.weight_decay);
+           data::unigram_entropy_nats(corpus.train), gpt->config().n_layer, gpt->config().n_head,
+           gpt->config().n_embd, gpt->config().context, gpt->config().num_parameters(), cfg.optimizer.weight_decay);
+  if (!cfg.gpt.init_from.empty()) log.info("weights from {}", cfg.gpt.init_from);
   data::TextWindowsOptions wo;
   wo.batch_size = cfg.batch_size;
-  wo.context = cfg.gpt.context;
+  wo.context = gpt->config().context;
   wo.world_size = ps.world_size();
   wo.rank = ps.rank();
   wo.seed = cfg.seed;
@@ -140,11 +141,11 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps) {
   log.info("validation: {}", val->describe());
 
   auto optimizer = make_gpt_optimizer(cfg, ps.model->parameters());
-  GptTrainer trainer(cfg, ps, std::move(optimizer), std::move(train), std::move(val));
+  GptTrainer trainer(cfg, ps, std::move(optimizer), std::move(train), std::move(val), wo.context);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
   TrainResult r = trainer.fit();
   log.result("done: {} steps, val_loss {:.4f} nats/byte, {:.0f} tokens/s, world size {}, param_hash {}", r.steps,
-             trainer.last_val_loss(), r.samples_per_s * static_cast<double>(cfg.gpt.context), ps.world_size(),
+             trainer.last_val_loss(), r.samples_per_s * static_cast<double>(wo.context), ps.world_size(),
              trainer.param_hash());
 
   if (ps.rank() == 0 && cfg.gpt.sample_tokens > 0) {
