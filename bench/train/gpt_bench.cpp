@@ -24,8 +24,6 @@
 
 namespace tandem::bench {
 
-namespace {
-
 void finish(Device device) {
 #ifdef TANDEM_HAVE_CUDA
   if (device.kind == DeviceKind::CUDA) cuda::synchronize(device);
@@ -33,6 +31,8 @@ void finish(Device device) {
   (void)device;
 #endif
 }
+
+namespace {
 
 // Dense bf16 tensor-core peaks from NVIDIA's datasheets (without sparsity), TFLOP/s.
 double datasheet_bf16_tflops(const std::string& name) {

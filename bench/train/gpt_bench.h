@@ -4,7 +4,12 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/device.h"
+
 namespace tandem::bench {
+
+// Waits for the work queued on `device` (a no-op on the CPU, whose ops return finished).
+void finish(Device device);
 
 struct GptBenchOptions {
   std::string size = "small";  // tiny | small | gpt2-124m (nn::GPTConfig::preset)

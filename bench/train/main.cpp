@@ -31,18 +31,7 @@
 
 using namespace tandem;
 
-namespace {
-
-// Waits for the work queued on `device` (a no-op on the CPU, whose ops return finished).
-void finish(Device device) {
-#ifdef TANDEM_HAVE_CUDA
-  if (device.kind == DeviceKind::CUDA) cuda::synchronize(device);
-#else
-  (void)device;
-#endif
-}
-
-}  // namespace
+using bench::finish;
 
 int main(int argc, char** argv) {
   CLI::App app{"tandem-bench-train: training throughput against the fp32 peak", "tandem-bench-train"};

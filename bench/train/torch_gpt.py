@@ -10,12 +10,15 @@ figures are compared against it. Tooling only: tandem itself never needs Python.
 import argparse
 import json
 import math
-import statistics
-import time
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_step  # noqa: E402  (the shared timing loop)
 
 SIZES = {  # n_layer, n_head, n_embd, context, vocab (as nn::GPTConfig::preset)
     "tiny": (2, 2, 32, 16, 256),
@@ -95,23 +98,11 @@ def main():
     x, y = ids[:, :-1].contiguous(), ids[:, 1:].reshape(-1).contiguous()
     dtype = torch.bfloat16 if a.amp == "bf16" else None
 
-    def step():
-        opt.zero_grad(set_to_none=False)
+    def forward_loss():
         with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
-            loss = F.cross_entropy(model(x).reshape(-1, vocab).float(), y)
-        loss.backward()
-        opt.step()
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
+            return F.cross_entropy(model(x).reshape(-1, vocab).float(), y)
 
-    for _ in range(a.warmup):
-        step()
-    times = []
-    for _ in range(a.steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    med = statistics.median(times)
+    med = torch_step.median_step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
     print(json.dumps({"impl": "torch " + torch.__version__, "model": "gpt", "gpt_size": a.gpt_size,
                       "batch": a.batch_size, "context": t, "threads": a.threads, "amp": a.amp, "device": str(dev),
                       "params": sum(p.numel() for p in model.parameters()),
