@@ -52,13 +52,15 @@ __device__ __forceinline__ X dot_rows(S a, S b, int64_t d) {
   return s;
 }
 
-// This block's place: head blockIdx.x, its own tile of `rows` rows (kRows per warp) from r0 =
-// blockIdx.y * rows; a thread's lane and warp.
+// This block's place: head blockIdx.x, its own tile of `rows` rows (kRows per warp) from r0; a
+// thread's lane and warp. Query tiles are numbered from the last (`last_first`): the later a query,
+// the more keys it sees, so the longest blocks start first and the short ones fill the tail.
 struct Place {
   int64_t pitch, rows, r0, head, base;
   int lane, warp;
-  __device__ Place(int64_t t, int64_t d)
-      : pitch(d + 1), rows(int64_t(blockDim.x / 32) * kRows), r0(int64_t(blockIdx.y) * rows), head(blockIdx.x),
+  __device__ Place(int64_t t, int64_t d, bool last_first)
+      : pitch(d + 1), rows(int64_t(blockDim.x / 32) * kRows),
+        r0(int64_t(last_first ? gridDim.y - 1 - blockIdx.y : blockIdx.y) * rows), head(blockIdx.x),
         base(head * t * d), lane(int(threadIdx.x % 32)), warp(int(threadIdx.x / 32)) {}
   __device__ int64_t row(int r) const { return int64_t(warp) * kRows + r; }  // within the block's tile
 };
@@ -83,7 +85,7 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
                                          T* __restrict__ out, acc_t<T>* __restrict__ lse, int64_t t, int64_t d,
                                          acc_t<T> scale) {
   using X = acc_t<T>;
-  const Place at(t, d);
+  const Place at(t, d, true);
   const int64_t pitch = at.pitch, bq = at.rows, q0 = at.r0, base = at.base;
   const int lane = at.lane;
   auto qs = dynamic_shared<X>();
@@ -134,7 +136,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
                                              T* __restrict__ dq, acc_t<T>* __restrict__ delta, int64_t t, int64_t d,
                                              acc_t<T> scale) {
   using X = acc_t<T>;
-  const Place at(t, d);
+  const Place at(t, d, true);
   const int64_t pitch = at.pitch, bq = at.rows, q0 = at.r0, head = at.head, base = at.base;
   const int lane = at.lane;
   auto qs = dynamic_shared<X>();
@@ -187,7 +189,7 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
                                               T* __restrict__ dk, T* __restrict__ dv, int64_t t, int64_t d,
                                               acc_t<T> scale) {
   using X = acc_t<T>;
-  const Place at(t, d);
+  const Place at(t, d, false);  // key tile 0 is seen by every query: the longest first
   const int64_t pitch = at.pitch, bk = at.rows, k0 = at.r0, head = at.head, base = at.base;
   const int lane = at.lane;
   auto ks = dynamic_shared<X>();
