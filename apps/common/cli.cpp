@@ -1,12 +1,12 @@
 // Training flags and their parsing.
 #include "apps/common/cli.h"
 
-#include "apps/common/operations.h"
-
 #include <iostream>
 #include <string>
 
+#include "apps/common/gpt_cli.h"
 #include "apps/common/loop_flags.h"
+#include "apps/common/operations.h"
 #include "tandem/version.h"
 
 namespace tandem::app {
@@ -15,8 +15,10 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--config", cfg.config_path,
                  "a run-config YAML file (model, loss, optimizer, lr_scheduler, training and ddp blocks, "
                  "TorchFort's layout); flags given on the command line override it");
-  app.add_option("--model", cfg.model, "model: mlp (784-512-512-10) or cnn (2 conv + 2 linear)")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
+  app.add_option("--model", cfg.model,
+                 "model: mlp (784-512-512-10) or cnn (2 conv + 2 linear) on Fashion-MNIST, or gpt (byte-level, "
+                 "on --text-dir)")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}))
       ->capture_default_str();
   app.add_option("--epochs", cfg.epochs, "epochs over the training set")
       ->check(CLI::PositiveNumber)
@@ -100,9 +102,11 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_flag_callback("--no-stop-on-nonfinite", [&cfg] { cfg.stop_on_nonfinite = false; },
                         "log a nan/inf loss and go on (default: stop with an error naming the step)");
   add_operations_flags(app, cfg);
+  add_gpt_flags(app, cfg);
 
   // Combinations that make no sense are usage errors (exit 2), not run-time failures.
-  app.final_callback([&cfg] {
+  app.final_callback([&app, &cfg] {
+    apply_gpt_defaults(app, cfg);
     if (cfg.mode == "dp" && cfg.devices.empty())
       throw CLI::ValidationError("--mode dp", "needs --devices, e.g. --devices cpu:0,cpu:1 or cuda:0,cuda:1");
     if (!cfg.devices.empty() && (cfg.mode == "single" || cfg.mode == "ddp"))

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "apps/common/train_config.h"
+#include "nn/gpt.h"
 #include "nn/module.h"
 #include "nn/optim.h"
 
@@ -13,6 +14,8 @@ namespace tandem::app {
 
 // The model named by cfg.model, initialised from a generator seeded with cfg.seed.
 std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg);
+// --model gpt's shape (cfg.gpt) with the byte vocabulary (256).
+nn::GPTConfig gpt_model_config(const TrainConfig& cfg);
 // cfg.optimizer: sgd (momentum, L2 weight decay), adam (L2) or adamw (decoupled); fused when a
 // --config file asks for it (nn::config::build_optimizer).
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);

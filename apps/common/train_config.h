@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "apps/common/gpt_config.h"
 #include "nn/config/run_config.h"
 #include "nn/parallel/ddp_options.h"
 #include "runtime/data/dataset.h"
@@ -13,8 +14,9 @@ namespace tandem::app {
 
 struct TrainConfig {
   // model and data
-  std::string model = "mlp";  // mlp | cnn
+  std::string model = "mlp";  // mlp | cnn | gpt
   std::string data_dir = data::kFashionMnistDir;
+  GptRunConfig gpt;           // --model gpt: shape, text, validation, sample (gpt_config.h)
   // optimisation (the README defaults: they reach mlp >= 0.88 and cnn >= 0.91 in 5 epochs)
   int64_t epochs = 5;
   int64_t batch_size = 128;   // per process

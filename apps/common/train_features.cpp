@@ -120,6 +120,20 @@ FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
       ps_(std::move(ps)),
       amp_(AmpConfig::parse(cfg.amp)),
       scaler_(make_grad_scaler(amp_, ps_.comm.get())) {
+  init_features();
+}
+
+FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
+                         std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> test)
+    : Trainer(cfg, ps.model, std::move(optimizer), std::move(train), std::move(test), World{ps.comm}),
+      ps_(std::move(ps)),
+      amp_(AmpConfig::parse(cfg.amp)),
+      scaler_(make_grad_scaler(amp_, ps_.comm.get())) {
+  init_features();
+}
+
+void FullTrainer::init_features() {
+  const TrainConfig& cfg = config();
   if (cfg.ema_decay > 0) {
     nn::EMAOptions eo;
     eo.decay = cfg.ema_decay;

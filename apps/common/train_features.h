@@ -41,6 +41,9 @@ class FullTrainer : public Trainer {
   // `ps` from setup_parallel over make_run_model(cfg); the optimizer over ps.model->parameters().
   FullTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
               data::Dataset train_set, data::Dataset test_set);
+  // The same over any batches (e.g. text windows for --model gpt).
+  FullTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
+              std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> test);
 
   // --resume: restores model, optimizer, scaler, schedule, EMA, RNG and the loop position.
   void resume(const std::string& path);
@@ -59,6 +62,7 @@ class FullTrainer : public Trainer {
   void complete_failed_step() override;  // train_recovery.cpp
 
  private:
+  void init_features();
   nn::TrainComponents components();
   nn::TrainProgress progress();
   void barrier();

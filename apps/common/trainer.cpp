@@ -46,38 +46,47 @@ void World::sum(std::vector<double>& values) const {
 
 Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::unique_ptr<nn::Optimizer> optimizer,
                  data::Dataset train_set, data::Dataset test_set, World world)
+    : Trainer(config, std::move(model), std::move(optimizer), image_batches(config, std::move(train_set), world, true),
+              image_batches(config, std::move(test_set), world, false), world) {}
+
+std::unique_ptr<data::BatchSource> Trainer::image_batches(const TrainConfig& config, data::Dataset set,
+                                                          const World& world, bool train) {
+  data::LoaderOptions opt;
+  opt.batch_size = train ? config.batch_size : config.eval_batch_size;
+  opt.layout = config.model == "cnn" ? data::Layout::Image : data::Layout::Flat;
+  const int64_t n = set.size();
+  if (!train) {
+    // Evaluation: contiguous unpadded shards, so the summed counts cover every test sample once.
+    auto shard = nn::parallel::eval_shard(n, world.size(), world.rank());
+    return std::make_unique<data::BatchLoader>(std::move(set), std::make_shared<RangeSampler>(shard.begin, shard.end),
+                                               opt);
+  }
+  // Training order: a seeded permutation per epoch; with several ranks each takes its shard of it.
+  std::shared_ptr<const data::Sampler> sampler;
+  if (world.size() > 1) {
+    nn::parallel::DistributedSamplerOptions so;
+    so.seed = config.seed;
+    sampler = std::make_shared<nn::parallel::DistributedSampler>(n, world.size(), world.rank(), so);
+  } else {
+    sampler = std::make_shared<data::RandomSampler>(n, config.seed);
+  }
+  return std::make_unique<data::BatchLoader>(std::move(set), sampler, opt);
+}
+
+Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::unique_ptr<nn::Optimizer> optimizer,
+                 std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> test, World world)
     : config_(std::move(config)),
       model_(std::move(model)),
       optimizer_(std::move(optimizer)),
-      train_set_(std::move(train_set)),
-      test_set_(std::move(test_set)),
       world_(std::move(world)),
+      train_loader_(std::move(train)),
+      test_loader_(std::move(test)),
       log_(world_.rank(), config_.quiet),
       metrics_(config_.metrics_path, world_.rank() == 0) {
   TANDEM_CHECK(model_ && optimizer_, "Trainer needs a model and an optimizer");
+  TANDEM_CHECK(train_loader_ && test_loader_, "Trainer needs training and evaluation batches");
   // Batches go where the parameters are (DataParallel scatters them from there itself).
   if (auto params = model_->parameters(); !params.empty()) input_device_ = params.front().device();
-  data::LoaderOptions opt;
-  opt.batch_size = config_.batch_size;
-  opt.layout = config_.model == "cnn" ? data::Layout::Image : data::Layout::Flat;
-
-  // Training order: a seeded permutation per epoch; with several ranks each takes its shard of it.
-  std::shared_ptr<const data::Sampler> train_sampler;
-  if (world_.size() > 1) {
-    nn::parallel::DistributedSamplerOptions so;
-    so.seed = config_.seed;
-    train_sampler = std::make_shared<nn::parallel::DistributedSampler>(train_set_.size(), world_.size(),
-                                                                      world_.rank(), so);
-  } else {
-    train_sampler = std::make_shared<data::RandomSampler>(train_set_.size(), config_.seed);
-  }
-  train_loader_ = std::make_unique<data::BatchLoader>(train_set_, train_sampler, opt);
-
-  // Evaluation: contiguous unpadded shards, so the summed counts cover every test sample once.
-  auto shard = nn::parallel::eval_shard(test_set_.size(), world_.size(), world_.rank());
-  opt.batch_size = config_.eval_batch_size;
-  test_loader_ = std::make_unique<data::BatchLoader>(test_set_, std::make_shared<RangeSampler>(shard.begin, shard.end),
-                                                     opt);
 
   train_loader_->set_epoch(0);
   int64_t total = config_.epochs * steps_per_epoch();
@@ -85,7 +94,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
   scheduler_ = make_lr_schedule(config_, *optimizer_, total);
 }
 
-data::Batch Trainer::load(const data::BatchLoader& loader, int64_t b) const {
+data::Batch Trainer::load(const data::BatchSource& loader, int64_t b) const {
   data::Batch batch = loader.batch(b);
   if (batch.x.device() != input_device_) {
     batch.x = batch.x.to(input_device_);
@@ -94,9 +103,21 @@ data::Batch Trainer::load(const data::BatchLoader& loader, int64_t b) const {
   return batch;
 }
 
+namespace {
+
+// Sequence models' logits [B, T, V] and targets [B, T] as [B*T, V] and [B*T]: a loss per token.
+void flatten_tokens(Tensor& logits, Tensor& target) {
+  if (logits.dim() != 3) return;
+  logits = ops::reshape(logits, {-1, logits.size(2)});
+  target = ops::reshape(target, {-1});
+}
+
+}  // namespace
+
 Tensor Trainer::forward_loss(const data::Batch& batch) {
-  Tensor logits = (*model_)(batch.x);  // [B, 10]
-  return ops::cross_entropy(logits, batch.y);
+  Tensor logits = (*model_)(batch.x), target = batch.y;  // [B, 10] and [B], or [B, T, V] and [B, T]
+  flatten_tokens(logits, target);
+  return ops::cross_entropy(logits, target);
 }
 
 void Trainer::backward(const Tensor& loss) { loss.backward(); }
@@ -162,10 +183,11 @@ EvalResult Trainer::evaluate() {
   double correct = 0, loss_sum = 0, samples = 0;
   for (int64_t b = 0; b < test_loader_->num_batches(); ++b) {
     data::Batch batch = load(*test_loader_, b);
-    Tensor logits = (*model_)(batch.x);  // [B, 10]
-    loss_sum += ops::cross_entropy(logits, batch.y, -100, ops::Reduction::Sum).item();
+    Tensor logits = (*model_)(batch.x), target = batch.y;
+    flatten_tokens(logits, target);
+    loss_sum += ops::cross_entropy(logits, target, -100, ops::Reduction::Sum).item();
     auto pred = ops::argmax(logits, 1).to_vector<int64_t>();
-    auto truth = batch.y.to_vector<int64_t>();  // copies to the host where on a device
+    auto truth = target.to_vector<int64_t>();  // copies to the host where on a device
     for (size_t i = 0; i < pred.size(); ++i) correct += pred[i] == truth[i];
     samples += static_cast<double>(truth.size());
   }
@@ -182,8 +204,8 @@ EvalResult Trainer::evaluate() {
 TrainResult Trainer::fit() {
   TrainResult result;
   for (auto& cb : callbacks_) cb->on_train_begin(*this);
-  log_.info("training {} on {} samples ({} process{}), {} steps per epoch, batch {} per process", config_.model,
-            train_set_.size(), world_.size(), world_.size() > 1 ? "es" : "", steps_per_epoch(),
+  log_.info("training {} on {} ({} process{}), {} steps per epoch, batch {} per process", config_.model,
+            train_loader_->describe(), world_.size(), world_.size() > 1 ? "es" : "", steps_per_epoch(),
             config_.batch_size);
   while (state_.epoch < config_.epochs) {
     for (auto& cb : callbacks_) cb->on_epoch_begin(*this, state_.epoch);

@@ -74,14 +74,23 @@ class TrainerCallback {
 
 class Trainer {
  public:
+  // Image classification: shuffled batches of train_set (a shard per rank), test_set for evaluate().
   Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::unique_ptr<nn::Optimizer> optimizer,
           data::Dataset train_set, data::Dataset test_set, World world = {});
+  // Any batches: `train` (this rank's, per epoch) and `test` (this rank's share of the evaluation set).
+  Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::unique_ptr<nn::Optimizer> optimizer,
+          std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> test, World world = {});
+  // The image batches of the first constructor (train: shuffled, a shard per rank; test: this rank's
+  // contiguous share, unshuffled).
+  static std::unique_ptr<data::BatchSource> image_batches(const TrainConfig& config, data::Dataset set,
+                                                          const World& world, bool train);
   virtual ~Trainer() = default;
 
   void add_callback(std::shared_ptr<TrainerCallback> cb) { callbacks_.push_back(std::move(cb)); }
   // Runs from state() to the last epoch (or max_steps); logs and writes metrics as it goes.
   TrainResult fit();
-  // Accuracy and mean loss over the test split (this rank's shard, summed over ranks).
+  // Accuracy and mean loss over the test split (this rank's shard, summed over ranks); for sequence
+  // models (logits [B, T, V]) per token: next-token accuracy and loss.
   EvalResult evaluate();
 
   TrainState& state() { return state_; }
@@ -126,7 +135,7 @@ class Trainer {
   // Trains one epoch from state_.batch_in_epoch; returns false when max_steps or a stop ended it.
   bool train_epoch(EpochStats& stats);
   // Batch b of `loader`, on the device of the model's parameters.
-  data::Batch load(const data::BatchLoader& loader, int64_t b) const;
+  data::Batch load(const data::BatchSource& loader, int64_t b) const;
   // Forward and backward of the loader batches [g, group_end) as one optimizer step's gradient (the
   // mean of its micro-batches' mean losses), in micro-batches of micro_batch_size(); on an
   // out-of-memory error (agreed by all ranks) drops the step's tensors, halves the micro-batch and
@@ -142,10 +151,9 @@ class Trainer {
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<nn::LRScheduler> scheduler_;
-  data::Dataset train_set_, test_set_;
   World world_;
   Device input_device_ = kCPU;
-  std::unique_ptr<data::BatchLoader> train_loader_, test_loader_;
+  std::unique_ptr<data::BatchSource> train_loader_, test_loader_;
   std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
   TrainState state_;
   Logger log_;

@@ -6,6 +6,7 @@
 #include "apps/common/cli.h"
 #include "apps/common/config_file.h"
 #include "apps/common/factory.h"
+#include "apps/common/gpt_train.h"
 #include "apps/common/host_memory.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/lr_schedule.h"
@@ -53,6 +54,7 @@ int train(app::TrainConfig cfg) {
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
              cfg.lr_schedule);
+  if (cfg.model == "gpt") return app::train_gpt(cfg, ps);  // text instead of Fashion-MNIST
   data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());

@@ -3,6 +3,7 @@
 // of the fp32 FMA peak measured in-process on the same number of threads. samples/s comes from the
 // median step time; the *_cpu_time figures use process CPU time (for a machine shared with others).
 // --device cuda times the step on the GPU (each step ends with a stream synchronisation; no CPU peak).
+// --model gpt --gpt-size tiny|small|gpt2-124m: tokens/s and mfu instead (bench/train/gpt_bench.h).
 #include <omp.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "kernels/cuda/backend.h"
 #endif
 #include "bench/common/peak.h"
+#include "bench/train/gpt_bench.h"
 #include "bench/train/profile.h"
 #include "nn/models.h"
 #include "nn/optim.h"
@@ -29,18 +31,7 @@
 
 using namespace tandem;
 
-namespace {
-
-// Waits for the work queued on `device` (a no-op on the CPU, whose ops return finished).
-void finish(Device device) {
-#ifdef TANDEM_HAVE_CUDA
-  if (device.kind == DeviceKind::CUDA) cuda::synchronize(device);
-#else
-  (void)device;
-#endif
-}
-
-}  // namespace
+using bench::finish;
 
 int main(int argc, char** argv) {
   CLI::App app{"tandem-bench-train: training throughput against the fp32 peak", "tandem-bench-train"};
@@ -50,7 +41,14 @@ int main(int argc, char** argv) {
   bool profile = false;
   bool no_fuse = false;
   std::string device_name = "cpu", amp = "off";
-  app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
+  app.add_option("--model", model, "mlp, cnn or gpt")->check(CLI::IsMember({"mlp", "cnn", "gpt"}))->capture_default_str();
+  bench::GptBenchOptions gpt;
+  app.add_option("--gpt-size", gpt.size, "gpt: tiny, small (tandem-train's default) or gpt2-124m")
+      ->check(CLI::IsMember({"tiny", "small", "gpt2-124m"}))
+      ->capture_default_str();
+  app.add_option("--context", gpt.context, "gpt: tokens per sequence (0: the size's context)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--peak-tflops", gpt.peak_tflops, "gpt on a GPU: the peak for mfu (default: datasheet dense bf16)");
   app.add_option("--batch-size", batch, "samples per step")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
@@ -70,6 +68,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (model == "gpt") {
+      gpt.batch = app.count("--batch-size") ? batch : 8;
+      gpt.steps = app.count("--steps") ? steps : 20;
+      gpt.warmup = app.count("--warmup") ? warmup : 3;
+      gpt.threads = threads;
+      gpt.device = device_name;
+      gpt.amp = amp;
+      return bench::run_gpt_bench(gpt);
+    }
     omp_set_num_threads(threads);
     app::keep_freed_host_memory();  // as tandem-train does
     Generator gen(0);

@@ -22,6 +22,26 @@ def make(model):
         nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
+def median_step_seconds(opt, forward_loss, dev, warmup, steps):
+    """Runs `warmup` untimed then `steps` timed training steps (zero_grad, forward_loss() under the
+    caller's autocast, backward, opt.step, a device synchronisation); returns the median step time."""
+    def step():
+        opt.zero_grad(set_to_none=False)
+        forward_loss().backward()
+        opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="cnn", choices=["mlp", "cnn"])
@@ -42,23 +62,11 @@ def main():
     y = (torch.arange(a.batch_size, device=dev) * 7) % 10
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.amp)
 
-    def step():
-        opt.zero_grad(set_to_none=False)
+    def forward_loss():
         with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
-            loss = nn.functional.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
+            return nn.functional.cross_entropy(net(x), y)
 
-    for _ in range(a.warmup):
-        step()
-    times = []
-    for _ in range(a.steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    med = statistics.median(times)
+    med = median_step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
     print(json.dumps({"impl": "torch " + torch.__version__, "model": a.model, "batch": a.batch_size,
                       "amp": a.amp, "device": str(dev), "samples_per_s": a.batch_size / med,
                       "step_ms_median": 1e3 * med}))

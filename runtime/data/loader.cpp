@@ -69,6 +69,8 @@ int64_t BatchLoader::num_batches() const {
   return (num_samples() + options_.batch_size - 1) / options_.batch_size;
 }
 
+std::string BatchLoader::describe() const { return std::to_string(dataset_.size()) + " samples"; }
+
 Batch BatchLoader::batch(int64_t b) const {
   TANDEM_CHECK(epoch_ >= 0, "BatchLoader: call set_epoch(epoch) before reading batches");
   TANDEM_CHECK(b >= 0 && b < num_batches(), "BatchLoader: batch {} out of range [0, {})", b, num_batches());

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/data/batch_source.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/sampler.h"
 #include "runtime/tensor.h"
@@ -11,12 +12,6 @@
 namespace tandem::data {
 
 enum class Layout { Flat, Image };
-
-struct Batch {
-  Tensor x;  // f32 [B, H*W] or [B, 1, H, W]
-  Tensor y;  // i64 [B]
-  int64_t size() const { return y.size(0); }
-};
 
 struct LoaderOptions {
   int64_t batch_size = 128;
@@ -33,16 +28,17 @@ Tensor gather_labels(const Dataset& ds, const int64_t* indices, int64_t n);
 // u8 -> f32 with (x / 255 - mean) / std, same shape.
 Tensor normalize_images(const Tensor& images_u8, double mean, double std);
 
-class BatchLoader {
+class BatchLoader final : public BatchSource {
  public:
   BatchLoader(Dataset dataset, std::shared_ptr<const Sampler> sampler, LoaderOptions options);
 
   // Draws the epoch's index list from the sampler; call before iterating an epoch.
-  void set_epoch(int64_t epoch);
+  void set_epoch(int64_t epoch) override;
   int64_t epoch() const { return epoch_; }
-  int64_t num_batches() const;
+  int64_t num_batches() const override;
   int64_t num_samples() const;  // samples visited this epoch (after drop_last)
-  Batch batch(int64_t b) const;  // b in [0, num_batches())
+  Batch batch(int64_t b) const override;  // b in [0, num_batches())
+  std::string describe() const override;
 
   const Dataset& dataset() const { return dataset_; }
   const LoaderOptions& options() const { return options_; }

@@ -1,0 +1,166 @@
+// The gpt run of tandem-train: text batches, validation every N steps, the closing sample.
+#include "apps/common/gpt_train.h"
+
+#include <chrono>
+
+#include "apps/common/factory.h"
+#include "apps/common/train_features.h"
+#include "nn/gpt.h"
+#include "runtime/data/text_corpus.h"
+
+namespace tandem::app {
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class GptTrainer;
+
+// Validation every eval_every steps (not where the epoch ends: fit() evaluates there itself) and
+// one "eval" record per evaluation, with training throughput since the last one.
+class GptEvalHook final : public TrainerCallback {
+ public:
+  explicit GptEvalHook(int64_t tokens_per_step) : tokens_per_step_(tokens_per_step) {}
+  void on_train_begin(Trainer& t) override {
+    t0_ = now_s();
+    step0_ = t.state().step;
+  }
+  void after_step(Trainer& t) override {
+    const int64_t every = t.config().gpt.eval_every, step = t.state().step;
+    const bool epoch_ends = t.state().batch_in_epoch >= t.batches_per_epoch() ||
+                            (t.config().max_steps > 0 && step >= t.config().max_steps);
+    if (every <= 0 || step % every != 0 || epoch_ends) return;
+    const double train_s = now_s() - t0_;
+    EvalResult ev = t.evaluate();
+    report(t, ev.loss, ev.accuracy, train_s);
+  }
+  void on_epoch_end(Trainer& t, const EpochStats& s) override {
+    if (s.evaluated) report(t, s.test_loss, s.test_acc, now_s() - t0_);
+  }
+  double last_val_loss() const { return val_loss_; }
+
+ private:
+  void report(Trainer& t, double val_loss, double val_acc, double train_s) {
+    const int64_t step = t.state().step;
+    const double tokens_per_s =
+        train_s > 0 ? static_cast<double>((step - step0_) * tokens_per_step_) / train_s : 0.0;
+    val_loss_ = val_loss;
+    t.log().info("step {}  train_loss {:.4f}  val_loss {:.4f} nats/byte  val_acc {:.4f}  lr {:.3g}  tokens/s {:.0f}",
+                 step, t.last_loss(), val_loss, val_acc, t.optimizer().get_lr(), tokens_per_s);
+    t.metrics().write({{"event", "eval"},
+                       {"step", step},
+                       {"epoch", t.state().epoch + 1},
+                       {"train_loss", t.last_loss()},
+                       {"val_loss", val_loss},
+                       {"val_acc", val_acc},
+                       {"lr", t.optimizer().get_lr()},
+                       {"tokens_per_s", tokens_per_s}});
+    t0_ = now_s();  // the next interval starts after this evaluation
+    step0_ = step;
+  }
+
+  int64_t tokens_per_step_;
+  double t0_ = 0, val_loss_ = -1;
+  int64_t step0_ = 0;
+};
+
+class GptTrainer final : public FullTrainer {
+ public:
+  GptTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
+             std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> val, int64_t context)
+      : FullTrainer(cfg, std::move(ps), std::move(optimizer), std::move(train), std::move(val)) {
+    const int64_t tokens = cfg.batch_size * context * world().size() * cfg.accumulation_steps;
+    hook_ = std::make_shared<GptEvalHook>(tokens);
+    add_callback(hook_);
+  }
+  double last_val_loss() const { return hook_->last_val_loss(); }
+
+ protected:
+  void fill_done_record(nlohmann::json& record) override {
+    FullTrainer::fill_done_record(record);
+    if (hook_->last_val_loss() >= 0) record["val_loss"] = hook_->last_val_loss();
+  }
+
+ private:
+  std::shared_ptr<GptEvalHook> hook_;
+};
+
+// Bytes as printable text: control characters other than newline and tab shown as '?'.
+std::string printable(const std::vector<int64_t>& tokens) {
+  std::string s;
+  for (int64_t t : tokens) {
+    const auto c = static_cast<unsigned char>(t);
+    s.push_back(c == '\n' || c == '\t' || c >= 0x20 ? static_cast<char>(c) : '?');
+  }
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<nn::Optimizer> make_gpt_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {
+  const nn::config::OptimizerConfig& o = cfg.optimizer;
+  if (o.type != "adamw" || o.fused) return make_optimizer(cfg, params);
+  nn::ParamGroup decay, no_decay;
+  for (const Tensor& p : params) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  decay.lr = no_decay.lr = o.learning_rate;
+  decay.weight_decay = o.weight_decay;
+  std::vector<nn::ParamGroup> groups;
+  for (auto* g : {&decay, &no_decay})
+    if (!g->params.empty()) groups.push_back(*g);
+  nn::AdamOptions ao;
+  ao.lr = o.learning_rate;
+  ao.beta1 = o.beta1;
+  ao.beta2 = o.beta2;
+  ao.eps = o.eps;
+  ao.weight_decay = o.weight_decay;
+  return std::make_unique<nn::AdamW>(std::move(groups), ao);
+}
+
+int train_gpt(const TrainConfig& cfg, ParallelSetup ps) {
+  Logger log(ps.rank(), cfg.quiet);
+  auto gpt = std::dynamic_pointer_cast<nn::GPT>(ps.inner);
+  TANDEM_CHECK(gpt, "--model gpt: the model is a {}, not a GPT", ps.inner->type_name());
+  data::TextCorpus corpus = data::load_text_corpus(cfg.gpt.text_dir, cfg.gpt.val_fraction);
+  log.info("text: {} files from {}: {} training and {} validation bytes (byte-unigram entropy {:.3f} nats); "
+           "GPT {} layers, {} heads, width {}, context {}: {} parameters; weight decay {} on parameters of >= 2 dims",
+           corpus.files.size(), cfg.gpt.text_dir, corpus.train.size(), corpus.val.size(),
+           data::unigram_entropy_nats(corpus.train), gpt->config().n_layer, gpt->config().n_head,
+           gpt->config().n_embd, gpt->config().context, gpt->config().num_parameters(), cfg.optimizer.weight_decay);
+  if (!cfg.gpt.init_from.empty()) log.info("weights from {}", cfg.gpt.init_from);
+  data::TextWindowsOptions wo;
+  wo.batch_size = cfg.batch_size;
+  wo.context = gpt->config().context;
+  wo.world_size = ps.world_size();
+  wo.rank = ps.rank();
+  wo.seed = cfg.seed;
+  auto train = std::make_unique<data::TextWindows>(std::move(corpus.train), wo);
+  wo.batch_size = cfg.eval_batch_size;
+  auto val = std::make_unique<data::EvalWindows>(std::move(corpus.val), cfg.gpt.eval_windows, wo);
+  log.info("validation: {}", val->describe());
+
+  auto optimizer = make_gpt_optimizer(cfg, ps.model->parameters());
+  GptTrainer trainer(cfg, ps, std::move(optimizer), std::move(train), std::move(val), wo.context);
+  if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
+  TrainResult r = trainer.fit();
+  log.result("done: {} steps, val_loss {:.4f} nats/byte, {:.0f} tokens/s, world size {}, param_hash {}", r.steps,
+             trainer.last_val_loss(), r.samples_per_s * static_cast<double>(wo.context), ps.world_size(),
+             trainer.param_hash());
+
+  if (ps.rank() == 0 && cfg.gpt.sample_tokens > 0) {
+    nn::SampleOptions so;
+    so.tokens = cfg.gpt.sample_tokens;
+    so.temperature = cfg.gpt.temperature;
+    so.top_k = cfg.gpt.top_k;
+    so.seed = cfg.seed;
+    std::vector<int64_t> prompt;
+    for (unsigned char c : cfg.gpt.prompt) prompt.push_back(c);
+    if (prompt.empty()) prompt.push_back('\n');
+    log.result("sample (temperature {}, top-k {}):\n{}{}", so.temperature, so.top_k, cfg.gpt.prompt,
+               printable(nn::sample(*gpt, prompt, so)));
+  }
+  return 0;
+}
+
+}  // namespace tandem::app

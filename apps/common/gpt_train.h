@@ -1,0 +1,23 @@
+// tandem-train --model gpt: a GPT trained on byte-level text (runtime/data/text_corpus.h) by the
+// FullTrainer (DDP, accumulation, bf16, clipping, checkpoints, exact resume), with validation
+// losses every --eval-every steps ("eval" metrics records, val_loss in nats per byte) and a text
+// sample printed by rank 0 at the end.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "apps/common/parallel_setup.h"
+#include "apps/common/train_config.h"
+#include "nn/optim.h"
+
+namespace tandem::app {
+
+// AdamW with nanoGPT's decay groups: weight decay on every parameter with >= 2 dims (the matrices
+// and the embeddings, the tied wte among them), none on biases and LayerNorm weights. Other
+// optimizers (or fused ones): make_optimizer, decaying all parameters.
+std::unique_ptr<nn::Optimizer> make_gpt_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);
+
+// The run from the parallel setup on (collective under ddp). Returns the exit code.
+int train_gpt(const TrainConfig& cfg, ParallelSetup ps);
+
+}  // namespace tandem::app

@@ -1,0 +1,143 @@
+// The GPT training-step benchmark.
+#include "bench/train/gpt_bench.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#ifdef TANDEM_HAVE_CUDA
+#include "kernels/cuda/backend.h"
+#endif
+#include "bench/common/peak.h"
+#include "nn/gpt.h"
+#include "nn/optim.h"
+#include "runtime/autocast.h"
+#include "runtime/device_query.h"
+#include "runtime/error.h"
+#include "runtime/ops.h"
+
+namespace tandem::bench {
+
+void finish(Device device) {
+#ifdef TANDEM_HAVE_CUDA
+  if (device.kind == DeviceKind::CUDA) cuda::synchronize(device);
+#else
+  (void)device;
+#endif
+}
+
+namespace {
+
+// Dense bf16 tensor-core peaks from NVIDIA's datasheets (without sparsity), TFLOP/s.
+double datasheet_bf16_tflops(const std::string& name) {
+  struct Entry {
+    const char* key;
+    double tflops;
+  };
+  // Order matters: the first key found in the name wins.
+  static const Entry table[] = {{"H200", 989.4}, {"H100 PCIe", 756.0}, {"H100", 989.4}, {"A100", 312.0},
+                                {"L40S", 362.05}, {"A10", 125.0}};
+  for (const auto& e : table)
+    if (name.find(e.key) != std::string::npos) return e.tflops;
+  return 0;
+}
+
+}  // namespace
+
+int run_gpt_bench(const GptBenchOptions& o) {
+  omp_set_num_threads(o.threads);
+  nn::GPTConfig cfg = nn::GPTConfig::preset(o.size);
+  if (o.context > 0) cfg.context = o.context;
+  const int64_t t = cfg.context;
+  const Device device = o.device == "cuda" ? cuda::default_device(/*insist=*/true) : Device::parse(o.device);
+  Generator gen(0);
+  nn::GPT model(cfg, gen);
+  model.to(device);
+  // AdamW with tandem-train's groups: decay on >= 2-dim parameters.
+  nn::ParamGroup decay, rest;
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : rest).params.push_back(p);
+  decay.lr = rest.lr = 1e-4;
+  decay.weight_decay = 0.1;
+  nn::AdamOptions ao;
+  ao.lr = 1e-4;
+  nn::AdamW opt({decay, rest}, ao);
+  // Random tokens (the step's cost does not depend on them).
+  std::vector<int64_t> ids(static_cast<size_t>(o.batch * (t + 1)));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 2654435761u) % 50257 % cfg.vocab_size);
+  std::vector<int64_t> xs, ys;
+  for (int64_t b = 0; b < o.batch; ++b) {
+    auto row = ids.begin() + b * (t + 1);
+    xs.insert(xs.end(), row, row + t);
+    ys.insert(ys.end(), row + 1, row + t + 1);
+  }
+  Tensor x = Tensor::from_vector(xs, {o.batch, t}).to(device), y = Tensor::from_vector(ys, {o.batch * t}).to(device);
+
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor loss;
+    {
+      std::optional<AutocastGuard> autocast;
+      if (o.amp != "off") autocast.emplace(o.amp == "bf16" ? DType::bf16 : DType::f16);
+      Tensor logits = model(x);
+      loss = ops::cross_entropy(ops::reshape(logits, {-1, cfg.vocab_size}), y);
+    }
+    loss.backward();
+    opt.step();
+    finish(device);
+  };
+  for (int64_t i = 0; i < o.warmup; ++i) step();
+  std::vector<double> step_s;
+  const double c0 = process_cpu_seconds();
+  for (int64_t i = 0; i < o.steps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    step();
+    step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double cpu = process_cpu_seconds() - c0;
+  std::sort(step_s.begin(), step_s.end());
+  const double median = step_s[step_s.size() / 2];
+  const double tokens = static_cast<double>(o.batch * t);
+  const double tokens_per_s = tokens / median, flops_per_token = cfg.flops_per_token(t);
+  nlohmann::json j{{"model", "gpt"},
+                   {"gpt_size", o.size},
+                   {"n_layer", cfg.n_layer},
+                   {"n_head", cfg.n_head},
+                   {"n_embd", cfg.n_embd},
+                   {"context", t},
+                   {"vocab", cfg.vocab_size},
+                   {"params", cfg.num_parameters()},
+                   {"device", device.str()},
+                   {"amp", o.amp},
+                   {"batch", o.batch},
+                   {"steps", o.steps},
+                   {"threads", o.threads},
+                   {"tokens_per_s", tokens_per_s},
+                   {"step_ms_median", 1e3 * median},
+                   {"flops_per_token", flops_per_token},
+                   {"tflops", tokens_per_s * flops_per_token / 1e12}};
+  if (device.is_cpu()) {
+    PeakResult peak = measure_fp32_peak(o.threads);
+    const double tokens_per_cpu_s = tokens * static_cast<double>(o.steps) / cpu;
+    j["peak_gflops"] = peak.gflops;
+    j["peak"] = "fp32 FMA, measured";
+    j["mfu"] = tokens_per_s * flops_per_token / (peak.gflops * 1e9);
+    j["mfu_cpu_time"] = tokens_per_cpu_s * flops_per_token / (peak.gflops_cpu_time * 1e9);
+  } else {
+    const std::string name = cuda::device_info(device.index).name;
+    const double peak = o.peak_tflops > 0 ? o.peak_tflops : datasheet_bf16_tflops(name);
+    j["gpu"] = name;
+    j["peak_tflops"] = peak;
+    j["peak"] = o.peak_tflops > 0 ? "given" : "datasheet dense bf16";
+    j["mfu"] = peak > 0 ? nlohmann::json(tokens_per_s * flops_per_token / (peak * 1e12)) : nlohmann::json();
+  }
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace tandem::bench

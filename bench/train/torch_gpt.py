@@ -1,0 +1,113 @@
+"""The PyTorch peer of tandem-bench-train --model gpt: the same GPT (GPT-2's layout: pre-LayerNorm
+blocks, GELU-tanh MLP, tied head, GPT-2 initialisation), the same AdamW groups and the same batch,
+timed the same way (median of per-step wall times; a device synchronisation ends each step on a
+GPU), printing one JSON line with tokens_per_s. Debian's PyTorch 1.13 has no fused attention, so
+attention is written out (q k^T, causal mask, softmax, p v) on every torch version, as tandem's
+figures are compared against it. Tooling only: tandem itself never needs Python.
+
+    /usr/bin/python3 bench/train/torch_gpt.py --gpt-size small --batch-size 8 --threads 1
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_step  # noqa: E402  (the shared timing loop)
+
+SIZES = {  # n_layer, n_head, n_embd, context, vocab (as nn::GPTConfig::preset)
+    "tiny": (2, 2, 32, 16, 256),
+    "small": (4, 4, 256, 128, 256),
+    "gpt2-124m": (12, 12, 768, 1024, 50304),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, c, h):
+        super().__init__()
+        self.n_head = h
+        self.ln_1, self.ln_2 = nn.LayerNorm(c), nn.LayerNorm(c)
+        self.c_attn, self.attn_proj = nn.Linear(c, 3 * c), nn.Linear(c, c)
+        self.c_fc, self.mlp_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+
+    def attention(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).view(b, t, 3, self.n_head, c // self.n_head).permute(2, 0, 3, 1, 4)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
+        return self.attn_proj((att @ v).transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, n_layer, n_head, n_embd, context, vocab):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, n_embd), nn.Embedding(context, n_embd)
+        self.h = nn.ModuleList(Block(n_embd, n_head) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(n_embd)
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                nn.init.zeros_(p)
+            elif "ln_" in name:
+                nn.init.ones_(p)
+            elif name.endswith("proj.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * n_layer))
+            else:
+                nn.init.normal_(p, 0.0, 0.02)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.size(1), device=ids.device)
+        x = self.wte(ids) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        return F.linear(self.ln_f(x), self.wte.weight)  # the tied head
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpt-size", default="small", choices=list(SIZES))
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--context", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--amp", default="off", choices=["off", "bf16"])
+    ap.add_argument("--device", default="cpu")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    n_layer, n_head, n_embd, context, vocab = SIZES[a.gpt_size]
+    t = a.context or context
+    dev = torch.device(a.device)
+    torch.manual_seed(0)
+    model = GPT(n_layer, n_head, n_embd, t, vocab).to(dev)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                            lr=1e-4)
+    ids = torch.randint(0, vocab, (a.batch_size, t + 1), device=dev)
+    x, y = ids[:, :-1].contiguous(), ids[:, 1:].reshape(-1).contiguous()
+    dtype = torch.bfloat16 if a.amp == "bf16" else None
+
+    def forward_loss():
+        with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
+            return F.cross_entropy(model(x).reshape(-1, vocab).float(), y)
+
+    med = torch_step.median_step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
+    print(json.dumps({"impl": "torch " + torch.__version__, "model": "gpt", "gpt_size": a.gpt_size,
+                      "batch": a.batch_size, "context": t, "threads": a.threads, "amp": a.amp, "device": str(dev),
+                      "params": sum(p.numel() for p in model.parameters()),
+                      "tokens_per_s": a.batch_size * t / med, "step_ms_median": 1e3 * med}))
+
+
+if __name__ == "__main__":
+    main()

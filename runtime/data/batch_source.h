@@ -1,0 +1,29 @@
+// BatchSource: what a train loop reads batches from, epoch by epoch (image batches from a
+// BatchLoader, token windows from a TextWindows). batch(b) depends only on the epoch set and b, so a
+// resumed run reads the same batches as one that never stopped.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "runtime/tensor.h"
+
+namespace tandem::data {
+
+struct Batch {
+  Tensor x;  // images f32 [B, H*W] or [B, 1, H, W]; token ids i64 [B, T]
+  Tensor y;  // labels i64 [B]; next tokens i64 [B, T]
+  int64_t size() const { return y.size(0); }
+};
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // Fixes the order of the epoch's batches; call before reading an epoch.
+  virtual void set_epoch(int64_t epoch) = 0;
+  virtual int64_t num_batches() const = 0;
+  virtual Batch batch(int64_t b) const = 0;  // b in [0, num_batches())
+  // What one pass covers, for log lines: "60000 samples", "2322455 training bytes".
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace tandem::data
