@@ -21,6 +21,9 @@ class BatchSource {
   // Fixes the order of the epoch's batches; call before reading an epoch.
   virtual void set_epoch(int64_t epoch) = 0;
   virtual int64_t num_batches() const = 0;
+  // Samples (images, windows) of this rank's pass: every batch is full but perhaps the last, so a
+  // loop can size batch b (e.g. to cut it into micro-batches) before reading it.
+  virtual int64_t num_samples() const = 0;
   virtual Batch batch(int64_t b) const = 0;  // b in [0, num_batches())
   // What one pass covers, for log lines: "60000 samples", "2322455 training bytes".
   virtual std::string describe() const = 0;

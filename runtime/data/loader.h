@@ -36,7 +36,7 @@ class BatchLoader final : public BatchSource {
   void set_epoch(int64_t epoch) override;
   int64_t epoch() const { return epoch_; }
   int64_t num_batches() const override;
-  int64_t num_samples() const;  // samples visited this epoch (after drop_last)
+  int64_t num_samples() const override;  // samples visited this epoch (after drop_last)
   Batch batch(int64_t b) const override;  // b in [0, num_batches())
   std::string describe() const override;
 

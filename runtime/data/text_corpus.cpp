@@ -142,6 +142,8 @@ EvalWindows::EvalWindows(std::vector<uint8_t> bytes, int64_t windows, TextWindow
 
 int64_t EvalWindows::num_batches() const { return (end_ - begin_ + opt_.batch_size - 1) / opt_.batch_size; }
 
+int64_t EvalWindows::num_samples() const { return end_ - begin_; }
+
 Batch EvalWindows::batch(int64_t b) const {
   TANDEM_CHECK(b >= 0 && b < num_batches(), "EvalWindows: batch {} out of range [0, {})", b, num_batches());
   const int64_t first = begin_ + b * opt_.batch_size, n = std::min(opt_.batch_size, end_ - first);

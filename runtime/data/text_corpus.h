@@ -45,6 +45,7 @@ class TextWindows final : public BatchSource {
   TextWindows(std::vector<uint8_t> bytes, TextWindowsOptions options);
   void set_epoch(int64_t epoch) override { epoch_ = epoch; }
   int64_t num_batches() const override;
+  int64_t num_samples() const override { return num_batches() * opt_.batch_size; }
   Batch batch(int64_t b) const override;
   std::string describe() const override;
 
@@ -62,6 +63,7 @@ class EvalWindows final : public BatchSource {
   EvalWindows(std::vector<uint8_t> bytes, int64_t windows, TextWindowsOptions options);
   void set_epoch(int64_t) override {}
   int64_t num_batches() const override;
+  int64_t num_samples() const override;
   Batch batch(int64_t b) const override;
   std::string describe() const override;
   int64_t total_windows() const { return static_cast<int64_t>(starts_.size()); }
