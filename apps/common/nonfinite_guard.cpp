@@ -20,14 +20,16 @@ namespace {
 
 class NonFiniteGuard final : public TrainerCallback {
  public:
-  NonFiniteGuard(bool stop, std::function<void()> skip_step) : stop_(stop), skip_step_(std::move(skip_step)) {}
+  NonFiniteGuard(Trainer& t, bool stop, std::function<void()> skip_step)
+      : stop_(stop),
+        skip_step_(std::move(skip_step)),
+        // Only the loss: under DDP the gradients may still be in flight there (finalised in the step).
+        // Every rank's loss at its index, summed: all ranks see all losses (x + 0 keeps nan and inf).
+        share_(t.agreement().add(static_cast<size_t>(t.world().size()),
+                                 [&t](double* losses) { losses[t.world().rank()] = t.last_loss(); })) {}
   void after_backward(Trainer& t) override {
-    const int n = t.world().size(), r = t.world().rank();
-    // Only the loss: under DDP the gradients may still be in flight here (finalised in the step).
-    // Every rank's loss at its index, summed: all ranks see all losses (x + 0 keeps nan and inf).
-    std::vector<double> losses(static_cast<size_t>(n), 0.0);
-    losses[static_cast<size_t>(r)] = t.last_loss();
-    t.world().sum(losses);
+    const int n = t.world().size();
+    const double* losses = t.agreement().sum(share_);
     std::vector<int> ranks;
     std::vector<double> bad;
     for (int i = 0; i < n; ++i)
@@ -50,6 +52,7 @@ class NonFiniteGuard final : public TrainerCallback {
  private:
   bool stop_;
   std::function<void()> skip_step_;
+  size_t share_;
 };
 
 class RankFault final : public TrainerCallback {
@@ -69,8 +72,8 @@ class RankFault final : public TrainerCallback {
 
 }  // namespace
 
-std::shared_ptr<TrainerCallback> make_nonfinite_guard(bool stop, std::function<void()> skip_step) {
-  return std::make_shared<NonFiniteGuard>(stop, std::move(skip_step));
+std::shared_ptr<TrainerCallback> make_nonfinite_guard(Trainer& t, bool stop, std::function<void()> skip_step) {
+  return std::make_shared<NonFiniteGuard>(t, stop, std::move(skip_step));
 }
 
 void check_finite_parameters(const nn::Module& model, int64_t step) {

@@ -10,12 +10,12 @@
 namespace tandem::app {
 
 // After each step's backward (before the optimizer step), every rank's loss is checked and the
-// verdict agreed over the ranks (one 8-byte-per-rank sum), so all stop at the same step. With
-// `stop` (the default; --no-stop-on-nonfinite clears it) the run fails with a ValueError naming
-// the step, epoch, batch and ranks, the parameters still those of the step before; otherwise it
-// logs the same line, calls `skip_step` (the trainer then leaves that step's update out, as a
+// verdict agreed over the ranks (8 bytes per rank in `t`'s step agreement), so all stop at the same
+// step. With `stop` (the default; --no-stop-on-nonfinite clears it) the run fails with a ValueError
+// naming the step, epoch, batch and ranks, the parameters still those of the step before; otherwise
+// it logs the same line, calls `skip_step` (the trainer then leaves that step's update out, as a
 // GradScaler does on an overflow) and goes on.
-std::shared_ptr<TrainerCallback> make_nonfinite_guard(bool stop, std::function<void()> skip_step);
+std::shared_ptr<TrainerCallback> make_nonfinite_guard(Trainer& t, bool stop, std::function<void()> skip_step);
 
 // A checkpoint never holds a nan or inf parameter: a ValueError naming the step and the tensor.
 void check_finite_parameters(const nn::Module& model, int64_t step);

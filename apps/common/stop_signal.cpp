@@ -2,7 +2,6 @@
 #include "apps/common/stop_signal.h"
 
 #include <csignal>
-#include <vector>
 
 namespace tandem::app {
 
@@ -24,12 +23,14 @@ void install_stop_on_sigterm() {
 
 bool stop_signal_received() { return g_sigterm != 0; }
 
+// Ranks get the signal at slightly different times: agree, or one would wait in the next
+// all-reduce for a peer that already left the loop. The flag rides in the step's agreement (after
+// backward) rather than an all-reduce of its own, so the stop takes effect at that step's end.
+StopOnSignal::StopOnSignal(Trainer& t)
+    : share_(t.agreement().add(1, [](double* flag) { flag[0] = stop_signal_received() ? 1.0 : 0.0; })) {}
+
 void StopOnSignal::after_step(Trainer& t) {
-  std::vector<double> flag{stop_signal_received() ? 1.0 : 0.0};
-  // Ranks get the signal at slightly different times: agree, or one would wait in the next
-  // all-reduce for a peer that already left the loop.
-  t.world().sum(flag);
-  if (flag[0] > 0 && !stopped_) {
+  if (t.agreement().sum(share_)[0] > 0 && !stopped_) {
     stopped_ = true;
     t.log().info("SIGTERM: stopping after step {}", t.state().step);
     t.request_stop();

@@ -11,16 +11,18 @@ void install_stop_on_sigterm();
 // True once SIGTERM was received by this process.
 bool stop_signal_received();
 
-// After every optimizer step: every rank's flag, OR-ed over the ranks (one 8-byte
-// all-reduce per step with more than one rank, so that all stop at the same step), then
-// Trainer::request_stop(). fit() then ends the epoch, writes the "done" record with
-// "stopped": "SIGTERM", and checkpoints when --save is given.
+// Every rank's flag, OR-ed over the ranks in `t`'s step agreement (8 bytes, after backward), so
+// that all stop at the same step; after that step's optimizer step, Trainer::request_stop(). fit()
+// then ends the epoch, writes the "done" record with "stopped": true, and checkpoints when --save
+// is given.
 class StopOnSignal final : public TrainerCallback {
  public:
+  explicit StopOnSignal(Trainer& t);
   void after_step(Trainer& t) override;
   bool stopped() const { return stopped_; }
 
  private:
+  size_t share_;
   bool stopped_ = false;
 };
 

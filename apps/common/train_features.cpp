@@ -139,7 +139,7 @@ void FullTrainer::init_features() {
     eo.decay = cfg.ema_decay;
     ema_ = std::make_unique<nn::EMA>(*ps_.inner, eo);
   }
-  add_callback(make_nonfinite_guard(cfg.stop_on_nonfinite, [this] { skip_step_ = true; }));  // before StepHooks: no save after a bad step
+  add_callback(make_nonfinite_guard(*this, cfg.stop_on_nonfinite, [this] { skip_step_ = true; }));  // before StepHooks: no save after a bad step
   if (ema_ || cfg.save_every > 0)
     add_callback(std::make_shared<StepHooks>(*this, ema_.get(), *ps_.inner, cfg.save_every));
   if (auto fault = make_rank_fault()) add_callback(fault);  // TANDEM_FAULT=rank_kill|rank_stop (tests)

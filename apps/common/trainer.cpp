@@ -92,6 +92,13 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
   int64_t total = config_.epochs * steps_per_epoch();
   if (config_.max_steps > 0) total = std::min(total, config_.max_steps);
   scheduler_ = make_lr_schedule(config_, *optimizer_, total);
+
+  // Out-of-memory recovery needs every rank's verdict after each attempt of a step wherever memory can
+  // run out: under --memory-limit, or on a GPU (or the emulated one). From the config, so that every
+  // rank decides alike; elsewhere with several ranks no rank pays for it (trainer_step.cpp). One rank
+  // always recovers (its share costs nothing: no collective).
+  if (world_.size() == 1 || !config_.memory_limit.empty() || input_device_.kind != DeviceKind::CPU)
+    oom_share_ = agreement_.add(1, [this](double* failed) { failed[0] = attempt_failed_ ? 1.0 : 0.0; });
 }
 
 data::Batch Trainer::load(const data::BatchSource& loader, int64_t b) const {
@@ -145,10 +152,9 @@ bool Trainer::train_epoch(EpochStats& stats) {
       break;
     }
     const int64_t group_end = std::min(g + accum, nb);
-    const GroupResult r = train_group(g, group_end);  // forward + backward, out-of-memory recovery
+    const GroupResult r = train_group(g, group_end);  // forward + backward, out-of-memory recovery, agreement
     loss_sum += r.loss_sum;
     samples += r.samples;
-    last_loss_ = r.loss;
     for (auto& cb : callbacks_) cb->after_backward(*this);
     {
       trace::TraceSpan span("optimizer");

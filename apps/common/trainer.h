@@ -4,9 +4,11 @@
 // virtual step pieces (autocast, GradScaler) and World (DDP: communicator, rank, sampler shards).
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "apps/common/metrics.h"
+#include "apps/common/step_agreement.h"
 #include "apps/common/train_config.h"
 #include "comm/communicator.h"
 #include "nn/module.h"
@@ -66,7 +68,7 @@ class TrainerCallback {
   virtual ~TrainerCallback() = default;
   virtual void on_train_begin(Trainer&) {}
   virtual void on_epoch_begin(Trainer&, int64_t /*epoch*/) {}
-  virtual void after_backward(Trainer&) {}  // gradients final for this step (clip, inspect)
+  virtual void after_backward(Trainer&) {}  // gradients final for this step (clip, inspect); agreement() summed
   virtual void after_step(Trainer&) {}      // parameters updated (EMA, periodic checkpoints)
   virtual void on_epoch_end(Trainer&, const EpochStats&) {}
   virtual void on_train_end(Trainer&, const TrainResult&) {}
@@ -108,6 +110,9 @@ class Trainer {
   // The loss of the latest training step (this rank's batch mean), for callbacks.
   double last_loss() const { return last_loss_; }
   void request_stop() { stop_ = true; }
+  // The ranks' one agreement per step (step_agreement.h): a feature adds its share before fit() and
+  // reads the sums from after_backward on.
+  StepAgreement& agreement() { return agreement_; }
   // Samples per forward (the loader's batch until an out-of-memory recovery halves it; trainer_step.cpp)
   // and micro-batches per optimizer step in force; recoveries so far.
   int64_t micro_batch_size() const { return micro_batch_ > 0 ? micro_batch_ : config_.batch_size; }
@@ -162,6 +167,9 @@ class Trainer {
   double last_loss_ = 0;
   int64_t micro_batch_ = 0;  // 0: the loader's batch size
   int64_t oom_recoveries_ = 0;
+  StepAgreement agreement_;
+  std::optional<size_t> oom_share_;  // this rank's attempt failed: in the agreement where it can recover
+  bool attempt_failed_ = false;      // the latest attempt's, for oom_share_
 };
 
 }  // namespace tandem::app

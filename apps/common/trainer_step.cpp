@@ -73,10 +73,6 @@ Trainer::GroupResult Trainer::attempt_group(int64_t g, int64_t group_end) {
 }
 
 Trainer::GroupResult Trainer::train_group(int64_t g, int64_t group_end) {
-  // With several ranks every step ends with an agreement (one 8-byte all-reduce) wherever memory can
-  // run out: under --memory-limit, or on a GPU (or the emulated one). From the config, so that every
-  // rank decides alike.
-  const bool agree = !config_.memory_limit.empty() || input_device_.kind != DeviceKind::CPU;
   for (;;) {
     std::string error;
     GroupResult r;
@@ -87,23 +83,21 @@ Trainer::GroupResult Trainer::train_group(int64_t g, int64_t group_end) {
     } catch (const OutOfMemoryError& e) {
       error = e.what();  // the step's tensors (graph, activations) are gone with the unwound frames
     }
-    if (world_.size() > 1 && !agree) {
-      // Nothing bounds memory here (the CPU without --memory-limit), so no rank pays for an agreement
-      // each step, and a failure cannot be agreed on: end the run.
-      if (!error.empty())
-        throw_out_of_memory(__FILE__, __LINE__,
-                            error + " (give --memory-limit to recover from out-of-memory on the CPU with several ranks)");
-      return r;
-    }
+    // Nothing bounds memory here (the CPU without --memory-limit, several ranks: no oom_share_), so a
+    // failure cannot be agreed on: end the run.
+    if (!error.empty() && !oom_share_)
+      throw_out_of_memory(__FILE__, __LINE__,
+                          error + " (give --memory-limit to recover from out-of-memory on the CPU with several ranks)");
     // Every rank agrees: a rank that failed first issues the collectives its peers' reduction waits
     // for, with gradients that are thrown away.
     if (!error.empty()) complete_failed_step();
-    std::vector<double> failed{error.empty() ? 0.0 : 1.0};
-    {
-      trace::TraceSpan span("oom_agreement");
-      world_.sum(failed);
-    }
-    if (failed[0] == 0) return r;
+    attempt_failed_ = !error.empty();
+    if (error.empty()) last_loss_ = r.loss;  // the non-finite guard's share reads it
+    // The step's one agreement (every feature's share; none with no share). After a failed attempt
+    // the other shares are read by nobody: the retry agrees again.
+    if (!agreement_.empty()) agreement_.agree(world_);
+    const double failed = oom_share_ ? agreement_.sum(*oom_share_)[0] : 0.0;
+    if (failed == 0) return r;
     restore_buffers(saved);  // every rank: the healthy ones' forwards moved them too
 
     const int64_t micro = micro_batch_size();
@@ -113,14 +107,14 @@ Trainer::GroupResult Trainer::train_group(int64_t g, int64_t group_end) {
                           fmt::format("out of memory in step {} at micro-batch size 1 ({} of {} ranks failed): "
                                       "nothing smaller to try; use --checkpoint-activations or --amp, or give more "
                                       "memory (--memory-limit)",
-                                      state_.step + 1, static_cast<int64_t>(failed[0]), world_.size()));
+                                      state_.step + 1, static_cast<int64_t>(failed), world_.size()));
     const int64_t accum_before = effective_accumulation_steps();
     micro_batch_ = (micro + 1) / 2;
     ++oom_recoveries_;
     optimizer_->zero_grad();  // partial (or garbage, reduced) gradients of the failed attempt
     log_.info("out of memory in step {} ({} of {} rank{}): micro-batch {} -> {}, accumulation {} -> {} (the same {} "
               "samples per rank and step); kept for the rest of the run",
-              state_.step + 1, static_cast<int64_t>(failed[0]), world_.size(), world_.size() > 1 ? "s" : "", micro,
+              state_.step + 1, static_cast<int64_t>(failed), world_.size(), world_.size() > 1 ? "s" : "", micro,
               micro_batch_, accum_before, effective_accumulation_steps(),
               config_.batch_size * std::max<int64_t>(config_.accumulation_steps, 1));
   }

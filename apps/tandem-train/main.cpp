@@ -67,7 +67,7 @@ int train(app::TrainConfig cfg) {
   if (cfg.metrics_every > 0) trainer.add_callback(std::make_shared<app::StepMetrics>(cfg.metrics_every));
   if (!cfg.save_dir.empty()) {  // SIGTERM: stop at a step boundary and write the end-of-run checkpoint
     app::install_stop_on_sigterm();
-    trainer.add_callback(std::make_shared<app::StopOnSignal>());
+    trainer.add_callback(std::make_shared<app::StopOnSignal>(trainer));
   }
   auto status = app::StatusService::start(cfg, trainer, pc.device, cfg.mode, choice.reason, log);  // --status-port
   app::TrainResult r = trainer.fit();

@@ -2,10 +2,14 @@
 // that fails on one rank only (in forward, or inside backward after the other ranks launched their
 // bucket all-reduces) or under a memory budget on that rank is redone by every rank with half the
 // micro-batch and twice the accumulation, and the run ends with the parameters of a run started
-// that way (the same samples; BatchNorm per micro-batch in both). Also on `sim` (emulated CUDA).
+// that way (the same samples; BatchNorm per micro-batch in both). Also on `sim` (emulated CUDA). And
+// the ranks agree once per step (per attempt), for every feature that needs it (step_agreement.h).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "apps/common/factory.h"
+#include "apps/common/stop_signal.h"
 #include "apps/common/train_features.h"
 #include "nn/layers/sequential.h"
 #include "runtime/autograd.h"
@@ -56,9 +60,44 @@ struct RunResult {
 
 // The cnn with FailOnce after its first conv (so a failure in backward comes after the later layers'
 // buckets were launched), trained for 3 steps on the synthetic images.
+// Passes every call through to `inner`, counting the f64 all-reduces by element count: the step
+// agreement's (every other collective of a cnn step is f32, but the epoch's 2-element totals).
+class CountingComm final : public comm::Communicator {
+ public:
+  explicit CountingComm(std::shared_ptr<comm::Communicator> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  Device device() const override { return inner_->device(); }
+  comm::WorkPtr allreduce(void* buf, int64_t count, DType dtype, comm::ReduceOp op) override {
+    if (dtype == DType::f64) ++f64_allreduces[count];
+    return inner_->allreduce(buf, count, dtype, op);
+  }
+  comm::WorkPtr reduce_scatter(const void* send, void* recv, int64_t n, DType dtype, comm::ReduceOp op) override {
+    return inner_->reduce_scatter(send, recv, n, dtype, op);
+  }
+  comm::WorkPtr allgather(const void* send, void* recv, int64_t n, DType dtype) override {
+    return inner_->allgather(send, recv, n, dtype);
+  }
+  comm::WorkPtr broadcast(void* buf, int64_t n, DType dtype, int root) override {
+    return inner_->broadcast(buf, n, dtype, root);
+  }
+  comm::WorkPtr send(const void* buf, int64_t n, DType dtype, int peer) override { return inner_->send(buf, n, dtype, peer); }
+  comm::WorkPtr recv(void* buf, int64_t n, DType dtype, int peer) override { return inner_->recv(buf, n, dtype, peer); }
+  comm::WorkPtr barrier() override { return inner_->barrier(); }
+  Tensor make_buffer(int64_t numel, DType dtype) override { return inner_->make_buffer(numel, dtype); }
+  std::map<int64_t, int> f64_allreduces;
+
+ private:
+  std::shared_ptr<comm::Communicator> inner_;
+};
+
+// With `counting`, the run goes through it and trains with the SIGTERM stop as tandem-train --save
+// does: all three features with a share in the step agreement.
 RunResult train(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> plan,
-                nn::parallel::DDPOptions ddp = {}, Device device = kCPU, int64_t steps = 3) {
-  auto comm = tandem::testing::world();
+                nn::parallel::DDPOptions ddp = {}, Device device = kCPU, int64_t steps = 3,
+                std::shared_ptr<CountingComm> counting = nullptr) {
+  std::shared_ptr<comm::Communicator> comm = tandem::testing::world();
+  if (counting) comm = counting;
   TrainConfig cfg;
   cfg.model = "cnn";
   cfg.batch_size = batch;
@@ -89,6 +128,7 @@ RunResult train(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> p
   // Every rank draws its shard of the same 512 images.
   FullTrainer trainer(cfg, ps, std::move(optimizer), tandem::testing::synthetic_images(512, 7),
                       tandem::testing::synthetic_images(64, 8));
+  if (counting) trainer.add_callback(std::make_shared<StopOnSignal>(trainer));
   TrainResult r = trainer.fit();
   return {trainer.param_hash(), trainer.micro_batch_size(), trainer.effective_accumulation_steps(),
           trainer.oom_recoveries(), r.steps};
@@ -211,4 +251,25 @@ TEST(OomRecovery, OnTheEmulatedCudaDevice) {
   }
   memory::set_limit(DeviceKind::SIM, 0);
   expect_recovered(got, want);
+}
+
+TEST(OomRecovery, OneAgreementPerStepAndPerRetriedAttempt) {
+  // The OOM flag, every rank's loss (non-finite guard) and the SIGTERM flag in one all-reduce of
+  // 1 + ranks + 1 values per step; a failed attempt adds one (its retry agrees again). One rank: none.
+  auto world = tandem::testing::world();
+  const int n = world->size();
+  auto plain = std::make_shared<CountingComm>(world);
+  train(32, 1, no_failure(), {}, kCPU, 3, plain);
+  auto failing = std::make_shared<CountingComm>(world);
+  const RunResult got = train(32, 1, fail_on_last_rank(1, false), {}, kCPU, 3, failing);
+  EXPECT_EQ(got.recoveries, 1);
+  if (n == 1) {
+    EXPECT_TRUE(plain->f64_allreduces.empty());
+    EXPECT_TRUE(failing->f64_allreduces.empty());
+    return;
+  }
+  // The step agreements, and the epoch's loss totals (2 values) once.
+  const std::map<int64_t, int> want_plain{{2, 1}, {n + 2, 3}}, want_failing{{2, 1}, {n + 2, 4}};
+  EXPECT_EQ(plain->f64_allreduces, want_plain);
+  EXPECT_EQ(failing->f64_allreduces, want_failing);
 }
