@@ -66,7 +66,8 @@ nlohmann::json parse_body(const std::string& body) {
   nlohmann::json body_json;
   try {
     body_json = nlohmann::json::parse(body, depth_guard);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e400): both the client's.
     throw HttpError(400, fmt::format("the body is not valid JSON: {}", e.what()));
   }
   if (too_deep) throw HttpError(400, fmt::format("the body nests deeper than {} levels", kMaxBodyDepth));

@@ -26,8 +26,8 @@ Route check_route(const std::string& path, const std::string& method);
 // The number a route captured ([0-9]{1,9} or shorter): leading zeros allowed, never throws for those.
 int64_t path_number(const std::string& digits);
 
-// The request body as JSON: HttpError(400) when it is not valid JSON or nests deeper than
-// kMaxBodyDepth.
+// The request body as JSON: HttpError(400) when it is not valid JSON, holds a number beyond a
+// double's range, or nests deeper than kMaxBodyDepth.
 nlohmann::json parse_body(const std::string& body);
 
 }  // namespace tandem::serve
