@@ -63,6 +63,7 @@ Entry entry_for(const std::string& harness) {
   if (harness == "safetensors") return parse_safetensors_input;
   if (harness == "state_json") return parse_state_json_input;
   if (harness == "run_config") return parse_run_config_input;
+  if (harness == "serve_request") return parse_serve_request_input;
   return nullptr;
 }
 

@@ -17,6 +17,9 @@ void parse_safetensors_input(const uint8_t* data, size_t size);
 void parse_state_json_input(const uint8_t* data, size_t size);
 // A run-config YAML file (nn/config).
 void parse_run_config_input(const uint8_t* data, size_t size);
+// tandem-serve's request handling (fuzz_serve.cpp): "METHOD PATH\n" then a POST /jobs body. An
+// HttpError 400 is the expected answer there; a broken invariant throws std::logic_error.
+void parse_serve_request_input(const uint8_t* data, size_t size);
 
 // Harness names (the corpus folders tests/fuzz/corpus/<name>/) to entry points.
 using Entry = void (*)(const uint8_t*, size_t);

@@ -3,14 +3,13 @@
 
 #include <unistd.h>
 
-#include <regex>
-
 #include <fmt/format.h>
 
 #include "apps/tandem-serve/assets.h"
 #include "apps/common/monitor_json.h"
 #include "apps/tandem-serve/http_error.h"
 #include "apps/tandem-serve/auth.h"
+#include "apps/tandem-serve/request.h"
 #include "runtime/monitor/prometheus.h"
 #include "tandem/version.h"
 
@@ -28,27 +27,6 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
 
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& field = "") {
   send_json(res, status, {{"error", message}, {"field", field.empty() ? nlohmann::json() : nlohmann::json(field)}});
-}
-
-// Known paths and their methods: a known path with another method is a 405, not a 404.
-struct PathRule {
-  std::regex path;
-  const char* allow;
-};
-const std::vector<PathRule>& path_rules() {
-  static const std::vector<PathRule> rules = {
-      {std::regex("^/$"), "GET, HEAD"},
-      {std::regex("^/dashboard\\.js$"), "GET, HEAD"},
-      {std::regex("^/health$"), "GET, HEAD"},
-      {std::regex("^/jobs$"), "GET, HEAD, POST"},
-      {std::regex("^/jobs/[0-9]{1,9}$"), "GET, HEAD, DELETE"},
-      {std::regex("^/jobs/[0-9]{1,9}/(metrics|log)$"), "GET, HEAD"},
-      {std::regex("^/gpus$"), "GET, HEAD"},
-      {std::regex("^/gpus/[0-9]{1,4}$"), "GET, HEAD"},
-      {std::regex("^/metrics$"), "GET, HEAD"},
-      {std::regex("^/openapi\\.json$"), "GET, HEAD"},
-  };
-  return rules;
 }
 
 std::string status_text(int status) {
@@ -86,7 +64,7 @@ nlohmann::json gpus_json() {
   return out;
 }
 
-int64_t path_id(const httplib::Request& req) { return std::stoll(req.matches[1].str()); }
+int64_t path_id(const httplib::Request& req) { return path_number(req.matches[1].str()); }
 
 Job find_job(ApiContext& ctx, const httplib::Request& req) {
   auto j = ctx.jobs.get(path_id(req));
@@ -144,17 +122,14 @@ httplib::Server::Handler guarded(F f) {
 
 void install_routes(httplib::Server& server, ApiContext& ctx) {
   server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    const PathRule* rule = nullptr;
-    for (const auto& r : path_rules())
-      if (std::regex_match(req.path, r.path)) rule = &r;
-    if (!rule) {
+    const Route route = check_route(req.path, req.method);
+    if (route.status == 404) {
       send_error(res, 404, fmt::format("no such path: {}", req.path));
       return httplib::Server::HandlerResponse::Handled;
     }
-    const std::string allow = rule->allow;
-    if ((", " + allow + ",").find(" " + req.method + ",") == std::string::npos) {
-      res.set_header("Allow", allow);
-      send_error(res, 405, fmt::format("{} is not allowed on {}; allowed: {}", req.method, req.path, allow));
+    if (route.status == 405) {
+      res.set_header("Allow", route.allow);
+      send_error(res, 405, fmt::format("{} is not allowed on {}; allowed: {}", req.method, req.path, route.allow));
       return httplib::Server::HandlerResponse::Handled;
     }
     // The page itself is static and holds no data; it asks for the token when one is needed.
@@ -215,20 +190,14 @@ void install_routes(httplib::Server& server, ApiContext& ctx) {
   });
   server.Get("/gpus", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, gpus_json()); });
   server.Get(R"(/gpus/([0-9]{1,4}))", guarded([](const httplib::Request& req, httplib::Response& res) {
-    const int id = std::stoi(req.matches[1].str());
+    const int64_t id = path_number(req.matches[1].str());
     for (const auto& g : gpus_json())
       if (g["index"] == id) return send_json(res, 200, g);
     throw HttpError(404, fmt::format("no GPU {}", id));
   }));
 
   server.Post("/jobs", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
-    nlohmann::json body;
-    try {
-      body = nlohmann::json::parse(req.body);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw HttpError(400, fmt::format("the body is not valid JSON: {}", e.what()));
-    }
-    nlohmann::json request = ctx.schema.validate(body, ctx.jobs.slots());
+    nlohmann::json request = ctx.schema.validate(parse_body(req.body), ctx.jobs.slots());
     Job j = ctx.jobs.submit(request);
     res.set_header("Location", "/jobs/" + j.id_str());
     send_json(res, 201, {{"id", j.id_str()}, {"state", state_name(j.state)}});

@@ -47,6 +47,7 @@ TEST_P(FuzzCorpus, EveryInputEndsInAResultOrATypedError) {
   EXPECT_LT(usage.ru_maxrss / 1024, 1024) << "peak RSS in MiB after the " << GetParam() << " inputs";
 }
 
-INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzCorpus, ::testing::Values("idx", "safetensors", "state_json", "run_config"));
+INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzCorpus, ::testing::Values("idx", "safetensors", "state_json", "run_config",
+                                                                       "serve_request"));
 
 }  // namespace
