@@ -64,12 +64,15 @@ TEST_P(ElementwiseOps, UnaryAndBackwardMatchCpu) {
           kernels::unary(kCPU)(op, x, y, alpha);
           kernels::unary(dev())(op, x.to(dev()), dy, alpha);
           std::string what = std::string(dtype_name(dt)) + " unary " + std::to_string(int(op)) + " n=" + std::to_string(n);
-          // SIM: the same libm, so exact; a GPU's exp/erf/tanh are within a few ulps.
-          expect_close(dy, y, tol(0, 4 * ulps(dt)), what);
+          // SIM: the same libm, so exact; a GPU's exp/erf/tanh are within a few ulps. f32 GELU (tanh
+          // form) on the CPU goes through Eigen's vectorised tanh, not libm's: a few ulps there too.
+          const bool cpu_own_tanh = op == UnaryOp::GeluTanh && dt == DType::f32;
+          const double rtol = cpu_own_tanh ? 4 * ulps(dt) : tol(0, 4 * ulps(dt));
+          expect_close(dy, y, rtol, what);
           Tensor gx = Tensor::empty({n}, dt), dgx = Tensor::empty({n}, dt, dev());
           kernels::unary_backward(kCPU)(op, gy, x, y, gx, alpha);
           kernels::unary_backward(dev())(op, gy.to(dev()), x.to(dev()), dy, dgx, alpha);
-          expect_close(dgx, gx, tol(0, 4 * ulps(dt)), what + " backward");
+          expect_close(dgx, gx, rtol, what + " backward");
         }
 }
 
