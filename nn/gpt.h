@@ -18,6 +18,7 @@ struct SampleOptions {
   double temperature = 1.0;  // logits divided by this before the softmax
   int64_t top_k = 0;         // keep the k largest logits (0: all)
   uint64_t seed = 0;         // Philox stream: draw i is (seed, offset i)
+  int64_t vocab_limit = 0;   // draw only ids below this (0: all), e.g. not a padded vocabulary's extra rows
 };
 
 struct GPTConfig {

@@ -27,6 +27,8 @@ std::vector<int64_t> sample(GPT& model, const std::vector<int64_t>& prompt, cons
     std::vector<int64_t> window(seq.end() - t, seq.end());
     Tensor ids = Tensor::from_vector(window, {1, t}, DType::i64, device);
     std::vector<double> logits = model.last_logits(ids).to_vector<double>();
+    if (options.vocab_limit > 0 && options.vocab_limit < static_cast<int64_t>(logits.size()))
+      logits.resize(static_cast<size_t>(options.vocab_limit));
     // Top-k: logits below the k-th largest drop out; the rest form a softmax at the temperature.
     const auto v = static_cast<int64_t>(logits.size());
     double cut = -INFINITY;

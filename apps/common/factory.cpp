@@ -11,6 +11,7 @@
 #include "nn/gpt_hf.h"
 #include "nn/layers/sequential.h"
 #include "nn/models.h"
+#include "runtime/data/bpe_tokenizer.h"
 #include "runtime/error.h"
 #include "runtime/random.h"
 
@@ -28,9 +29,21 @@ nn::GPTConfig gpt_model_config(const TrainConfig& cfg) {
 std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
   Generator gen(cfg.seed);
   if (cfg.model == "gpt") {
-    if (cfg.gpt.init_from.empty()) return std::make_shared<nn::GPT>(gpt_model_config(cfg), gen);
+    const auto padded = [](int64_t v) { return (v + 63) / 64 * 64; };  // GPT-2: 50257 -> 50304
+    // --tokenizer: its vocabulary (the run reads the files again to encode the text).
+    const int64_t tokens =
+        cfg.gpt.tokenizer.empty() ? 0 : data::BpeTokenizer::from_dir(cfg.gpt.tokenizer).vocab_size();
+    if (cfg.gpt.init_from.empty()) {
+      nn::GPTConfig c = gpt_model_config(cfg);
+      if (tokens > 0) c.vocab_size = padded(tokens);
+      return std::make_shared<nn::GPT>(c, gen);
+    }
     nn::GPTConfig c = nn::hf_gpt2_config(cfg.gpt.init_from, cfg.gpt.n_head);
-    c.vocab_size = (std::max<int64_t>(c.vocab_size, 256) + 63) / 64 * 64;  // bytes fit; GPT-2: 50257 -> 50304
+    TANDEM_CHECK(tokens == 0 || c.vocab_size == tokens || c.vocab_size == padded(tokens),
+                 "--init-from {} has a vocabulary of {} tokens, the tokenizer in {} has {}: they must be the same "
+                 "(the tokenizer the weights were trained with)",
+                 cfg.gpt.init_from, c.vocab_size, cfg.gpt.tokenizer, tokens);
+    c.vocab_size = padded(std::max<int64_t>(c.vocab_size, tokens > 0 ? tokens : 256));  // without one: bytes fit
     auto gpt = std::make_shared<nn::GPT>(c, gen);
     nn::load_hf_gpt2(*gpt, cfg.gpt.init_from);
     return gpt;

@@ -8,7 +8,8 @@ namespace {
 // Flags that only mean something for --model gpt.
 const char* const kGptOnly[] = {"--n-layer",    "--n-head",       "--n-embd",        "--context",
                                 "--text-dir",   "--eval-every",   "--eval-windows",  "--sample-tokens",
-                                "--temperature", "--top-k",       "--prompt",        "--init-from"};
+                                "--temperature", "--top-k",       "--prompt",        "--init-from",
+                                "--tokenizer"};
 
 bool given(const CLI::App& app, const char* flag) { return app.count(flag) > 0; }
 
@@ -30,7 +31,7 @@ void add_gpt_flags(CLI::App& app, TrainConfig& cfg) {
                  "gpt: validation windows, evenly spaced over the validation bytes (0: all of them)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--sample-tokens", g.sample_tokens, "gpt: bytes of text sampled at the end (0: none)")
+  app.add_option("--sample-tokens", g.sample_tokens, "gpt: tokens of text sampled at the end (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--temperature", g.temperature, "gpt: sampling temperature")
@@ -42,8 +43,11 @@ void add_gpt_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--prompt", g.prompt, "gpt: text the sample continues");
   app.add_option("--init-from", g.init_from,
                  "gpt: start from GPT-2 weights in Hugging Face's safetensors layout (layers, width and context "
-                 "from the file; --n-head must be its head count; tokens are still bytes)")
+                 "from the file; --n-head must be its head count; tokens are bytes unless --tokenizer)")
       ->check(CLI::ExistingFile);
+  app.add_option("--tokenizer", g.tokenizer,
+                 "gpt: folder with GPT-2's vocab.json and merges.txt: byte-level BPE tokens instead of bytes")
+      ->check(CLI::ExistingDirectory);
 }
 
 void apply_gpt_defaults(const CLI::App& app, TrainConfig& cfg) {

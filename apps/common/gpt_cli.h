@@ -8,7 +8,7 @@
 namespace tandem::app {
 
 // Registers --n-layer, --n-head, --n-embd, --context, --text-dir, --eval-every, --eval-windows,
-// --sample-tokens, --temperature, --top-k, --prompt and --warmup-steps.
+// --sample-tokens, --temperature, --top-k, --prompt, --init-from, --tokenizer and --warmup-steps.
 void add_gpt_flags(CLI::App& app, TrainConfig& cfg);
 
 // With --model gpt, for every flag not given: batch 8, adamw at lr 1e-3 with weight decay 0.1 (on

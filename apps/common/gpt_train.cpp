@@ -6,6 +6,7 @@
 #include "apps/common/factory.h"
 #include "apps/common/train_features.h"
 #include "nn/gpt.h"
+#include "runtime/data/bpe_tokenizer.h"
 #include "runtime/data/text_corpus.h"
 
 namespace tandem::app {
@@ -22,7 +23,8 @@ class GptTrainer;
 // one "eval" record per evaluation, with training throughput since the last one.
 class GptEvalHook final : public TrainerCallback {
  public:
-  explicit GptEvalHook(int64_t tokens_per_step) : tokens_per_step_(tokens_per_step) {}
+  GptEvalHook(int64_t tokens_per_step, std::string loss_unit)
+      : tokens_per_step_(tokens_per_step), loss_unit_(std::move(loss_unit)) {}
   void on_train_begin(Trainer& t) override {
     t0_ = now_s();
     step0_ = t.state().step;
@@ -40,6 +42,7 @@ class GptEvalHook final : public TrainerCallback {
     if (s.evaluated) report(t, s.test_loss, s.test_acc, now_s() - t0_);
   }
   double last_val_loss() const { return val_loss_; }
+  const std::string& loss_unit() const { return loss_unit_; }
 
  private:
   void report(Trainer& t, double val_loss, double val_acc, double train_s) {
@@ -47,13 +50,14 @@ class GptEvalHook final : public TrainerCallback {
     const double tokens_per_s =
         train_s > 0 ? static_cast<double>((step - step0_) * tokens_per_step_) / train_s : 0.0;
     val_loss_ = val_loss;
-    t.log().info("step {}  train_loss {:.4f}  val_loss {:.4f} nats/byte  val_acc {:.4f}  lr {:.3g}  tokens/s {:.0f}",
-                 step, t.last_loss(), val_loss, val_acc, t.optimizer().get_lr(), tokens_per_s);
+    t.log().info("step {}  train_loss {:.4f}  val_loss {:.4f} {}  val_acc {:.4f}  lr {:.3g}  tokens/s {:.0f}", step,
+                 t.last_loss(), val_loss, loss_unit_, val_acc, t.optimizer().get_lr(), tokens_per_s);
     t.metrics().write({{"event", "eval"},
                        {"step", step},
                        {"epoch", t.state().epoch + 1},
                        {"train_loss", t.last_loss()},
                        {"val_loss", val_loss},
+                       {"loss_unit", loss_unit_},
                        {"val_acc", val_acc},
                        {"lr", t.optimizer().get_lr()},
                        {"tokens_per_s", tokens_per_s}});
@@ -62,6 +66,7 @@ class GptEvalHook final : public TrainerCallback {
   }
 
   int64_t tokens_per_step_;
+  std::string loss_unit_;  // nats/byte, or nats/token with a tokenizer
   double t0_ = 0, val_loss_ = -1;
   int64_t step0_ = 0;
 };
@@ -69,10 +74,11 @@ class GptEvalHook final : public TrainerCallback {
 class GptTrainer final : public FullTrainer {
  public:
   GptTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
-             std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> val, int64_t context)
+             std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> val, int64_t context,
+             std::string loss_unit)
       : FullTrainer(cfg, std::move(ps), std::move(optimizer), std::move(train), std::move(val)) {
     const int64_t tokens = cfg.batch_size * context * world().size() * cfg.accumulation_steps;
-    hook_ = std::make_shared<GptEvalHook>(tokens);
+    hook_ = std::make_shared<GptEvalHook>(tokens, std::move(loss_unit));
     add_callback(hook_);
   }
   double last_val_loss() const { return hook_->last_val_loss(); }
@@ -81,6 +87,7 @@ class GptTrainer final : public FullTrainer {
   void fill_done_record(nlohmann::json& record) override {
     FullTrainer::fill_done_record(record);
     if (hook_->last_val_loss() >= 0) record["val_loss"] = hook_->last_val_loss();
+    record["loss_unit"] = hook_->loss_unit();
   }
 
  private:
@@ -96,6 +103,22 @@ std::string printable(const std::vector<int64_t>& tokens) {
   }
   return s;
 }
+
+// Token ids as text through the tokenizer (an id vocab.json leaves unused shown as '?'), then as
+// printable bytes.
+std::string printable(const std::vector<int64_t>& ids, const data::BpeTokenizer& bpe) {
+  std::vector<int64_t> bytes;
+  for (int64_t id : ids) {
+    if (!bpe.has_token(id)) {
+      bytes.push_back('?');
+      continue;
+    }
+    for (unsigned char c : bpe.decode(std::vector<int64_t>{id})) bytes.push_back(c);
+  }
+  return printable(bytes);
+}
+
+std::string as_text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
 
 }  // namespace
 
@@ -135,17 +158,33 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps) {
   wo.world_size = ps.world_size();
   wo.rank = ps.rank();
   wo.seed = cfg.seed;
-  auto train = std::make_unique<data::TextWindows>(std::move(corpus.train), wo);
-  wo.batch_size = cfg.eval_batch_size;
-  auto val = std::make_unique<data::EvalWindows>(std::move(corpus.val), cfg.gpt.eval_windows, wo);
+  std::unique_ptr<data::BpeTokenizer> bpe;
+  std::unique_ptr<data::BatchSource> train, val;
+  if (cfg.gpt.tokenizer.empty()) {  // byte tokens
+    train = std::make_unique<data::TextWindows>(std::move(corpus.train), wo);
+    wo.batch_size = cfg.eval_batch_size;
+    val = std::make_unique<data::EvalWindows>(std::move(corpus.val), cfg.gpt.eval_windows, wo);
+  } else {  // each split encoded on its own (the split falls between bytes, not tokens)
+    bpe = std::make_unique<data::BpeTokenizer>(data::BpeTokenizer::from_dir(cfg.gpt.tokenizer));
+    std::vector<int32_t> train_ids = bpe->encode(as_text(corpus.train)), val_ids = bpe->encode(as_text(corpus.val));
+    log.info("tokenizer: {} tokens, {} merges from {}: {} training and {} validation tokens ({:.2f} bytes per "
+             "validation token), vocabulary {} in the model",
+             bpe->vocab_size(), bpe->num_merges(), cfg.gpt.tokenizer, train_ids.size(), val_ids.size(),
+             static_cast<double>(corpus.val.size()) / static_cast<double>(std::max<size_t>(val_ids.size(), 1)),
+             gpt->config().vocab_size);
+    train = std::make_unique<data::TextWindows>(std::move(train_ids), wo);
+    wo.batch_size = cfg.eval_batch_size;
+    val = std::make_unique<data::EvalWindows>(std::move(val_ids), cfg.gpt.eval_windows, wo);
+  }
+  const std::string loss_unit = bpe ? "nats/token" : "nats/byte";
   log.info("validation: {}", val->describe());
 
   auto optimizer = make_gpt_optimizer(cfg, ps.model->parameters());
-  GptTrainer trainer(cfg, ps, std::move(optimizer), std::move(train), std::move(val), wo.context);
+  GptTrainer trainer(cfg, ps, std::move(optimizer), std::move(train), std::move(val), wo.context, loss_unit);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
   TrainResult r = trainer.fit();
-  log.result("done: {} steps, val_loss {:.4f} nats/byte, {:.0f} tokens/s, world size {}, param_hash {}", r.steps,
-             trainer.last_val_loss(), r.samples_per_s * static_cast<double>(wo.context), ps.world_size(),
+  log.result("done: {} steps, val_loss {:.4f} {}, {:.0f} tokens/s, world size {}, param_hash {}", r.steps,
+             trainer.last_val_loss(), loss_unit, r.samples_per_s * static_cast<double>(wo.context), ps.world_size(),
              trainer.param_hash());
 
   if (ps.rank() == 0 && cfg.gpt.sample_tokens > 0) {
@@ -155,10 +194,16 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps) {
     so.top_k = cfg.gpt.top_k;
     so.seed = cfg.seed;
     std::vector<int64_t> prompt;
-    for (unsigned char c : cfg.gpt.prompt) prompt.push_back(c);
-    if (prompt.empty()) prompt.push_back('\n');
+    if (bpe) {
+      so.vocab_limit = bpe->vocab_size();  // not the padding rows
+      for (int32_t id : bpe->encode(cfg.gpt.prompt.empty() ? std::string("\n") : cfg.gpt.prompt)) prompt.push_back(id);
+    } else {
+      for (unsigned char c : cfg.gpt.prompt) prompt.push_back(c);
+      if (prompt.empty()) prompt.push_back('\n');
+    }
+    const std::vector<int64_t> ids = nn::sample(*gpt, prompt, so);
     log.result("sample (temperature {}, top-k {}):\n{}{}", so.temperature, so.top_k, cfg.gpt.prompt,
-               printable(nn::sample(*gpt, prompt, so)));
+               bpe ? printable(ids, *bpe) : printable(ids));
   }
   return 0;
 }

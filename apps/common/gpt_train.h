@@ -1,7 +1,8 @@
-// tandem-train --model gpt: a GPT trained on byte-level text (runtime/data/text_corpus.h) by the
-// FullTrainer (DDP, accumulation, bf16, clipping, checkpoints, exact resume), with validation
-// losses every --eval-every steps ("eval" metrics records, val_loss in nats per byte) and a text
-// sample printed by rank 0 at the end.
+// tandem-train --model gpt: a GPT trained on text (runtime/data/text_corpus.h) as bytes or, with
+// --tokenizer, GPT-2 BPE tokens (runtime/data/bpe_tokenizer.h) by the FullTrainer (DDP,
+// accumulation, bf16, clipping, checkpoints, exact resume), with validation losses every
+// --eval-every steps ("eval" metrics records, val_loss in nats per byte or per token, as their
+// loss_unit says) and a text sample printed by rank 0 at the end.
 #pragma once
 #include <memory>
 #include <vector>

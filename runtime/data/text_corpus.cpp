@@ -67,14 +67,14 @@ double unigram_entropy_nats(const std::vector<uint8_t>& bytes) {
   return h;
 }
 
-Batch gather_windows(const std::vector<uint8_t>& bytes, const int64_t* starts, int64_t n, int64_t context) {
+Batch gather_windows(const std::vector<int32_t>& tokens, const int64_t* starts, int64_t n, int64_t context) {
   Tensor x = Tensor::empty({n, context}, DType::i64), y = Tensor::empty({n, context}, DType::i64);
   int64_t* px = x.data<int64_t>();
   int64_t* py = y.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
-    TANDEM_CHECK(starts[i] >= 0 && starts[i] + context < static_cast<int64_t>(bytes.size()),
-                 "text windows: window at {} of {} tokens does not fit {} bytes", starts[i], context, bytes.size());
-    const uint8_t* src = bytes.data() + starts[i];
+    TANDEM_CHECK(starts[i] >= 0 && starts[i] + context < static_cast<int64_t>(tokens.size()),
+                 "text windows: window at {} of {} tokens does not fit {} tokens", starts[i], context, tokens.size());
+    const int32_t* src = tokens.data() + starts[i];
     for (int64_t t = 0; t < context; ++t) {
       px[i * context + t] = src[t];
       py[i * context + t] = src[t + 1];
@@ -85,30 +85,35 @@ Batch gather_windows(const std::vector<uint8_t>& bytes, const int64_t* starts, i
 
 namespace {
 
-void check_options(const TextWindowsOptions& o, size_t bytes, const char* what) {
+std::vector<int32_t> widen(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
+
+void check_options(const TextWindowsOptions& o, size_t tokens, const std::string& unit, const char* what) {
   TANDEM_CHECK(o.batch_size > 0 && o.context > 0, "{}: batch size {} and context {} must be > 0", what, o.batch_size,
                o.context);
   TANDEM_CHECK(o.world_size > 0 && o.rank >= 0 && o.rank < o.world_size, "{}: rank {} of world size {}", what, o.rank,
                o.world_size);
-  TANDEM_CHECK(static_cast<int64_t>(bytes) > o.context, "{}: {} bytes hold no window of {} + 1 bytes", what, bytes,
-               o.context);
+  TANDEM_CHECK(static_cast<int64_t>(tokens) > o.context, "{}: {} {} hold no window of {} + 1 {}", what, tokens, unit,
+               o.context, unit);
 }
 
 }  // namespace
 
 TextWindows::TextWindows(std::vector<uint8_t> bytes, TextWindowsOptions options)
-    : bytes_(std::move(bytes)), opt_(options) {
-  check_options(opt_, bytes_.size(), "TextWindows");
+    : TextWindows(widen(bytes), options, "bytes") {}
+
+TextWindows::TextWindows(std::vector<int32_t> tokens, TextWindowsOptions options, std::string unit)
+    : tokens_(std::move(tokens)), opt_(options), unit_(std::move(unit)) {
+  check_options(opt_, tokens_.size(), unit_, "TextWindows");
 }
 
 int64_t TextWindows::num_batches() const {
   const int64_t global_tokens = opt_.batch_size * opt_.context * opt_.world_size;
-  return std::max<int64_t>(static_cast<int64_t>(bytes_.size()) / global_tokens, 1);
+  return std::max<int64_t>(static_cast<int64_t>(tokens_.size()) / global_tokens, 1);
 }
 
 Batch TextWindows::batch(int64_t b) const {
   TANDEM_CHECK(b >= 0 && b < num_batches(), "TextWindows: batch {} out of range [0, {})", b, num_batches());
-  const auto positions = static_cast<uint64_t>(static_cast<int64_t>(bytes_.size()) - opt_.context);
+  const auto positions = static_cast<uint64_t>(static_cast<int64_t>(tokens_.size()) - opt_.context);
   // One Philox stream per (epoch, batch); the counter's block is the window's global index.
   const uint64_t stream = (static_cast<uint64_t>(epoch_) << 32) | static_cast<uint64_t>(b);
   std::vector<int64_t> starts(static_cast<size_t>(opt_.batch_size));
@@ -118,15 +123,18 @@ Batch TextWindows::batch(int64_t b) const {
     const uint64_t draw = (static_cast<uint64_t>(r.v[0]) << 32) | r.v[1];
     starts[static_cast<size_t>(i)] = static_cast<int64_t>(draw % positions);
   }
-  return gather_windows(bytes_, starts.data(), opt_.batch_size, opt_.context);
+  return gather_windows(tokens_, starts.data(), opt_.batch_size, opt_.context);
 }
 
-std::string TextWindows::describe() const { return fmt::format("{} training bytes", bytes_.size()); }
+std::string TextWindows::describe() const { return fmt::format("{} training {}", tokens_.size(), unit_); }
 
 EvalWindows::EvalWindows(std::vector<uint8_t> bytes, int64_t windows, TextWindowsOptions options)
-    : bytes_(std::move(bytes)), opt_(options) {
-  check_options(opt_, bytes_.size(), "EvalWindows");
-  const int64_t n = static_cast<int64_t>(bytes_.size());
+    : EvalWindows(widen(bytes), windows, options, "bytes") {}
+
+EvalWindows::EvalWindows(std::vector<int32_t> tokens, int64_t windows, TextWindowsOptions options, std::string unit)
+    : tokens_(std::move(tokens)), opt_(options), unit_(std::move(unit)) {
+  check_options(opt_, tokens_.size(), unit_, "EvalWindows");
+  const int64_t n = static_cast<int64_t>(tokens_.size());
   const int64_t fit = (n - 1) / opt_.context;  // non-overlapping windows (T + 1 bytes, sharing one)
   if (windows <= 0 || windows >= fit) {
     for (int64_t i = 0; i < fit; ++i) starts_.push_back(i * opt_.context);
@@ -147,11 +155,11 @@ int64_t EvalWindows::num_samples() const { return end_ - begin_; }
 Batch EvalWindows::batch(int64_t b) const {
   TANDEM_CHECK(b >= 0 && b < num_batches(), "EvalWindows: batch {} out of range [0, {})", b, num_batches());
   const int64_t first = begin_ + b * opt_.batch_size, n = std::min(opt_.batch_size, end_ - first);
-  return gather_windows(bytes_, starts_.data() + first, n, opt_.context);
+  return gather_windows(tokens_, starts_.data() + first, n, opt_.context);
 }
 
 std::string EvalWindows::describe() const {
-  return fmt::format("{} validation windows of {} bytes", total_windows(), opt_.context);
+  return fmt::format("{} validation windows of {} {}", total_windows(), opt_.context, unit_);
 }
 
 }  // namespace tandem::data

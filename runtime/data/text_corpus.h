@@ -35,14 +35,16 @@ struct TextWindowsOptions {
   uint64_t seed = 0;
 };
 
-// Training batches: random windows of `bytes`. Window i of batch b in epoch e on rank r starts at
-// a Philox draw keyed by (seed, e, b, global index r * batch_size + i), so the global batch of
+// Training batches: random windows of `bytes` (or of token ids). Window i of batch b in epoch e on
+// rank r starts at a Philox draw keyed by (seed, e, b, global index r * batch_size + i), so the global batch of
 // N ranks with batch B equals that of one rank with batch N * B, and any batch can be re-read
 // exactly (resume). x = bytes[s, s + T), y = bytes[s + 1, s + T + 1), both i64 [B, T]. An epoch is
 // len(bytes) / (tokens of one global batch) batches (at least 1).
 class TextWindows final : public BatchSource {
  public:
-  TextWindows(std::vector<uint8_t> bytes, TextWindowsOptions options);
+  TextWindows(std::vector<uint8_t> bytes, TextWindowsOptions options);  // byte tokens (vocabulary 256)
+  // Token ids (a BPE tokenizer's): the same windows over tokens; `unit` names them in describe().
+  TextWindows(std::vector<int32_t> tokens, TextWindowsOptions options, std::string unit = "tokens");
   void set_epoch(int64_t epoch) override { epoch_ = epoch; }
   int64_t num_batches() const override;
   int64_t num_samples() const override { return num_batches() * opt_.batch_size; }
@@ -50,8 +52,9 @@ class TextWindows final : public BatchSource {
   std::string describe() const override;
 
  private:
-  std::vector<uint8_t> bytes_;
+  std::vector<int32_t> tokens_;
   TextWindowsOptions opt_;
+  std::string unit_;
   int64_t epoch_ = 0;
 };
 
@@ -61,6 +64,7 @@ class TextWindows final : public BatchSource {
 class EvalWindows final : public BatchSource {
  public:
   EvalWindows(std::vector<uint8_t> bytes, int64_t windows, TextWindowsOptions options);
+  EvalWindows(std::vector<int32_t> tokens, int64_t windows, TextWindowsOptions options, std::string unit = "tokens");
   void set_epoch(int64_t) override {}
   int64_t num_batches() const override;
   int64_t num_samples() const override;
@@ -69,13 +73,14 @@ class EvalWindows final : public BatchSource {
   int64_t total_windows() const { return static_cast<int64_t>(starts_.size()); }
 
  private:
-  std::vector<uint8_t> bytes_;
+  std::vector<int32_t> tokens_;
   TextWindowsOptions opt_;
+  std::string unit_;
   std::vector<int64_t> starts_;  // all ranks' windows
   int64_t begin_ = 0, end_ = 0;  // this rank's share of starts_
 };
 
 // The [n, T] inputs and targets of windows starting at `starts` (shared by both sources).
-Batch gather_windows(const std::vector<uint8_t>& bytes, const int64_t* starts, int64_t n, int64_t context);
+Batch gather_windows(const std::vector<int32_t>& tokens, const int64_t* starts, int64_t n, int64_t context);
 
 }  // namespace tandem::data

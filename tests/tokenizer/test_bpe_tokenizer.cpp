@@ -1,0 +1,134 @@
+// The GPT-2 BPE tokenizer: ids equal to Hugging Face's GPT2Tokenizer on the tiny files of
+// tests/reference/bpe_tiny (make_bpe_reference.py), exact round trips, merge order, and the errors.
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/data/bpe_tokenizer.h"
+#include "runtime/error.h"
+#include "tests/data/temp_dir.h"
+#include "tests/reference/bpe_values.h"
+
+using namespace tandem;
+using data::BpeTokenizer;
+
+namespace {
+
+const std::string kDir = std::string(TANDEM_REFERENCE_DIR) + "/bpe_tiny";
+
+// vocab.json and merges.txt in a fresh folder.
+struct Files {
+  tandem::testing::TempDir dir;
+  Files(const std::string& vocab, const std::string& merges) {
+    std::ofstream(dir.file("vocab.json")) << vocab;
+    std::ofstream(dir.file("merges.txt")) << merges;
+  }
+  BpeTokenizer load() const { return BpeTokenizer::from_dir(dir.path().string()); }
+};
+
+// The message of the error `f` throws as E ("" if it throws none).
+template <typename E, typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(BpeTokenizer, IdsEqualHuggingFaces) {
+  BpeTokenizer bpe = BpeTokenizer::from_dir(kDir);
+  EXPECT_EQ(bpe.vocab_size(), bpe_ref::kVocab);
+  EXPECT_EQ(static_cast<int64_t>(bpe.num_merges()), bpe_ref::kMerges);
+  EXPECT_EQ(bpe.end_of_text(), bpe_ref::kVocab - 1);
+  ASSERT_EQ(bpe_ref::kTexts.size(), bpe_ref::kIds.size());
+  for (int pass = 0; pass < 2; ++pass)  // the second pass reads the per-piece cache
+    for (size_t i = 0; i < bpe_ref::kTexts.size(); ++i)
+      EXPECT_EQ(bpe.encode(bpe_ref::kTexts[i]), bpe_ref::kIds[i]) << "text " << i << ": " << bpe_ref::kTexts[i];
+}
+
+TEST(BpeTokenizer, DecodeGivesTheBytesBack) {
+  BpeTokenizer bpe = BpeTokenizer::from_dir(kDir);
+  for (const std::string& text : bpe_ref::kTexts) EXPECT_EQ(bpe.decode(bpe.encode(text)), text);
+  for (size_t i = 0; i < bpe_ref::kTexts.size(); ++i) EXPECT_EQ(bpe.decode(bpe_ref::kIds[i]), bpe_ref::kTexts[i]);
+  std::mt19937 gen(7);  // any bytes, invalid UTF-8 included
+  for (int round = 0; round < 300; ++round) {
+    std::string text(static_cast<size_t>(gen() % 80), '\0');
+    for (char& c : text) c = static_cast<char>(gen() % 4 == 0 ? gen() % 256 : 'a' + gen() % 26);
+    ASSERT_EQ(bpe.decode(bpe.encode(text)), text);
+  }
+  const std::vector<int64_t> wide(bpe_ref::kIds[1].begin(), bpe_ref::kIds[1].end());
+  EXPECT_EQ(bpe.decode(wide), "Hello world");  // i64 ids (the sampler's) as well
+}
+
+TEST(BpeTokenizer, ByteAlphabet) {
+  EXPECT_EQ(data::gpt2_byte_char('!'), U'!');
+  EXPECT_EQ(data::gpt2_byte_char(0), U'\u0100');
+  EXPECT_EQ(data::gpt2_byte_char('\n'), U'\u010a');  // Ċ
+  EXPECT_EQ(data::gpt2_byte_char(' '), U'\u0120');   // Ġ
+  EXPECT_EQ(data::gpt2_byte_char(0xad), U'\u0143');  // the last of the 68 remapped bytes
+  EXPECT_EQ(data::gpt2_byte_char(0xff), U'\u00ff');
+}
+
+TEST(BpeTokenizer, LowestRankMergesFirstLeftToRight) {
+  const std::string vocab = R"({"a": 0, "b": 1, "c": 2, "ab": 3, "bc": 4, "aa": 5})";
+  Files bc_first(vocab, "#version: 0.2\nb c\na b\n"), ab_first(vocab, "a b\r\nb c\r\n");  // no header, CR LF
+  EXPECT_EQ(bc_first.load().encode("abc"), (std::vector<int32_t>{0, 4}));
+  EXPECT_EQ(ab_first.load().encode("abc"), (std::vector<int32_t>{3, 2}));
+  Files aa(vocab, "a a\n");
+  EXPECT_EQ(aa.load().encode("aaaaa"), (std::vector<int32_t>{5, 5, 0}));  // non-overlapping, from the left
+}
+
+TEST(BpeTokenizer, FileErrorsNameTheFileAndLine) {
+  const std::string ab = R"({"a": 0, "b": 1, "ab": 2})";
+  std::string m = error_of<IOError>([] { BpeTokenizer::from_dir("/nonexistent/bpe"); });
+  EXPECT_NE(m.find("/nonexistent/bpe/vocab.json"), std::string::npos) << m;
+  {
+    Files f(ab, "a b\n");
+    std::filesystem::remove(f.dir.file("merges.txt"));
+    m = error_of<IOError>([&] { f.load(); });
+    EXPECT_NE(m.find("merges.txt"), std::string::npos) << m;
+  }
+  m = error_of<IOError>([] { Files(R"({"a": 0,)", "").load(); });
+  EXPECT_NE(m.find("is not valid JSON"), std::string::npos) << m;
+  EXPECT_NE(m.find("vocab.json"), std::string::npos) << m;
+  EXPECT_NE(error_of<IOError>([] { Files("[1, 2]", "").load(); }).find("JSON object"), std::string::npos);
+  EXPECT_NE(error_of<IOError>([] { Files(R"({"a": "x"})", "").load(); }).find("must be an integer"), std::string::npos);
+  EXPECT_NE(error_of<IOError>([] { Files(R"({"a": -1})", "").load(); }).find("must be an integer"), std::string::npos);
+  EXPECT_NE(error_of<IOError>([] { Files(R"({"a": 0, "b": 0})", "").load(); }).find("id 0 is given"),
+            std::string::npos);
+  m = error_of<IOError>([] { Files(R"({"a b": 0})", "").load(); });  // U+0020 is not in the alphabet (Ġ is)
+  EXPECT_NE(m.find("outside GPT-2's byte alphabet (U+0020)"), std::string::npos) << m;
+  m = error_of<IOError>([&] { Files(ab, "#version: 0.2\na b\na q\n").load(); });
+  EXPECT_NE(m.find("merges.txt' line 3"), std::string::npos) << m;
+  EXPECT_NE(m.find("has the part 'q'"), std::string::npos) << m;
+  m = error_of<IOError>([] { Files(R"({"a": 0, "b": 1})", "a b\n").load(); });
+  EXPECT_NE(m.find("line 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("makes 'ab'"), std::string::npos) << m;
+  for (const char* bad : {"ab\n", "a  b\n", "a b b\n", " a\n"}) {
+    m = error_of<IOError>([&] { Files(ab, bad).load(); });
+    EXPECT_NE(m.find("two tokens separated by one space"), std::string::npos) << bad << ": " << m;
+  }
+}
+
+TEST(BpeTokenizer, EncodeAndDecodeErrors) {
+  Files f(R"({"a": 0, "b": 1, "ab": 2, "c": 4})", "a b\n");  // no token for 'z', id 3 unused
+  BpeTokenizer bpe = f.load();
+  EXPECT_EQ(bpe.vocab_size(), 5);
+  EXPECT_EQ(bpe.encode("ab"), (std::vector<int32_t>{2}));
+  std::string m = error_of<ValueError>([&] { bpe.encode("abz"); });
+  EXPECT_NE(m.find("byte 0x7a has no token"), std::string::npos) << m;
+  EXPECT_FALSE(bpe.has_token(3));
+  EXPECT_TRUE(bpe.has_token(4));
+  m = error_of<ValueError>([&] { bpe.decode(std::vector<int32_t>{0, 5}); });
+  EXPECT_NE(m.find("id 5 is out of range [0, 5)"), std::string::npos) << m;
+  EXPECT_THROW(bpe.decode(std::vector<int64_t>{-1}), ValueError);
+  m = error_of<ValueError>([&] { bpe.decode(std::vector<int32_t>{3}); });
+  EXPECT_NE(m.find("id 3 has no token"), std::string::npos) << m;
+}
