@@ -32,18 +32,13 @@ def save_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def main():
-    torch.manual_seed(19)
-    m = torch_gpt.GPT(N_LAYER, N_HEAD, N_EMBD, N_POS, VOCAB)
-    with torch.no_grad():  # biases and LayerNorms away from 0/1, so a misplaced one shows
-        for name, p in m.named_parameters():
-            if name.endswith("bias") or "ln_" in name:
-                p.add_(0.1 * torch.randn_like(p))
+def hf_layout(m, n_pos):
+    """The peer's parameters under Hugging Face's names, Conv1D weights [in, out], as HF saves them."""
     hf = [("transformer.wte.weight", m.wte.weight), ("transformer.wpe.weight", m.wpe.weight)]
     for i, b in enumerate(m.h):
         pre = f"transformer.h.{i}."
         hf += [(pre + "ln_1.weight", b.ln_1.weight), (pre + "ln_1.bias", b.ln_1.bias),
-               (pre + "attn.bias", torch.tril(torch.ones(N_POS, N_POS)).view(1, 1, N_POS, N_POS)),
+               (pre + "attn.bias", torch.tril(torch.ones(n_pos, n_pos)).view(1, 1, n_pos, n_pos)),
                (pre + "attn.c_attn.weight", b.c_attn.weight.t()), (pre + "attn.c_attn.bias", b.c_attn.bias),
                (pre + "attn.c_proj.weight", b.attn_proj.weight.t()), (pre + "attn.c_proj.bias", b.attn_proj.bias),
                (pre + "ln_2.weight", b.ln_2.weight), (pre + "ln_2.bias", b.ln_2.bias),
@@ -51,7 +46,17 @@ def main():
                (pre + "mlp.c_proj.weight", b.mlp_proj.weight.t()), (pre + "mlp.c_proj.bias", b.mlp_proj.bias)]
     hf += [("transformer.ln_f.weight", m.ln_f.weight), ("transformer.ln_f.bias", m.ln_f.bias),
            ("lm_head.weight", m.wte.weight)]
-    save_safetensors(os.path.join(HERE, "gpt2_hf_tiny.safetensors"), hf)
+    return hf
+
+
+def main():
+    torch.manual_seed(19)
+    m = torch_gpt.GPT(N_LAYER, N_HEAD, N_EMBD, N_POS, VOCAB)
+    with torch.no_grad():  # biases and LayerNorms away from 0/1, so a misplaced one shows
+        for name, p in m.named_parameters():
+            if name.endswith("bias") or "ln_" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    save_safetensors(os.path.join(HERE, "gpt2_hf_tiny.safetensors"), hf_layout(m, N_POS))
     with torch.no_grad():
         logits = m(torch.tensor(IDS))
     vals = ", ".join(f"{v:.9g}f" for v in logits.flatten().tolist())
