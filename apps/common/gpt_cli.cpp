@@ -23,7 +23,7 @@ void add_gpt_flags(CLI::App& app, TrainConfig& cfg) {
       ->capture_default_str();
   app.add_option("--n-embd", g.n_embd, "gpt: width")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--context", g.context, "gpt: tokens per sequence")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--text-dir", g.text_dir, "gpt: folder of text files (byte-level tokens)")->capture_default_str();
+  app.add_option("--text-dir", g.text_dir, "gpt: folder of text files (byte tokens, or BPE with --tokenizer)")->capture_default_str();
   app.add_option("--eval-every", g.eval_every, "gpt: steps between validation losses (0: only at epoch ends)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

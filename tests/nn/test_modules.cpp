@@ -14,9 +14,11 @@
 #include "runtime/ops/loss.h"
 #include "runtime/ops/reduce.h"
 #include "tests/reference/nn_values.h"
+#include "tests/support/error_of.h"
 
 using namespace tandem;
 using namespace tandem::nn;
+using tandem::testing::error_of;
 
 namespace {
 
@@ -47,15 +49,6 @@ int64_t count(const Module& m) {
 
 // sum(y * r): a scalar whose gradient w.r.t. y is r.
 Tensor weighted_sum(const Tensor& y, const Tensor& r) { return ops::sum(ops::mul(y, r)); }
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

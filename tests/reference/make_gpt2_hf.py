@@ -49,13 +49,19 @@ def hf_layout(m, n_pos):
     return hf
 
 
-def main():
-    torch.manual_seed(19)
-    m = torch_gpt.GPT(N_LAYER, N_HEAD, N_EMBD, N_POS, VOCAB)
-    with torch.no_grad():  # biases and LayerNorms away from 0/1, so a misplaced one shows
+def peer_model(seed, n_layer, n_head, n_embd, n_pos, vocab):
+    """The PyTorch peer with random weights, biases and LayerNorms away from 0/1 (so a misplaced one shows)."""
+    torch.manual_seed(seed)
+    m = torch_gpt.GPT(n_layer, n_head, n_embd, n_pos, vocab)
+    with torch.no_grad():
         for name, p in m.named_parameters():
             if name.endswith("bias") or "ln_" in name:
                 p.add_(0.1 * torch.randn_like(p))
+    return m
+
+
+def main():
+    m = peer_model(19, N_LAYER, N_HEAD, N_EMBD, N_POS, VOCAB)
     save_safetensors(os.path.join(HERE, "gpt2_hf_tiny.safetensors"), hf_layout(m, N_POS))
     with torch.no_grad():
         logits = m(torch.tensor(IDS))

@@ -12,20 +12,14 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import make_gpt2_hf  # noqa: E402  (puts bench/train on the path for torch_gpt)
-import torch_gpt  # noqa: E402
+import make_gpt2_hf  # noqa: E402
 
 N_LAYER, N_HEAD, N_EMBD, N_POS, VOCAB = 1, 2, 16, 16, 421
 TEXT, IDS = "Hello world", [39, 68, 280, 78, 400, 322]
 
 
 def main():
-    torch.manual_seed(1919)
-    m = torch_gpt.GPT(N_LAYER, N_HEAD, N_EMBD, N_POS, VOCAB)
-    with torch.no_grad():  # biases and LayerNorms away from 0/1, so a misplaced one shows
-        for name, p in m.named_parameters():
-            if name.endswith("bias") or "ln_" in name:
-                p.add_(0.1 * torch.randn_like(p))
+    m = make_gpt2_hf.peer_model(1919, N_LAYER, N_HEAD, N_EMBD, N_POS, VOCAB)
     # GPT2Model's form, without the tied lm_head.weight (the loader skips it anyway; half the size).
     hf = [t for t in make_gpt2_hf.hf_layout(m, N_POS) if t[0] != "lm_head.weight"]
     make_gpt2_hf.save_safetensors(os.path.join(HERE, "gpt2_hf_bpe.safetensors"), hf)

@@ -11,9 +11,11 @@
 #include "runtime/error.h"
 #include "tests/data/temp_dir.h"
 #include "tests/reference/bpe_values.h"
+#include "tests/support/error_of.h"
 
 using namespace tandem;
 using data::BpeTokenizer;
+using tandem::testing::error_of;
 
 namespace {
 
@@ -28,17 +30,6 @@ struct Files {
   }
   BpeTokenizer load() const { return BpeTokenizer::from_dir(dir.path().string()); }
 };
-
-// The message of the error `f` throws as E ("" if it throws none).
-template <typename E, typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
