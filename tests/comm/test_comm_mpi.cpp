@@ -47,7 +47,7 @@ TEST(CommMpi, AllreduceEveryDtypeOpAndSizeRingOverPointToPoint) {
 // Large messages: 1 MiB segments move by cross-memory attach where permitted, smaller ones through
 // shared-memory slots (both in one channel with 4 ranks); all must agree with point-to-point.
 TEST(CommMpi, AllreduceLargeMessages) {
-  Communicator& big = world(Algo::Ring, 0);
+  Communicator& big = world(Algo::Ring, 1 << 20);
   Communicator& p2p = world(Algo::Ring, 0, /*shared_memory=*/false);
   const int n = big.size(), r = big.rank();
   const int64_t count = 1500007;
