@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
@@ -19,29 +18,12 @@ namespace {
 using Algo = Options::Algo;
 constexpr int64_t kUncachedMin = 8 << 20;  // comm/ring.cpp kUncachedMinBytes
 
-bool same_on_all_ranks(const void* p, size_t bytes) {
-  std::vector<char> root(static_cast<const char*>(p), static_cast<const char*>(p) + bytes);
-  MPI_Bcast(root.data(), static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
-  int same = std::memcmp(root.data(), p, bytes) == 0, all = 0;
-  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == 1;
-}
-
-// Random floats, different per rank: sums round, so only the same order gives the same bits.
-std::vector<float> random_floats(int rank, int64_t count) {
-  std::mt19937 gen(1234u + static_cast<unsigned>(rank));
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  std::vector<float> v(static_cast<size_t>(count));
-  for (float& x : v) x = d(gen);
-  return v;
-}
-
 // f32 all-reduce of count random elements through `shm` and through point-to-point: bitwise equal,
 // identical on every rank; and the half-integer values of comm_test_util exact.
 void check_against_p2p(Communicator& shm, int64_t count, ReduceOp op) {
   Communicator& p2p = world(Algo::Ring, 0, /*shared_memory=*/false);
   const int n = shm.size(), r = shm.rank();
-  auto a = random_floats(r, count);
+  auto a = random_floats(count, 1234u + static_cast<uint32_t>(r));  // differ per rank: sums round
   auto b = a;
   shm.allreduce(a.data(), count, DType::f32, op)->wait();
   p2p.allreduce(b.data(), count, DType::f32, op)->wait();
