@@ -10,10 +10,14 @@ int mod(int64_t a, int n) { return static_cast<int>(((a % n) + n) % n); }
 // Up to this many bytes, power-of-two groups of more than 2 ranks use recursive doubling: fewer
 // dependent hops matter more than bandwidth there (and much more with ranks sharing cores).
 constexpr int64_t kDoublingMaxBytes = 32 * 1024;
+// From this many bytes per rank up, the last all-gather step lands with non-temporal stores (where
+// the transport copies): the buffer does not fit this rank's share of a 32 MB L3 shared by two
+// ranks, so ordinary stores would first read every destination line and evict what is cached.
+constexpr int64_t kUncachedMinBytes = 8 * 1024 * 1024;
 }  // namespace
 
 Ring::Ring(Transport& t, int64_t segment_bytes)
-    : t_(t), segment_bytes_(segment_bytes > 0 ? segment_bytes : 1024 * 1024) {}
+    : t_(t), segment_bytes_(segment_bytes > 0 ? segment_bytes : t.preferred_segment_bytes()) {}
 
 void Ring::passes(char* buf, int64_t count, DType dtype, ReduceOp op, int q, bool do_rs, bool do_ag,
                   const OpInfo& info) {
@@ -29,6 +33,8 @@ void Ring::passes(char* buf, int64_t count, DType dtype, ReduceOp op, int q, boo
   const int rounds = rs_rounds + (do_ag ? (n - 1) * m : 0);
   const int owned = mod(q + 1, n);  // after reduce-scatter (or given, for all-gather alone)
   const bool fused = do_rs && t_.can_recv_reduce();
+  // Only the last step: earlier all-gather steps forward what they receive, which must stay cached.
+  const bool uncached_last = count * static_cast<int64_t>(esz) >= kUncachedMinBytes;
   char* tmp[2] = {nullptr, nullptr};
   if (do_rs && !fused) {
     size_t bytes = static_cast<size_t>(std::min(seg, max_chunk)) * esz;
@@ -64,6 +70,8 @@ void Ring::passes(char* buf, int64_t count, DType dtype, ReduceOp op, int q, boo
       // is reduced straight from the sender's memory; all-gather lands in place.
       if (x.rs && fused)
         t_.recv_reduce(buf + x.recv_off * esz, x.recv_len * esz, left, dtype, op);
+      else if (!x.rs && uncached_last && x.step == n - 2)
+        t_.recv_uncached(buf + x.recv_off * esz, x.recv_len * esz, left);
       else
         t_.recv(x.rs ? tmp[k % 2] : buf + x.recv_off * esz, x.recv_len * esz, left);
     }

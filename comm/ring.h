@@ -10,7 +10,7 @@ namespace tandem::comm {
 
 class Ring {
  public:
-  // segment_bytes: the unit of pipelining (one message); 0 picks 1 MiB.
+  // segment_bytes: the unit of pipelining (one message); 0 picks the transport's preference.
   Ring(Transport& t, int64_t segment_bytes);
 
   void allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info);

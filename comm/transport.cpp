@@ -6,6 +6,9 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace tandem::comm {
 
@@ -82,6 +85,31 @@ void divide_elements(void* buf, int64_t n, DType dtype, int divisor) {
       for (int64_t i = 0; i < n; ++i) p[i] = p[i] / d;
     }
   });
+}
+
+void copy_uncached(void* dst, const void* src, size_t bytes) {
+#if defined(__SSE2__)
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  // Up to dst's next 16-byte boundary with memcpy, then 64 bytes per iteration streamed.
+  const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16);
+  std::memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+    const __m128i* in = reinterpret_cast<const __m128i*>(s);
+    __m128i a = _mm_loadu_si128(in), b = _mm_loadu_si128(in + 1), c = _mm_loadu_si128(in + 2),
+            e = _mm_loadu_si128(in + 3);
+    __m128i* out = reinterpret_cast<__m128i*>(d);
+    _mm_stream_si128(out, a);
+    _mm_stream_si128(out + 1, b);
+    _mm_stream_si128(out + 2, c);
+    _mm_stream_si128(out + 3, e);
+  }
+  std::memcpy(d, s, bytes);
+  _mm_sfence();  // streamed stores are weakly ordered: make them visible before what follows
+#else
+  std::memcpy(dst, src, bytes);
+#endif
 }
 
 void Transport::reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op) {

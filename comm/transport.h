@@ -32,6 +32,10 @@ class Transport {
   virtual void send(const void* src, size_t bytes, int peer) = 0;
   // Posts receiving `bytes` from peer into dst; dst holds them once wait() returns.
   virtual void recv(void* dst, size_t bytes, int peer) = 0;
+  // A receive whose data is not read again soon (the last all-gather step of a buffer larger than
+  // this rank's share of the cache): a transport that copies it may store it around the cache
+  // (non-temporal stores: no read-for-ownership of dst, no eviction of what is cached).
+  virtual void recv_uncached(void* dst, size_t bytes, int peer) { recv(dst, bytes, peer); }
   // Optional fused receive: dst[i] = op(dst[i], received[i]) straight from the sender's memory
   // (shared memory), no staging copy. Only called where can_recv_reduce() is true.
   virtual bool can_recv_reduce() const { return false; }
@@ -48,6 +52,9 @@ class Transport {
   // The thread that issues the collectives is blocked until they complete (true), or runs again
   // (false): a transport that waits for its peers by sleeping may spin meanwhile.
   virtual void set_caller_waiting(bool /*waiting*/) {}
+
+  // The ring's segment (one pipelined message) when Options::segment_bytes is 0.
+  virtual int64_t preferred_segment_bytes() const { return 1024 * 1024; }
 
   // ---- diagnosis ----
   // Records that this rank started collective `seq` (others read it when they time out).
@@ -95,5 +102,8 @@ std::string ranks_str(const std::vector<int>& ranks);  // "1, 3" or "none"
 // buf[i] = buf[i] / divisor.
 void reduce_elements(void* out, const void* mine, const void* incoming, int64_t n, DType dtype, ReduceOp op);
 void divide_elements(void* buf, int64_t n, DType dtype, int divisor);
+// memcpy with non-temporal stores where the CPU has them (x86): dst is written around the cache.
+// Ends with a store fence, so the bytes are visible to other cores like memcpy's.
+void copy_uncached(void* dst, const void* src, size_t bytes);
 
 }  // namespace tandem::comm

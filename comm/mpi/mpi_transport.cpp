@@ -67,6 +67,19 @@ void MpiTransport::recv_reduce(void* dst, size_t bytes, int peer, DType dtype, R
   shm_->post_recv_reduce(dst, bytes, peer, dtype, op);
 }
 
+void MpiTransport::recv_uncached(void* dst, size_t bytes, int peer) {
+  if (shm_) return shm_->post_recv(dst, bytes, peer, /*uncached=*/true);
+  recv(dst, bytes, peer);
+}
+
+int64_t MpiTransport::preferred_segment_bytes() const {
+  // Shared-memory channels: 256 KiB segments (4 slots) keep both ranks copying through the
+  // slots at once, cache-resident; larger segments waited longer per step and went through
+  // cross-memory attach (a system call and page pinning per message), which at 4-64 MB on 2 ranks
+  // was 1.3-2x slower (comm/README.md, "Performance on AMD EPYC").
+  return shm_ ? 256 * 1024 : 1024 * 1024;
+}
+
 void MpiTransport::recv(void* dst, size_t bytes, int peer) {
   if (shm_) return shm_->post_recv(dst, bytes, peer);
   char* p = static_cast<char*>(dst);

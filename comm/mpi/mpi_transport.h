@@ -28,6 +28,8 @@ class MpiTransport final : public Transport {
 
   void send(const void* src, size_t bytes, int peer) override;
   void recv(void* dst, size_t bytes, int peer) override;
+  void recv_uncached(void* dst, size_t bytes, int peer) override;
+  int64_t preferred_segment_bytes() const override;
   bool can_recv_reduce() const override { return shm_ != nullptr; }
   void recv_reduce(void* dst, size_t bytes, int peer, DType dtype, ReduceOp op) override;
   void wait(const OpInfo& op) override;

@@ -129,9 +129,10 @@ void ShmChannels::post_send(const void* src, size_t bytes, int peer) {
   ops_.push_back({true, const_cast<char*>(static_cast<const char*>(src)), bytes, 0, peer, false, DType::u8,
                   ReduceOp::Sum, cma});
 }
-void ShmChannels::post_recv(void* dst, size_t bytes, int peer) {
+void ShmChannels::post_recv(void* dst, size_t bytes, int peer, bool uncached) {
   bool cma = cma_ && bytes >= cma_min_bytes_;
   ops_.push_back({false, static_cast<char*>(dst), bytes, 0, peer, false, DType::u8, ReduceOp::Sum, cma});
+  ops_.back().uncached = uncached;
 }
 void ShmChannels::post_recv_reduce(void* dst, size_t bytes, int peer, DType dtype, ReduceOp op) {
   bool cma = cma_ && bytes >= cma_min_bytes_;
@@ -167,6 +168,8 @@ bool ShmChannels::advance(Op& o, Transport& reducer) {
       const char* src = slot(h, tail);
       if (o.reduce)  // straight from the neighbour's memory into ours
         reducer.reduce(o.ptr + o.done, src, static_cast<int64_t>(n / dtype_size(o.dtype)), o.dtype, o.op);
+      else if (o.uncached)
+        copy_uncached(o.ptr + o.done, src, n);
       else
         std::memcpy(o.ptr + o.done, src, n);
       h->tail.store(++tail, std::memory_order_release);

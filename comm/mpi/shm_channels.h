@@ -32,7 +32,8 @@ class ShmChannels {
   ShmChannels& operator=(const ShmChannels&) = delete;
 
   void post_send(const void* src, size_t bytes, int peer);
-  void post_recv(void* dst, size_t bytes, int peer);
+  // uncached: copy out of the slots with non-temporal stores (copy mode only).
+  void post_recv(void* dst, size_t bytes, int peer, bool uncached = false);
   void post_recv_reduce(void* dst, size_t bytes, int peer, DType dtype, ReduceOp op);
   // Moves whatever can move now; true once everything posted is done. `reducer` does the
   // arithmetic of fused receives. Throws CommError when a piece's size disagrees (desync).
@@ -59,6 +60,7 @@ class ShmChannels {
     bool cma = false;        // moved by cross-memory attach (large messages) or through slots
     bool published = false;  // cma send: address is in the channel as entry number `seq`
     uint64_t seq = 0;
+    bool uncached = false;   // copy-mode receive: non-temporal stores into ptr
   };
   Header* channel(int src, int dst) const;
   char* slot(Header* h, uint64_t i) const;

@@ -29,15 +29,6 @@ void fill(DType t, void* p, int64_t n, int rank, uint32_t salt) {
   convert_host(v.data(), DType::f64, p, t, n);
 }
 
-// Rank 0's bytes equal every rank's bytes.
-bool same_on_all_ranks(const void* p, size_t bytes) {
-  std::vector<char> root(static_cast<const char*>(p), static_cast<const char*>(p) + bytes);
-  MPI_Bcast(root.data(), static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
-  int same = std::memcmp(root.data(), p, bytes) == 0, all = 0;
-  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == 1;
-}
-
 TEST(CommMpiShared, MakeBufferIsZeroedHostMemory) {
   Communicator& c = world();
   Tensor b = c.make_buffer(1000, DType::f64);
