@@ -1,8 +1,13 @@
-// CPU GEMM through Eigen: row-major maps over the caller's memory, transposes folded into Eigen's
-// product (no copies for f32/f64); f16/bf16 are widened to f32 once, multiplied, and rounded on store.
+// CPU GEMM: f32 and bf16 on our AVX-512 kernels (gemm_avx512.cpp) where the CPU has them; otherwise,
+// and for f64/f16, Eigen: row-major maps over the caller's memory, transposes folded into Eigen's
+// product (no copies for f32/f64); f16 (and bf16 without AVX512-BF16) widened to f32 once, multiplied,
+// and rounded on store. TANDEM_CPU_GEMM=eigen forces Eigen everywhere (A/B measurements, tests).
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/eigen.h"
+#include "kernels/cpu/gemm_avx512.h"
 
 #include "runtime/backend/gemm.h"
 #include "runtime/tensor.h"
@@ -74,10 +79,21 @@ void gemm_low_precision(const GemmArgs& g) {
   }
 }
 
+// Read at every call (cheap) so that a test can switch paths within one process.
+bool eigen_forced() {
+  const char* v = std::getenv("TANDEM_CPU_GEMM");
+  return v && std::strcmp(v, "eigen") == 0;
+}
+
 void cpu_gemm(Device, const GemmArgs& g) {
   TANDEM_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.batch >= 0, "gemm: negative size m={} n={} k={} batch={}",
                g.m, g.n, g.k, g.batch);
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  if (!eigen_forced()) {
+    if ((g.dtype == DType::bf16 || (g.dtype == DType::f32 && g.bf16_products)) && avx512::has_bf16())
+      return avx512::gemm_bf16(g);
+    if (g.dtype == DType::f32 && avx512::has_f32()) return avx512::gemm_f32(g);
+  }
   dispatch_floating(g.dtype, "gemm", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
