@@ -33,7 +33,7 @@ void* scratch(int slot, size_t bytes) {
     size_t n = 0;
     ~Buf() { std::free(p); }
   };
-  static thread_local Buf bufs[3];
+  static thread_local Buf bufs[4];
   Buf& b = bufs[slot];
   if (b.n < bytes) {
     std::free(b.p);
@@ -86,8 +86,14 @@ void pack_panel(const Src* x, int64_t rs, int64_t ps, int rows, int64_t kc, Pk* 
       return;
     }
     int64_t g0 = 0;
-    if constexpr (!std::is_same_v<Src, float>) {
-      if (ps == 1) {  // bf16 pairs adjacent in memory: a transpose of 32-bit units
+    if (ps == 1) {  // bf16 pairs adjacent in memory (after rounding, for f32): a transpose of 32-bit units
+      if constexpr (std::is_same_v<Src, float>) {
+        const int64_t ld = (kc + 31) / 32 * 32;
+        auto* tmp = static_cast<uint16_t*>(scratch(3, sizeof(uint16_t) * static_cast<size_t>(W * ld)));
+        rows_to_bf16(x, rs, rows, kc, tmp, ld);
+        g0 = kcg;
+        pack_transpose32<W>(reinterpret_cast<const char*>(tmp), ld * 2, rows, g0, reinterpret_cast<uint32_t*>(out));
+      } else {
         g0 = kc / 2;
         pack_transpose32<W>(reinterpret_cast<const char*>(x), rs * 2, rows, g0, reinterpret_cast<uint32_t*>(out));
       }

@@ -192,6 +192,16 @@ TANDEM_AVX512_INLINE __m512i row_bf16(const float* src, int rows) {
   return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
+// f32 rows contiguous along K (row r at x + r * rs, kc values) rounded to bf16 into tmp + r * ld (ld a
+// multiple of 32), zero-padded: the pairs along K are then 32-bit units for pack_transpose32.
+TANDEM_AVX512 void rows_to_bf16(const float* x, int64_t rs, int rows, int64_t kc, uint16_t* tmp, int64_t ld) {
+  for (int r = 0; r < rows; ++r)
+    for (int64_t p = 0; p < kc; p += 32) {
+      const int left = static_cast<int>(kc - p < 32 ? kc - p : 32);
+      _mm512_storeu_si512(tmp + r * ld + p, row_bf16(x + r * rs + p, left));
+    }
+}
+
 // bf16 panel whose source is contiguous along the panel's rows: element (r, p) at src[p * ps + r];
 // out[(g * W + r) * 2 + e] = element (r, 2g + e), odd kc padded with zero.
 template <int W, class Src>
