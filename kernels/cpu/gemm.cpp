@@ -48,12 +48,19 @@ void gemm_one(const GemmArgs& g, const T* a, const T* b, T* c) {
   else run(A.transpose(), B.transpose());
 }
 
+// Read at every call (cheap) so that a test can switch paths within one process.
+bool eigen_forced() {
+  const char* v = std::getenv("TANDEM_CPU_GEMM");
+  return v && std::strcmp(v, "eigen") == 0;
+}
+
 template <class T>
 void widen(const T* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
-// f16/bf16: each matrix of the batch widened to a dense f32 copy, multiplied in f32, rounded once.
+// f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
+// in f32 (our kernel where the CPU has AVX-512, else Eigen), rounded once.
 template <class T>
 void gemm_low_precision(const GemmArgs& g) {
   const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
@@ -73,16 +80,18 @@ void gemm_low_precision(const GemmArgs& g) {
     for (int64_t r = 0; r < b_rows; ++r) widen(bi + r * g.ldb, b.data() + r * b_cols, b_cols);
     if (g.beta != 0)
       for (int64_t r = 0; r < g.m; ++r) widen(ci + r * g.ldc, c.data() + r * g.n, g.n);
-    gemm_one<float>(f, a.data(), b.data(), c.data());
+    if (!eigen_forced() && avx512::has_f32()) {
+      f.a = a.data();
+      f.b = b.data();
+      f.c = c.data();
+      f.batch = 1;
+      avx512::gemm_f32(f);
+    } else {
+      gemm_one<float>(f, a.data(), b.data(), c.data());
+    }
     for (int64_t r = 0; r < g.m; ++r)
       for (int64_t col = 0; col < g.n; ++col) ci[r * g.ldc + col] = T(c[static_cast<size_t>(r * g.n + col)]);
   }
-}
-
-// Read at every call (cheap) so that a test can switch paths within one process.
-bool eigen_forced() {
-  const char* v = std::getenv("TANDEM_CPU_GEMM");
-  return v && std::strcmp(v, "eigen") == 0;
 }
 
 void cpu_gemm(Device, const GemmArgs& g) {
