@@ -47,13 +47,16 @@ void* scratch(int slot, size_t bytes) {
 template <class Pk>
 using KernelFn = void (*)(int64_t, const Pk*, const Pk*, int, const TileOut&);
 
+// kernels[narrow][rows - 1]
+template <class Pk>
+using KernelTable = std::array<std::array<KernelFn<Pk>, kMR>, 2>;
 template <int... I>
-constexpr std::array<KernelFn<float>, sizeof...(I)> f32_table(std::integer_sequence<int, I...>) {
-  return {&kernel_f32<I + 1>...};
+constexpr KernelTable<float> f32_table(std::integer_sequence<int, I...>) {
+  return {{{&kernel_f32<I + 1, false>...}, {&kernel_f32<I + 1, true>...}}};
 }
 template <int... I>
-constexpr std::array<KernelFn<uint16_t>, sizeof...(I)> bf16_table(std::integer_sequence<int, I...>) {
-  return {&kernel_bf16<I + 1>...};
+constexpr KernelTable<uint16_t> bf16_table(std::integer_sequence<int, I...>) {
+  return {{{&kernel_bf16<I + 1, false>...}, {&kernel_bf16<I + 1, true>...}}};
 }
 const auto kF32Kernels = f32_table(std::make_integer_sequence<int, kMR>{});
 const auto kBf16Kernels = bf16_table(std::make_integer_sequence<int, kMR>{});
@@ -122,7 +125,7 @@ void scale_c(const GemmArgs& g, void* c) {
 }
 
 template <class Pk, class Src>
-void run(const GemmArgs& g, const std::array<KernelFn<Pk>, kMR>& kernels) {
+void run(const GemmArgs& g, const KernelTable<Pk>& kernels) {
   constexpr int KG = std::is_same_v<Pk, float> ? 1 : 2;
   const int64_t M = g.m, N = g.n, K = g.k;
   const int64_t kc_max = std::min(K, kKC), kcg_max = (kc_max + KG - 1) / KG;
@@ -183,8 +186,8 @@ void run(const GemmArgs& g, const std::array<KernelFn<Pk>, kMR>& kernels) {
             } else {
               o.c32 = reinterpret_cast<float*>(C) + coff;
             }
-            kernels[rows - 1](kcg, ap + ir * kcg * KG * kMR, bp + jr * kcg * KG * kNR,
-                              static_cast<int>(std::min<int64_t>(kNR, nc - col)), o);
+            const int cols = static_cast<int>(std::min<int64_t>(kNR, nc - col));
+            kernels[cols <= 16][rows - 1](kcg, ap + ir * kcg * KG * kMR, bp + jr * kcg * KG * kNR, cols, o);
           }
         }
       }

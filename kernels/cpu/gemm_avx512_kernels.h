@@ -84,19 +84,20 @@ TANDEM_AVX512_INLINE void store_tile(const __m512* c0, const __m512* c1, int n, 
   }
 }
 
-// f32: a is a packed A panel [kc][kMR] (first MR rows used), b a packed B panel [kc][kNR].
-template <int MR>
+// f32: a is a packed A panel [kc][kMR] (first MR rows used), b a packed B panel [kc][kNR]. NARROW:
+// the panel's last 16 columns are all padding (n <= 16), so only the first zmm column is computed.
+template <int MR, bool NARROW>
 TANDEM_AVX512 void kernel_f32(int64_t kc, const float* a, const float* b, int n, const TileOut& o) {
   __m512 c0[MR], c1[MR];
 #pragma GCC unroll 14
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+    const __m512 b0 = _mm512_load_ps(b), b1 = NARROW ? b0 : _mm512_load_ps(b + 16);
 #pragma GCC unroll 14
     for (int i = 0; i < MR; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
       c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+      if (!NARROW) c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
     }
     a += kMR;
     b += kNR;
@@ -105,21 +106,21 @@ TANDEM_AVX512 void kernel_f32(int64_t kc, const float* a, const float* b, int n,
 }
 
 // bf16: panels of bf16 pairs along K, a [kcg][kMR][2] and b [kcg][kNR][2]; each vdpbf16ps adds
-// a[i][2p] * b[2p][j] + a[i][2p+1] * b[2p+1][j] to lane j.
-template <int MR>
+// a[i][2p] * b[2p][j] + a[i][2p+1] * b[2p+1][j] to lane j. NARROW as for f32.
+template <int MR, bool NARROW>
 TANDEM_AVX512 void kernel_bf16(int64_t kcg, const uint16_t* a, const uint16_t* b, int n, const TileOut& o) {
   __m512 c0[MR], c1[MR];
 #pragma GCC unroll 14
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kcg; ++p) {
-    const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 32);
+    const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = NARROW ? b0 : (__m512bh)_mm512_load_si512(b + 32);
 #pragma GCC unroll 14
     for (int i = 0; i < MR; ++i) {
       uint32_t pair;
       std::memcpy(&pair, a + 2 * i, sizeof(pair));
       const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
       c0[i] = _mm512_dpbf16_ps(c0[i], ai, b0);
-      c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
+      if (!NARROW) c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
     }
     a += 2 * kMR;
     b += 2 * kNR;
