@@ -5,9 +5,11 @@
 #include <immintrin.h>
 
 // GCC 12 flags the _mm512_undefined_* placeholders inside its own intrinsics once inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
-#define TANDEM_CVT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+#define TANDEM_CVT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 namespace tandem {
 namespace {
@@ -72,7 +74,7 @@ TANDEM_CVT_AVX512 void f32_to_f16(const float* s, uint16_t* d, int64_t n) {
 
 bool cpu_ok() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+                         __builtin_cpu_supports("avx512vl");  // the 512-bit vcvtph2ps/vcvtps2ph are AVX-512F
   return ok;
 }
 

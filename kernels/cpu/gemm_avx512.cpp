@@ -5,7 +5,9 @@
 #include "kernels/cpu/gemm_avx512.h"
 
 // GCC 12 flags the _mm512_undefined_* placeholders inside its own intrinsics once inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <omp.h>
 
