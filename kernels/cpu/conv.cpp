@@ -1,4 +1,4 @@
-// CPU convolution: im2col + Eigen GEMM over chunks of images sized so that the column matrix stays in
+// CPU convolution: im2col + the backend GEMM over chunks of images sized so that the column matrix stays in
 // cache (forward: one strided-batched GEMM per chunk writing y directly); backward is the GEMM with the
 // columns (dW, one GEMM per image accumulated) and GEMM + col2im (dX). f16/bf16 are widened to f32, computed,
 // and rounded once.
@@ -191,9 +191,10 @@ void col2im_t(const Conv2dGeometry& g, const T* cols, T* x) {
 
 template <class T>
 GemmArgs gemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                   int64_t ldb, T* c, int64_t ldc, double beta) {
+                   int64_t ldb, T* c, int64_t ldc, double beta, bool bf16_values) {
   GemmArgs args;
   args.dtype = dtype_v<T>;
+  args.bf16_products = bf16_values;
   args.trans_a = ta;
   args.trans_b = tb;
   args.m = m; args.n = n; args.k = k;
@@ -237,7 +238,7 @@ void small_k_dots(const T* dy, const T* cols, int64_t ld, int64_t L, int64_t K, 
 }
 
 template <class T>
-void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g) {
+void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g, bool bf16_values = false) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
   T* cols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
@@ -253,7 +254,7 @@ void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g
 #pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
       for (int64_t p = 0; p < gc.n * O; ++p) std::fill_n(yc + p * L, L, b[p % O]);
     }
-    GemmArgs fw = gemm_args<T>(false, false, O, L, K, w, K, cols, NL, yc, L, b ? 1.0 : 0.0);
+    GemmArgs fw = gemm_args<T>(false, false, O, L, K, w, K, cols, NL, yc, L, b ? 1.0 : 0.0, bf16_values);
     fw.batch = gc.n;
     fw.stride_b = L;
     fw.stride_c = O * L;
@@ -262,7 +263,7 @@ void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g
 }
 
 template <class T>
-void backward_input_t(const T* dy, const T* w, T* dx, const Conv2dGeometry& g) {
+void backward_input_t(const T* dy, const T* w, T* dx, const Conv2dGeometry& g, bool bf16_values = false) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
   T* dcols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
@@ -270,7 +271,7 @@ void backward_input_t(const T* dy, const T* w, T* dx, const Conv2dGeometry& g) {
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
     // dcols[:, img*L : (img+1)*L] = w^T [K, O] @ dy[img] [O, L], batched over the chunk's images
-    GemmArgs bi = gemm_args<T>(true, false, K, L, O, w, K, dy + n0 * O * L, L, dcols, NL, 0.0);
+    GemmArgs bi = gemm_args<T>(true, false, K, L, O, w, K, dy + n0 * O * L, L, dcols, NL, 0.0, bf16_values);
     bi.batch = gc.n;
     bi.stride_b = O * L;
     bi.stride_c = L;
@@ -280,7 +281,7 @@ void backward_input_t(const T* dy, const T* w, T* dx, const Conv2dGeometry& g) {
 }
 
 template <class T>
-void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeometry& g) {
+void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
   T* cols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
@@ -305,7 +306,7 @@ void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeomet
     for (int64_t img = 0; img < gc.n; ++img) {
       const bool first = n0 == 0 && img == 0;
       gemm(kCPU)(kCPU, gemm_args<T>(false, true, O, K, L, dy + (n0 + img) * O * L, L, cols + img * L, NL, dw, K,
-                                    first ? 0.0 : 1.0));
+                                    first ? 0.0 : 1.0, bf16_values));
     }
   }
   if (g.n == 0) std::fill(dw, dw + O * K, T(0));
@@ -321,7 +322,8 @@ void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeomet
   }
 }
 
-// f16/bf16 run the f32 path on widened copies.
+// f16/bf16 run the f32 path on widened copies; for bf16 the widened values are exactly bf16, so the
+// GEMMs may multiply them as bf16 pairs (GemmArgs::bf16_products) with the same products.
 Tensor widened(const Tensor& t) {
   if (!t.defined()) return t;
   Tensor r = Tensor::empty(t.shape(), DType::f32, t.device());
@@ -345,7 +347,8 @@ void cpu_conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tenso
       forward_t<T>(ptr<T>(x), ptr<T>(w), ptr<T>(b), mptr<T>(y), g);
     } else {
       Tensor yf = like_f32(y);
-      forward_t<float>(ptr<float>(widened(x)), ptr<float>(widened(w)), ptr<float>(widened(b)), mptr<float>(yf), g);
+      forward_t<float>(ptr<float>(widened(x)), ptr<float>(widened(w)), ptr<float>(widened(b)), mptr<float>(yf), g,
+                       std::is_same_v<T, bfloat16>);
       narrow_into(yf, y);
     }
   });
@@ -358,7 +361,8 @@ void cpu_conv2d_backward_input(const Tensor& dy, const Tensor& w, Tensor& dx, co
       backward_input_t<T>(ptr<T>(dy), ptr<T>(w), mptr<T>(dx), g);
     } else {
       Tensor dxf = like_f32(dx);
-      backward_input_t<float>(ptr<float>(widened(dy)), ptr<float>(widened(w)), mptr<float>(dxf), g);
+      backward_input_t<float>(ptr<float>(widened(dy)), ptr<float>(widened(w)), mptr<float>(dxf), g,
+                              std::is_same_v<T, bfloat16>);
       narrow_into(dxf, dx);
     }
   });
@@ -372,7 +376,8 @@ void cpu_conv2d_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, T
       backward_weight_t<T>(ptr<T>(x), ptr<T>(dy), mptr<T>(dw), mptr<T>(db), g);
     } else {
       Tensor dwf = like_f32(dw), dbf = like_f32(db);
-      backward_weight_t<float>(ptr<float>(widened(x)), ptr<float>(widened(dy)), mptr<float>(dwf), mptr<float>(dbf), g);
+      backward_weight_t<float>(ptr<float>(widened(x)), ptr<float>(widened(dy)), mptr<float>(dwf), mptr<float>(dbf), g,
+                               std::is_same_v<T, bfloat16>);
       narrow_into(dwf, dw);
       narrow_into(dbf, db);
     }

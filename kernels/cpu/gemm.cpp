@@ -1,8 +1,13 @@
-// CPU GEMM through Eigen: row-major maps over the caller's memory, transposes folded into Eigen's
-// product (no copies for f32/f64); f16/bf16 are widened to f32 once, multiplied, and rounded on store.
+// CPU GEMM: f32 and bf16 on our AVX-512 kernels (gemm_avx512.cpp) where the CPU has them; otherwise,
+// and for f64/f16, Eigen: row-major maps over the caller's memory, transposes folded into Eigen's
+// product (no copies for f32/f64); f16 (and bf16 without AVX512-BF16) widened to f32 once, multiplied,
+// and rounded on store. TANDEM_CPU_GEMM=eigen forces Eigen everywhere (A/B measurements, tests).
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/eigen.h"
+#include "kernels/cpu/gemm_avx512.h"
 
 #include "runtime/backend/gemm.h"
 #include "runtime/tensor.h"
@@ -43,12 +48,19 @@ void gemm_one(const GemmArgs& g, const T* a, const T* b, T* c) {
   else run(A.transpose(), B.transpose());
 }
 
+// Read at every call (cheap) so that a test can switch paths within one process.
+bool eigen_forced() {
+  const char* v = std::getenv("TANDEM_CPU_GEMM");
+  return v && std::strcmp(v, "eigen") == 0;
+}
+
 template <class T>
 void widen(const T* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
-// f16/bf16: each matrix of the batch widened to a dense f32 copy, multiplied in f32, rounded once.
+// f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
+// in f32 (our kernel where the CPU has AVX-512, else Eigen), rounded once.
 template <class T>
 void gemm_low_precision(const GemmArgs& g) {
   const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
@@ -68,7 +80,15 @@ void gemm_low_precision(const GemmArgs& g) {
     for (int64_t r = 0; r < b_rows; ++r) widen(bi + r * g.ldb, b.data() + r * b_cols, b_cols);
     if (g.beta != 0)
       for (int64_t r = 0; r < g.m; ++r) widen(ci + r * g.ldc, c.data() + r * g.n, g.n);
-    gemm_one<float>(f, a.data(), b.data(), c.data());
+    if (!eigen_forced() && avx512::has_f32()) {
+      f.a = a.data();
+      f.b = b.data();
+      f.c = c.data();
+      f.batch = 1;
+      avx512::gemm_f32(f);
+    } else {
+      gemm_one<float>(f, a.data(), b.data(), c.data());
+    }
     for (int64_t r = 0; r < g.m; ++r)
       for (int64_t col = 0; col < g.n; ++col) ci[r * g.ldc + col] = T(c[static_cast<size_t>(r * g.n + col)]);
   }
@@ -78,6 +98,11 @@ void cpu_gemm(Device, const GemmArgs& g) {
   TANDEM_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.batch >= 0, "gemm: negative size m={} n={} k={} batch={}",
                g.m, g.n, g.k, g.batch);
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  if (!eigen_forced()) {
+    if ((g.dtype == DType::bf16 || (g.dtype == DType::f32 && g.bf16_products)) && avx512::has_bf16())
+      return avx512::gemm_bf16(g);
+    if (g.dtype == DType::f32 && avx512::has_f32()) return avx512::gemm_f32(g);
+  }
   dispatch_floating(g.dtype, "gemm", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

@@ -24,6 +24,9 @@ struct GemmArgs {
   void* c = nullptr;
   int64_t ldc = 0;
   double alpha = 1.0, beta = 0.0;
+  // f32 A and B whose values are bf16 (an autocast region's widened operands): the CPU may multiply
+  // them as bf16 pairs (vdpbf16ps, exact products, f32 sums); others compute in f32 as usual.
+  bool bf16_products = false;
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries (0: shared)
 };

@@ -1,0 +1,227 @@
+// AVX-512 GEMM driver: for each block of NC columns and KC depth, B is packed into 32-column panels;
+// for each block of MC rows, A into 14-row panels; then every (A panel, B panel) pair is one
+// register-tile micro-kernel call. Threads share the tiles of a block (M/N only, never K), so every
+// element sums its products in the same order for any thread count.
+#include "kernels/cpu/gemm_avx512.h"
+
+// GCC 12 flags the _mm512_undefined_* placeholders inside its own intrinsics once inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <utility>
+
+#include "kernels/cpu/gemm_avx512_kernels.h"
+#include "runtime/error.h"
+
+namespace tandem::kernels::avx512 {
+namespace {
+
+// KC x kNR f32 B panel = 32 KB (L1-sized, reused by every A panel of the block); MC x KC A block =
+// 168 KB and the KC x NC B block = 1 MB stay in L2/L3.
+constexpr int64_t kKC = 256, kMC = 12 * kMR, kNC = 1024;
+// Below this many flops one thread does the product (a parallel region costs microseconds).
+constexpr int64_t kParallelMinFlops = int64_t(1) << 22;
+
+// Grow-only, 64-byte-aligned per-thread buffers (packed panels must not split cache lines).
+void* scratch(int slot, size_t bytes) {
+  struct Buf {
+    void* p = nullptr;
+    size_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  static thread_local Buf bufs[4];
+  Buf& b = bufs[slot];
+  if (b.n < bytes) {
+    std::free(b.p);
+    b.n = (bytes + 63) / 64 * 64;
+    b.p = std::aligned_alloc(64, b.n);
+    if (!b.p) throw std::bad_alloc();
+  }
+  return b.p;
+}
+
+template <class Pk>
+using KernelFn = void (*)(int64_t, const Pk*, const Pk*, int, const TileOut&);
+
+// kernels[narrow][rows - 1]
+template <class Pk>
+using KernelTable = std::array<std::array<KernelFn<Pk>, kMR>, 2>;
+template <int... I>
+constexpr KernelTable<float> f32_table(std::integer_sequence<int, I...>) {
+  return {{{&kernel_f32<I + 1, false>...}, {&kernel_f32<I + 1, true>...}}};
+}
+template <int... I>
+constexpr KernelTable<uint16_t> bf16_table(std::integer_sequence<int, I...>) {
+  return {{{&kernel_bf16<I + 1, false>...}, {&kernel_bf16<I + 1, true>...}}};
+}
+const auto kF32Kernels = f32_table(std::make_integer_sequence<int, kMR>{});
+const auto kBf16Kernels = bf16_table(std::make_integer_sequence<int, kMR>{});
+
+template <class Src>
+uint16_t bf16_bits(Src v) {
+  if constexpr (std::is_same_v<Src, float>) return float_to_bf16_bits(v);
+  else return v.bits;
+}
+
+// One panel of W rows (element (r, p) of the operand at x[r * rs + p * ps], r < rows, p < kc) in the
+// packed layout [kcg][W][KG]; missing rows and the odd-K tail are zero.
+template <int W, class Pk, class Src>
+void pack_panel(const Src* x, int64_t rs, int64_t ps, int rows, int64_t kc, Pk* out) {
+  if constexpr (std::is_same_v<Pk, float>) {
+    if (ps == 1)
+      pack_transpose32<W>(reinterpret_cast<const char*>(x), rs * 4, rows, kc, reinterpret_cast<uint32_t*>(out));
+    else if (rs == 1)
+      pack_rows_f32<W>(x, ps, rows, kc, out);
+    else
+      for (int64_t p = 0; p < kc; ++p)
+        for (int r = 0; r < W; ++r) out[p * W + r] = r < rows ? x[r * rs + p * ps] : 0.f;
+  } else {
+    const int64_t kcg = (kc + 1) / 2;
+    if (rs == 1) {
+      if constexpr (std::is_same_v<Src, float>)
+        pack_rows_bf16<W>(x, ps, rows, kc, out);
+      else
+        pack_rows_bf16<W>(reinterpret_cast<const uint16_t*>(x), ps, rows, kc, out);
+      return;
+    }
+    int64_t g0 = 0;
+    if (ps == 1) {  // bf16 pairs adjacent in memory (after rounding, for f32): a transpose of 32-bit units
+      if constexpr (std::is_same_v<Src, float>) {
+        const int64_t ld = (kc + 31) / 32 * 32;
+        auto* tmp = static_cast<uint16_t*>(scratch(3, sizeof(uint16_t) * static_cast<size_t>(W * ld)));
+        rows_to_bf16(x, rs, rows, kc, tmp, ld);
+        g0 = kcg;
+        pack_transpose32<W>(reinterpret_cast<const char*>(tmp), ld * 2, rows, g0, reinterpret_cast<uint32_t*>(out));
+      } else {
+        g0 = kc / 2;
+        pack_transpose32<W>(reinterpret_cast<const char*>(x), rs * 2, rows, g0, reinterpret_cast<uint32_t*>(out));
+      }
+    }
+    for (int64_t g = g0; g < kcg; ++g)
+      for (int r = 0; r < W; ++r)
+        for (int e = 0; e < 2; ++e) {
+          const int64_t p = 2 * g + e;
+          out[(g * W + r) * 2 + e] = r < rows && p < kc ? bf16_bits(x[r * rs + p * ps]) : uint16_t(0);
+        }
+  }
+}
+
+// C = beta * C when K is empty.
+void scale_c(const GemmArgs& g, void* c) {
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      if (g.dtype == DType::f32) {
+        float& v = static_cast<float*>(c)[i * g.ldc + j];
+        v = g.beta == 0 ? 0.f : static_cast<float>(g.beta) * v;
+      } else {
+        uint16_t& v = static_cast<uint16_t*>(c)[i * g.ldc + j];
+        v = g.beta == 0 ? 0 : float_to_bf16_bits(static_cast<float>(g.beta) * bf16_bits_to_float(v));
+      }
+    }
+}
+
+template <class Pk, class Src>
+void run(const GemmArgs& g, const KernelTable<Pk>& kernels) {
+  constexpr int KG = std::is_same_v<Pk, float> ? 1 : 2;
+  const int64_t M = g.m, N = g.n, K = g.k;
+  const int64_t kc_max = std::min(K, kKC), kcg_max = (kc_max + KG - 1) / KG;
+  const int64_t nc_max = std::min(N, kNC), mc_max = std::min(M, kMC);
+  Pk* bp = static_cast<Pk*>(scratch(0, sizeof(Pk) * static_cast<size_t>((nc_max + kNR - 1) / kNR * kNR * kcg_max * KG)));
+  Pk* ap = static_cast<Pk*>(scratch(1, sizeof(Pk) * static_cast<size_t>((mc_max + kMR - 1) / kMR * kMR * kcg_max * KG)));
+  const bool out16 = g.dtype == DType::bf16;
+  float* w = out16 && K > kKC ? static_cast<float*>(scratch(2, sizeof(float) * static_cast<size_t>(M * nc_max)))
+                              : nullptr;
+  const int nt = 2 * M * N * K >= kParallelMinFlops ? omp_get_max_threads() : 1;
+  const size_t esize = out16 ? 2 : 4;
+
+  for (int64_t bi = 0; bi < g.batch; ++bi) {
+    const Src* A = static_cast<const Src*>(g.a) + bi * g.stride_a;
+    const Src* B = static_cast<const Src*>(g.b) + bi * g.stride_b;
+    char* C = static_cast<char*>(g.c) + static_cast<size_t>(bi * g.stride_c) * esize;
+    if (K == 0) {
+      scale_c(g, C);
+      continue;
+    }
+    for (int64_t jc = 0; jc < N; jc += kNC) {
+      const int64_t nc = std::min(kNC, N - jc), npan = (nc + kNR - 1) / kNR;
+      for (int64_t pc = 0; pc < K; pc += kKC) {
+        const int64_t kc = std::min(kKC, K - pc), kcg = (kc + KG - 1) / KG;
+        const int64_t brs = g.trans_b ? g.ldb : 1, bps = g.trans_b ? 1 : g.ldb;
+        const Src* bsrc = B + jc * brs + pc * bps;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && npan > 1)
+        for (int64_t q = 0; q < npan; ++q)
+          pack_panel<kNR>(bsrc + q * kNR * brs, brs, bps, static_cast<int>(std::min<int64_t>(kNR, nc - q * kNR)), kc,
+                          bp + q * kcg * KG * kNR);
+        for (int64_t ic = 0; ic < M; ic += kMC) {
+          const int64_t mc = std::min(kMC, M - ic);
+          // Rows split evenly over the panels (128 rows: 10 panels of 13 and 11, not 9 x 14 + 2).
+          const int64_t mpan = (mc + kMR - 1) / kMR, h = (mc + mpan - 1) / mpan;
+          const int64_t ars = g.trans_a ? 1 : g.lda, aps = g.trans_a ? g.lda : 1;
+          const Src* asrc = A + ic * ars + pc * aps;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && mpan > 1)
+          for (int64_t q = 0; q < mpan; ++q)
+            pack_panel<kMR>(asrc + q * h * ars, ars, aps, static_cast<int>(std::min(h, mc - q * h)), kc,
+                            ap + q * kcg * KG * kMR);
+          TileOut base;
+          base.ldc = g.ldc;
+          base.ldw = nc_max;
+          base.alpha = static_cast<float>(g.alpha);
+          base.beta = static_cast<float>(g.beta);
+          base.first = pc == 0;
+          base.last = pc + kc == K;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && npan * mpan > 1)
+          for (int64_t t = 0; t < npan * mpan; ++t) {
+            const int64_t jr = t / mpan, ir = t % mpan;
+            const int64_t row = ir * h, col = jr * kNR;
+            const int rows = static_cast<int>(std::min(h, mc - row));
+            TileOut o = base;
+            const int64_t coff = (ic + row) * g.ldc + jc + col;
+            if (out16) {
+              o.c16 = reinterpret_cast<uint16_t*>(C) + coff;
+              o.w = w ? w + (ic + row) * nc_max + col : nullptr;
+            } else {
+              o.c32 = reinterpret_cast<float*>(C) + coff;
+            }
+            const int cols = static_cast<int>(std::min<int64_t>(kNR, nc - col));
+            kernels[cols <= 16][rows - 1](kcg, ap + ir * kcg * KG * kMR, bp + jr * kcg * KG * kNR, cols, o);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool has_f32() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return ok;
+}
+
+bool has_bf16() {
+  static const bool ok = has_f32() && __builtin_cpu_supports("avx512bf16");
+  return ok;
+}
+
+void gemm_f32(const GemmArgs& g) {
+  TANDEM_CHECK(has_f32() && g.dtype == DType::f32, "avx512 gemm_f32: unsupported CPU or dtype");
+  run<float, float>(g, kF32Kernels);
+}
+
+void gemm_bf16(const GemmArgs& g) {
+  TANDEM_CHECK(has_bf16() && (g.dtype == DType::bf16 || g.dtype == DType::f32),
+               "avx512 gemm_bf16: unsupported CPU or dtype");
+  if (g.dtype == DType::bf16)
+    run<uint16_t, bfloat16>(g, kBf16Kernels);
+  else
+    run<uint16_t, float>(g, kBf16Kernels);
+}
+
+}  // namespace tandem::kernels::avx512

@@ -1,0 +1,19 @@
+// Our own AVX-512 GEMM of the CPU backend (f32 FMA and bf16 dot-product micro-kernels over packed
+// panels); gemm.cpp picks it at run time and keeps Eigen for f64, f16 and CPUs without AVX-512.
+#pragma once
+
+#include "runtime/backend/gemm.h"
+
+namespace tandem::kernels::avx512 {
+
+// What this CPU can run, checked once (cpuid), never assumed from the compiler's -march.
+bool has_f32();   // AVX-512F/BW/VL
+bool has_bf16();  // the above plus AVX512-BF16 (vdpbf16ps)
+
+// args.dtype f32: f32 FMA kernel; bf16_products (f32 operands whose values are bf16) or dtype bf16:
+// bf16 pairs multiplied by vdpbf16ps, accumulated in f32 (denormal operands count as zero), output
+// rounded once. Results do not depend on the thread count (K is never split between threads).
+void gemm_f32(const GemmArgs& args);
+void gemm_bf16(const GemmArgs& args);
+
+}  // namespace tandem::kernels::avx512

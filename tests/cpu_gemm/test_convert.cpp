@@ -1,0 +1,61 @@
+// convert_host's AVX-512 f32 <-> f16/bf16 loops against half.h's scalar conversions, bit for bit:
+// every 16-bit pattern widened, and f32 patterns across the whole range (ties, subnormals, overflow,
+// NaN payloads, signs) narrowed, with lengths that leave masked tails.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "runtime/backend/common/half.h"
+#include "runtime/tensor.h"
+
+using namespace tandem;
+
+namespace {
+
+std::vector<uint32_t> f32_patterns() {
+  std::vector<uint32_t> out;
+  for (uint64_t x = 0; x < (uint64_t(1) << 32); x += 4093) out.push_back(static_cast<uint32_t>(x));  // everywhere
+  for (uint32_t i = 0; i < (1u << 19); ++i) out.push_back((i << 13) | 0x1000u);  // f16 ties (normal range)
+  for (uint32_t i = 0; i < (1u << 16); ++i) {
+    out.push_back((i << 16) | 0x8000u);  // bf16 ties
+    out.push_back((i << 16) | 0x7fffu);
+  }
+  for (uint32_t e = 0x33000000u; e < 0x38800000u; e += 0x1357u) out.push_back(e);  // f16 subnormal results
+  out.push_back(0x7f800001u);  // a signalling NaN
+  out.push_back(0xffc12345u);
+  out.push_back(0x477ff000u);  // 65520: rounds to inf in f16
+  out.push_back(0x477fefffu);
+  out.pop_back();  // odd length: the last 16 leave a masked tail
+  return out;
+}
+
+}  // namespace
+
+TEST(ConvertHost, Widening16BitMatchesScalarForEveryPattern) {
+  std::vector<uint16_t> src(65536 + 5);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint16_t>(i);
+  std::vector<float> dst(src.size());
+  for (DType t : {DType::f16, DType::bf16}) {
+    convert_host(src.data(), t, dst.data(), DType::f32, static_cast<int64_t>(src.size()));
+    for (size_t i = 0; i < src.size(); ++i) {
+      const float want = t == DType::f16 ? half_bits_to_float(src[i]) : bf16_bits_to_float(src[i]);
+      ASSERT_EQ(float_bits(dst[i]), float_bits(want)) << dtype_name(t) << " pattern " << src[i];
+    }
+  }
+}
+
+TEST(ConvertHost, NarrowingF32MatchesScalar) {
+  const std::vector<uint32_t> bits = f32_patterns();
+  std::vector<float> src(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) src[i] = bits_float(bits[i]);
+  std::vector<uint16_t> dst(bits.size());
+  for (DType t : {DType::f16, DType::bf16}) {
+    convert_host(src.data(), DType::f32, dst.data(), t, static_cast<int64_t>(src.size()));
+    for (size_t i = 0; i < bits.size(); ++i) {
+      const uint16_t want = t == DType::f16 ? float_to_half_bits(src[i]) : float_to_bf16_bits(src[i]);
+      ASSERT_EQ(dst[i], want) << dtype_name(t) << " f32 bits 0x" << std::hex << bits[i];
+    }
+  }
+}

@@ -1,0 +1,224 @@
+// The CPU GEMM (our AVX-512 kernels where the CPU has them, else Eigen) against an f64 reference over
+// tails in every dimension, all transposes, alpha/beta, padded leading dimensions, batches and K/N/M
+// larger than one cache block; bf16 against the f64 product of the bf16 inputs; thread invariance.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "runtime/backend/common/half.h"
+#include "runtime/backend/gemm.h"
+#include "runtime/tensor.h"
+
+using namespace tandem;
+
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+  bool ta, tb;
+  double alpha, beta;
+  int64_t batch;
+};
+
+// Element types of the operands as stored: f32, bf16, or f32 with bf16 values (bf16_products).
+enum class Kind { F32, BF16, F32AsBF16 };
+
+struct Problem {
+  Shape s;
+  int64_t lda, ldb, ldc, sa, sb, sc;
+  std::vector<double> a, b, c0;  // the exact stored values
+};
+
+double round_bf16(double v) { return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v))); }
+
+Problem make(const Shape& s, Kind kind, std::mt19937& rng) {
+  Problem p{s, 0, 0, 0, 0, 0, 0, {}, {}, {}};
+  p.lda = (s.ta ? s.m : s.k) + 3;
+  p.ldb = (s.tb ? s.k : s.n) + 5;
+  p.ldc = s.n + 2;
+  p.sa = (s.ta ? s.k : s.m) * p.lda;
+  p.sb = (s.tb ? s.n : s.k) * p.ldb;
+  p.sc = s.m * p.ldc + 1;
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto fill = [&](std::vector<double>& v, int64_t n) {
+    v.resize(static_cast<size_t>(n));
+    for (double& x : v) x = kind == Kind::F32 ? double(float(u(rng))) : round_bf16(u(rng));
+  };
+  fill(p.a, s.batch * p.sa);
+  fill(p.b, s.batch * p.sb);
+  fill(p.c0, s.batch * p.sc);
+  return p;
+}
+
+// Runs the CPU GEMM on the problem; C starts as c0, or NaN where beta == 0 (it must be overwritten).
+std::vector<double> run(const Problem& p, Kind kind) {
+  const Shape& s = p.s;
+  const bool b16 = kind == Kind::BF16;
+  std::vector<float> a32, b32, c32;
+  std::vector<bfloat16> a16, b16v, c16;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto c_init = [&](double v) { return s.beta == 0 ? nan : v; };
+  if (b16) {
+    for (double v : p.a) a16.push_back(bfloat16(float(v)));
+    for (double v : p.b) b16v.push_back(bfloat16(float(v)));
+    for (double v : p.c0) c16.push_back(bfloat16(float(c_init(v))));
+  } else {
+    for (double v : p.a) a32.push_back(float(v));
+    for (double v : p.b) b32.push_back(float(v));
+    for (double v : p.c0) c32.push_back(float(c_init(v)));
+  }
+  kernels::GemmArgs g;
+  g.dtype = b16 ? DType::bf16 : DType::f32;
+  g.bf16_products = kind == Kind::F32AsBF16;
+  g.trans_a = s.ta;
+  g.trans_b = s.tb;
+  g.m = s.m;
+  g.n = s.n;
+  g.k = s.k;
+  g.a = b16 ? static_cast<const void*>(a16.data()) : a32.data();
+  g.b = b16 ? static_cast<const void*>(b16v.data()) : b32.data();
+  g.c = b16 ? static_cast<void*>(c16.data()) : c32.data();
+  g.lda = p.lda;
+  g.ldb = p.ldb;
+  g.ldc = p.ldc;
+  g.alpha = s.alpha;
+  g.beta = s.beta;
+  g.batch = s.batch;
+  g.stride_a = p.sa;
+  g.stride_b = p.sb;
+  g.stride_c = p.sc;
+  kernels::gemm(kCPU)(kCPU, g);
+  std::vector<double> out;
+  if (b16)
+    for (bfloat16 v : c16) out.push_back(float(v));
+  else
+    for (float v : c32) out.push_back(v);
+  return out;
+}
+
+// |C - ref| <= (k + 2) * eps * (|alpha| sum |a||b| + |beta c|) (+ half an ulp of bf16 output).
+void check(const Shape& s, Kind kind, std::mt19937& rng) {
+  const Problem p = make(s, kind, rng);
+  const std::vector<double> c = run(p, kind);
+  const double eps = std::ldexp(1.0, -23), out_eps = kind == Kind::BF16 ? std::ldexp(1.0, -8) : 0.0;
+  for (int64_t bi = 0; bi < s.batch; ++bi)
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double acc = 0, mag = 0;
+        for (int64_t l = 0; l < s.k; ++l) {
+          const double av = p.a[bi * p.sa + (s.ta ? l * p.lda + i : i * p.lda + l)];
+          const double bv = p.b[bi * p.sb + (s.tb ? j * p.ldb + l : l * p.ldb + j)];
+          acc += av * bv;
+          mag += std::abs(av * bv);
+        }
+        const size_t at = static_cast<size_t>(bi * p.sc + i * p.ldc + j);
+        const double cb = s.beta == 0 ? 0.0 : s.beta * p.c0[at];
+        const double want = s.alpha * acc + cb;
+        const double bound = double(s.k + 2) * eps * (std::abs(s.alpha) * mag + std::abs(cb)) +
+                             out_eps * std::abs(want) + 1e-30;
+        ASSERT_LE(std::abs(c[at] - want), bound)
+            << "m=" << s.m << " n=" << s.n << " k=" << s.k << " ta=" << s.ta << " tb=" << s.tb << " alpha=" << s.alpha
+            << " beta=" << s.beta << " batch " << bi << " at (" << i << "," << j << ") got " << c[at] << " want " << want;
+      }
+  // Padding between rows and batch entries of C is never written.
+  for (int64_t bi = 0; bi < s.batch; ++bi)
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = s.n; j < p.ldc; ++j) {
+        const size_t at = static_cast<size_t>(bi * p.sc + i * p.ldc + j);
+        ASSERT_TRUE(c[at] == p.c0[at] || (s.beta == 0 && std::isnan(c[at]))) << "padding written at " << at;
+      }
+}
+
+std::vector<Shape> shapes(std::mt19937& rng) {
+  std::vector<Shape> out;
+  const int64_t dims[] = {1, 2, 3, 7, 13, 14, 15, 16, 17, 29, 31, 32, 33, 47, 63, 64, 65, 70, 127, 128, 129};
+  const double ab[][2] = {{1, 0}, {0.5, 1}, {-2, -0.5}, {1, 1}};
+  std::uniform_int_distribution<int> pick(0, static_cast<int>(std::size(dims)) - 1), pab(0, 3);
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    out.push_back({1, 1, 1, ta, tb, 1, 0, 1});
+    for (int r = 0; r < 14; ++r) {
+      const int q = pab(rng);
+      out.push_back({dims[pick(rng)], dims[pick(rng)], dims[pick(rng)], ta, tb, ab[q][0], ab[q][1], 1 + r % 3});
+    }
+    out.push_back({257, 33, 70, ta, tb, 1, 0, 1});     // more rows than one A block (MC = 168)
+    out.push_back({9, 1100, 19, ta, tb, 1, 1, 1});      // more columns than one B block (NC = 1024)
+    out.push_back({5, 40, 1500, ta, tb, 0.5, -1, 2});  // K over several blocks (KC = 256), odd tail
+    out.push_back({13, 17, 0, ta, tb, 1, 0.5, 1});     // empty K: C = beta C
+  }
+  return out;
+}
+
+void check_all(Kind kind) {
+  std::mt19937 rng(kind == Kind::F32 ? 1 : kind == Kind::BF16 ? 2 : 3);
+  for (const Shape& s : shapes(rng)) {
+    check(s, kind, rng);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+
+TEST(CpuGemm, F32MatchesF64Reference) { check_all(Kind::F32); }
+TEST(CpuGemm, Bf16MatchesF64ReferenceOfBf16Inputs) { check_all(Kind::BF16); }
+TEST(CpuGemm, F32WithBf16ValuesMatchesF64Reference) { check_all(Kind::F32AsBF16); }
+
+TEST(CpuGemm, EigenFallbackMatchesReference) {
+  ::setenv("TANDEM_CPU_GEMM", "eigen", 1);
+  std::mt19937 rng(4);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check({37, 45, 70, ta, tb, 0.5, 1, 2}, Kind::F32, rng);
+      check({37, 45, 70, ta, tb, 1, 0, 2}, Kind::BF16, rng);
+      check({37, 45, 70, ta, tb, 1, 0, 1}, Kind::F32AsBF16, rng);
+    }
+  ::unsetenv("TANDEM_CPU_GEMM");
+}
+
+// vdpbf16ps treats denormal inputs as zero: products of tiny values must come out as (close to) zero,
+// never as NaN or garbage, and the normal products around them must be exact.
+TEST(CpuGemm, Bf16DenormalInputsGiveNoGarbage) {
+  const int64_t m = 3, n = 20, k = 9;
+  std::vector<bfloat16> a(m * k), b(k * n), c(m * n, bfloat16(std::numeric_limits<float>::quiet_NaN()));
+  for (int64_t i = 0; i < m * k; ++i) a[i] = bfloat16(i % 2 ? 1e-39f : 1.0f);  // 1e-39 is denormal
+  for (int64_t i = 0; i < k * n; ++i) b[i] = bfloat16(i % 3 ? 2.0f : -3e-39f);
+  kernels::GemmArgs g;
+  g.dtype = DType::bf16;
+  g.m = m; g.n = n; g.k = k;
+  g.a = a.data(); g.lda = k;
+  g.b = b.data(); g.ldb = n;
+  g.c = c.data(); g.ldc = n;
+  kernels::gemm(kCPU)(kCPU, g);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;  // sum over the normal products only (denormal ones are below 1e-38)
+      for (int64_t l = 0; l < k; ++l) {
+        const float av = a[i * k + l], bv = b[l * n + j];
+        if (std::abs(av) > 1e-30f && std::abs(bv) > 1e-30f) want += double(av) * bv;
+      }
+      const double got = float(c[i * n + j]);
+      EXPECT_TRUE(std::isfinite(got)) << i << "," << j;
+      EXPECT_NEAR(got, want, 1e-30 + std::ldexp(std::abs(want), -8)) << i << "," << j;
+    }
+}
+
+// Threads split M and N only: the result is bitwise the same for any thread count.
+TEST(CpuGemm, ThreadCountInvariantBitwise) {
+  std::mt19937 rng(5);
+  for (Kind kind : {Kind::F32, Kind::BF16})
+    for (bool tb : {false, true}) {
+      const Problem p = make({301, 290, 300, false, tb, 1, 0, 1}, kind, rng);
+      omp_set_num_threads(1);
+      const std::vector<double> one = run(p, kind);
+      omp_set_num_threads(3);
+      const std::vector<double> three = run(p, kind);
+      omp_set_num_threads(1);
+      for (size_t i = 0; i < one.size(); ++i)
+        ASSERT_TRUE(one[i] == three[i] || (std::isnan(one[i]) && std::isnan(three[i]))) << i;
+    }
+}
