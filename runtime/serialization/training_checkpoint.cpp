@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <atomic>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -131,6 +132,27 @@ bool has_checkpoint(const std::string& dir) {
   return path_exists(join(dir, "latest")) || path_exists(join(dir, "state.json"));
 }
 
+namespace {
+
+// The integer at `j`[`key`], read strictly: json's get<T>() converts a float such as 6.7e61 to T,
+// which is undefined behaviour when it does not fit (the fuzzer found one); a float, a negative
+// number for an unsigned field or one out of T's range is an IOError naming the field.
+template <class T>
+T integer_field(const json& j, const char* key, const std::string& json_path) {
+  const json& v = j.at(key);
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u <= static_cast<uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(u);
+  } else if (v.is_number_integer() && std::is_signed_v<T>) {
+    const int64_t i = v.get<int64_t>();  // negative here: json stores non-negative integers as unsigned
+    if (i >= static_cast<int64_t>(std::numeric_limits<T>::min())) return static_cast<T>(i);
+  }
+  TANDEM_FAIL(IO, "'{}': field \"{}\" is {}, not an integer in [{}, {}]", json_path, key, v.dump(),
+              std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+}
+
+}  // namespace
+
 StateSidecar parse_state_json(const std::string& text, const std::string& json_path) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   TANDEM_CHECK_KIND(IO, !j.is_discarded() && j.is_object(), "'{}' is not valid JSON (truncated?)", json_path);
@@ -138,20 +160,21 @@ StateSidecar parse_state_json(const std::string& text, const std::string& json_p
   try {  // json's value() and get() throw on a field of the wrong type ({"format": 1}): all in here
     TANDEM_CHECK_KIND(IO, j.value("format", "") == kFormat, "'{}' is not a tandem checkpoint (format \"{}\")",
                       json_path, j.value("format", ""));
-    TANDEM_CHECK_KIND(IO, j.value("version", 0) == kVersion, "'{}' has version {}, this build reads version {}",
-                      json_path, j.value("version", 0), kVersion);
+    const int64_t version = j.contains("version") ? integer_field<int64_t>(j, "version", json_path) : 0;
+    TANDEM_CHECK_KIND(IO, version == kVersion, "'{}' has version {}, this build reads version {}", json_path,
+                      version, kVersion);
     for (const char* f : {"model.safetensors", "state.safetensors"}) {
       const json& meta = j.at("files").at(f);
-      out.files[f] = {meta.at("bytes").get<uint64_t>(), meta.at("crc32").get<uint32_t>()};
+      out.files[f] = {integer_field<uint64_t>(meta, "bytes", json_path), integer_field<uint32_t>(meta, "crc32", json_path)};
     }
     TrainingState& s = out.state;
-    s.step = j.at("step").get<int64_t>();
-    s.epoch = j.at("epoch").get<int64_t>();
-    s.sampler_position = j.at("sampler_position").get<int64_t>();
-    s.global_batch = j.at("global_batch").get<int64_t>();
-    s.world_size = j.at("world_size").get<int64_t>();
-    s.rng_seed = j.at("rng").at("seed").get<uint64_t>();
-    s.rng_offset = j.at("rng").at("offset").get<uint64_t>();
+    s.step = integer_field<int64_t>(j, "step", json_path);
+    s.epoch = integer_field<int64_t>(j, "epoch", json_path);
+    s.sampler_position = integer_field<int64_t>(j, "sampler_position", json_path);
+    s.global_batch = integer_field<int64_t>(j, "global_batch", json_path);
+    s.world_size = integer_field<int64_t>(j, "world_size", json_path);
+    s.rng_seed = integer_field<uint64_t>(j.at("rng"), "seed", json_path);
+    s.rng_offset = integer_field<uint64_t>(j.at("rng"), "offset", json_path);
     s.scalars = j.at("scalars").get<std::map<std::string, double>>();
     s.strings = j.at("strings").get<std::map<std::string, std::string>>();
   } catch (const json::exception& e) {

@@ -136,6 +136,39 @@ TEST(CheckpointDir, DetectsCorruptionAndTruncation) {
   EXPECT_THROW(load_checkpoint(dir.path + "/nothing-here"), IOError);
 }
 
+// Integer fields are read strictly: a float (6.7e61 in crc32 was undefined behaviour in json's
+// conversion, found by the state_json fuzzer), a negative or an out-of-range number is an IOError.
+TEST(CheckpointDir, StateJsonIntegerFieldsAreStrict) {
+  TempDir dir;
+  std::string ck = save_checkpoint(dir.path, model_at(1.0f), state_at(5));
+  const std::string js = read_file(ck + "/state.json");
+  EXPECT_NO_THROW(parse_state_json(js, "state.json"));
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string out = js;
+    size_t at = out.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) out.replace(at, from.size(), to);
+    return out;
+  };
+  auto expect_msg = [&](const std::string& text, const char* frag) {
+    try {
+      parse_state_json(text, "state.json");
+      ADD_FAILURE() << "accepted: " << frag;
+    } catch (const IOError& e) {
+      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
+    }
+  };
+  const std::string crc = "\"crc32\": ";
+  const size_t at = js.find(crc);
+  ASSERT_NE(at, std::string::npos);
+  const std::string crc_value = js.substr(at + crc.size(), js.find_first_of(",\n}", at) - at - crc.size());
+  expect_msg(replaced(crc + crc_value, crc + "6.7e61"), "field \"crc32\" is 6.7e+61");
+  expect_msg(replaced(crc + crc_value, crc + "4294967296"), "not an integer in [0, 4294967295]");
+  expect_msg(replaced("\"step\": 5", "\"step\": 5.5"), "field \"step\" is 5.5");
+  expect_msg(replaced("\"step\": 5", "\"step\": -1e300"), "field \"step\"");
+  expect_msg(replaced("\"version\": 1", "\"version\": 1e300"), "field \"version\"");
+}
+
 TEST(CheckpointDir, CopyIntoValidatesNamesShapesDtypes) {
   NamedTensors target = model_at(0.0f);
   copy_into(target, model_at(4.0f), "model", "ck");
