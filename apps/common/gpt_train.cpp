@@ -132,13 +132,7 @@ std::unique_ptr<nn::Optimizer> make_gpt_optimizer(const TrainConfig& cfg, const 
   std::vector<nn::ParamGroup> groups;
   for (auto* g : {&decay, &no_decay})
     if (!g->params.empty()) groups.push_back(*g);
-  nn::AdamOptions ao;
-  ao.lr = o.learning_rate;
-  ao.beta1 = o.beta1;
-  ao.beta2 = o.beta2;
-  ao.eps = o.eps;
-  ao.weight_decay = o.weight_decay;
-  return std::make_unique<nn::AdamW>(std::move(groups), ao);
+  return std::make_unique<nn::AdamW>(std::move(groups), nn::config::adam_options(o));
 }
 
 int train_gpt(const TrainConfig& cfg, ParallelSetup ps) {

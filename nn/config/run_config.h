@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/optim/adam.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"
 #include "nn/parallel/ddp_options.h"
@@ -111,6 +112,9 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
 // MaxPool2d runs (Sequential::fuse_batchnorm_epilogues: same names and results, faster on the CPU).
 std::shared_ptr<Module> build_model(const ModelConfig& model, Generator& gen);
 std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& optimizer, const std::vector<Tensor>& params);
+// The Adam/AdamW hyperparameters of `optimizer` (lr, betas, eps, weight decay), for a caller that builds
+// its own parameter groups (the GPT app decays matrices only).
+AdamOptions adam_options(const OptimizerConfig& optimizer);
 // nullptr for constant.
 std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& schedule, Optimizer& optimizer);
 // The loss of `output` against `target` (cross_entropy: target i64 class indices [N]; mse/l1: target

@@ -73,6 +73,16 @@ std::shared_ptr<Module> build_model(const ModelConfig& model, Generator& gen) {
   return mlp;
 }
 
+AdamOptions adam_options(const OptimizerConfig& o) {
+  AdamOptions ao;
+  ao.lr = o.learning_rate;
+  ao.beta1 = o.beta1;
+  ao.beta2 = o.beta2;
+  ao.eps = o.eps;
+  ao.weight_decay = o.weight_decay;
+  return ao;
+}
+
 std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::vector<Tensor>& params) {
   check_optimizer(o, kThrow);
   const std::string type = lower(o.type);
@@ -86,12 +96,7 @@ std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::
     if (o.fused) return std::make_unique<FusedSGD>(params, so);
     return std::make_unique<SGD>(params, so);
   }
-  AdamOptions ao;
-  ao.lr = o.learning_rate;
-  ao.beta1 = o.beta1;
-  ao.beta2 = o.beta2;
-  ao.eps = o.eps;
-  ao.weight_decay = o.weight_decay;
+  const AdamOptions ao = adam_options(o);
   if (type == "adamw") {
     if (o.fused) return std::make_unique<FusedAdamW>(params, ao);
     return std::make_unique<AdamW>(params, ao);
