@@ -5,16 +5,15 @@
 
 #include "runtime/memory_budget.h"
 #include "runtime/tensor.h"
+#include "tests/support/scoped_memory_limit.h"
 
 using namespace tandem;
 
 namespace {
 
 // Sets a budget of `extra` bytes above what `d` holds now; removes it at scope exit.
-struct BudgetGuard {
-  BudgetGuard(Device d, size_t extra) : kind(d.kind) { memory::set_limit(kind, memory::in_use(d) + extra); }
-  ~BudgetGuard() { memory::set_limit(kind, 0); }
-  DeviceKind kind;
+struct BudgetGuard : tandem::testing::ScopedMemoryLimit {
+  BudgetGuard(Device d, size_t extra) : ScopedMemoryLimit(d.kind, memory::in_use(d) + extra) {}
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "runtime/autograd.h"
 #include "runtime/memory_budget.h"
 #include "tests/parallel/parallel_util.h"
+#include "tests/support/scoped_memory_limit.h"
 #include "tests/support/synthetic_images.h"
 
 using namespace tandem;
@@ -208,15 +209,12 @@ TEST(OomRecovery, MemoryBudgetOnOneRank) {
   const size_t first_step32 = peak32 - cnn_param_bytes();
   ASSERT_GT(first_step32, peak16);
   ASSERT_EQ(memory::in_use(kCPU), base);
-  if (comm->rank() == comm->size() - 1) memory::set_limit(DeviceKind::CPU, (peak16 + first_step32) / 2);
   RunResult got;
-  try {
+  {  // the budget on the last rank only (0: none)
+    tandem::testing::ScopedMemoryLimit limit(DeviceKind::CPU,
+                                             comm->rank() == comm->size() - 1 ? (peak16 + first_step32) / 2 : 0);
     got = train(32, 1, no_failure());
-  } catch (...) {
-    memory::set_limit(DeviceKind::CPU, 0);
-    throw;
   }
-  memory::set_limit(DeviceKind::CPU, 0);
   expect_recovered(got, want);
 }
 
@@ -241,15 +239,11 @@ TEST(OomRecovery, OnTheEmulatedCudaDevice) {
   train(32, 1, no_failure(), {}, sim, 2);
   const size_t first_step32 = memory::peak(sim) - cnn_param_bytes();
   ASSERT_GT(first_step32, peak16);
-  memory::set_limit(DeviceKind::SIM, (peak16 + first_step32) / 2);
   RunResult got;
-  try {
+  {
+    tandem::testing::ScopedMemoryLimit limit(DeviceKind::SIM, (peak16 + first_step32) / 2);
     got = train(32, 1, no_failure(), {}, sim, 2);
-  } catch (...) {
-    memory::set_limit(DeviceKind::SIM, 0);
-    throw;
   }
-  memory::set_limit(DeviceKind::SIM, 0);
   expect_recovered(got, want);
 }
 
