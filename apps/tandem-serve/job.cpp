@@ -5,6 +5,7 @@
 
 #include "apps/common/monitor_json.h"
 #include "runtime/error.h"
+#include "runtime/serialization/json_integer.h"
 
 namespace tandem::serve {
 
@@ -29,9 +30,12 @@ JobState parse_state(const std::string& s) {
 namespace {
 
 nlohmann::json time_or_null(double t) { return t > 0 ? nlohmann::json(t) : nlohmann::json(); }
+int int_field(const nlohmann::json& j, const char* key) {
+  return serialization::json_integer<int>(j.at(key), fmt::format("job field \"{}\"", key));
+}
 std::optional<int> opt_int(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  return j[key].get<int>();
+  return int_field(j, key);
 }
 double time_of(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
@@ -61,9 +65,9 @@ Job job_from_json(const nlohmann::json& j) {
   job.id = std::stoll(j.at("id").get<std::string>());
   job.state = parse_state(j.at("state").get<std::string>());
   job.request = j.at("request");
-  job.ranks = j.at("ranks").get<int>();
+  job.ranks = int_field(j, "ranks");
   job.argv = j.at("argv").get<std::vector<std::string>>();
-  job.pid = j.contains("pid") && !j["pid"].is_null() ? j["pid"].get<int>() : 0;
+  job.pid = opt_int(j, "pid").value_or(0);
   job.exit_code = opt_int(j, "exit_code");
   job.signal = opt_int(j, "signal");
   job.created_at = time_of(j, "created_at");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runtime/serialization/atomic_file.h"
+#include "runtime/serialization/json_integer.h"
 
 namespace tandem::serve {
 
@@ -41,8 +42,8 @@ std::optional<ExitRecord> JobStore::read_exit(int64_t id) const {
   try {
     auto j = nlohmann::json::parse(ser::read_file(path));
     ExitRecord r;
-    if (!j["exit_code"].is_null()) r.exit_code = j["exit_code"].get<int>();
-    if (!j["signal"].is_null()) r.signal = j["signal"].get<int>();
+    if (!j["exit_code"].is_null()) r.exit_code = ser::json_integer<int>(j["exit_code"], "exit_code");
+    if (!j["signal"].is_null()) r.signal = ser::json_integer<int>(j["signal"], "signal");
     r.finished_at = j.value("finished_at", 0.0);
     return r;
   } catch (const std::exception&) {

@@ -5,7 +5,6 @@
 #include <zlib.h>
 
 #include <atomic>
-#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "runtime/error.h"
 #include "runtime/fault.h"
 #include "runtime/serialization/atomic_file.h"
+#include "runtime/serialization/json_integer.h"
 
 namespace tandem::serialization {
 
@@ -134,21 +134,10 @@ bool has_checkpoint(const std::string& dir) {
 
 namespace {
 
-// The integer at `j`[`key`], read strictly: json's get<T>() converts a float such as 6.7e61 to T,
-// which is undefined behaviour when it does not fit (the fuzzer found one); a float, a negative
-// number for an unsigned field or one out of T's range is an IOError naming the field.
+// The integer field `key` of `j` (json_integer.h: a float or an out-of-range number is an IOError).
 template <class T>
 T integer_field(const json& j, const char* key, const std::string& json_path) {
-  const json& v = j.at(key);
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    if (u <= static_cast<uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(u);
-  } else if (v.is_number_integer() && std::is_signed_v<T>) {
-    const int64_t i = v.get<int64_t>();  // negative here: json stores non-negative integers as unsigned
-    if (i >= static_cast<int64_t>(std::numeric_limits<T>::min())) return static_cast<T>(i);
-  }
-  TANDEM_FAIL(IO, "'{}': field \"{}\" is {}, not an integer in [{}, {}]", json_path, key, v.dump(),
-              std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+  return json_integer<T>(j.at(key), fmt::format("'{}': field \"{}\"", json_path, key));
 }
 
 }  // namespace
