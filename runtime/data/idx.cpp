@@ -82,8 +82,10 @@ IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
   int64_t total = 1;
   for (size_t d = 0; d < rank; ++d) {
     int64_t n = read_be32(&dim_bytes[4 * d]);
-    // Guards against an absurd header asking for gigabytes before any data is read.
-    if (n <= 0 || n > (int64_t(1) << 31) || total * n > (int64_t(1) << 32))
+    // Guards against an absurd header asking for gigabytes before any data is read. The product is
+    // bounded by division: total (up to 2^32) times n (up to 2^31) overflows int64_t (fuzz_idx).
+    constexpr int64_t kMaxTotal = int64_t(1) << 32;
+    if (n <= 0 || n > (int64_t(1) << 31) || n > kMaxTotal / total)
       TANDEM_FAIL(IO, "{}: corrupt header: dimension {} has size {}", path, d, n);
     out.dims.push_back(n);
     total *= n;
