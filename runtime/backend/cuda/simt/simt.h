@@ -23,6 +23,7 @@
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -160,12 +161,20 @@ inline void suspend(Wait w, unsigned mask, const char* file, int line) {
   finish_switch(t.fake_stack, nullptr, nullptr);
 }
 
-// Stacks reused across blocks and launches (one pool per OS thread running kernels).
+// Stacks reused across blocks and launches (one pool per OS thread running kernels), given back to
+// the system when that thread exits. A fiber's entry frames never return, so the sanitizer's poison
+// of their redzones stays in its shadow of the stack: cleared before the unmap, or memory mapped
+// there later (Open MPI's, at MPI_Finalize) read as a stack overflow on its first write.
 struct StackPool {
   boost::context::protected_fixedsize_stack base{kFiberStack};
   std::vector<boost::context::stack_context> free;
   ~StackPool() {
-    for (auto& s : free) base.deallocate(s);
+    for (auto& s : free) {
+#if defined(__SANITIZE_ADDRESS__)
+      __asan_unpoison_memory_region(static_cast<char*>(s.sp) - s.size, s.size);
+#endif
+      base.deallocate(s);
+    }
   }
 };
 inline thread_local StackPool tls_stacks;
