@@ -1,9 +1,7 @@
-// Storage and the per-device-kind allocator table; the CPU allocator lives here.
+// Storage and the per-device-kind allocator table (the CPU's is in host_cache.cpp).
 #include "runtime/storage.h"
 
 #include <array>
-#include <cstdlib>
-#include <new>
 
 #include "runtime/error.h"
 #include "runtime/memory_budget.h"
@@ -11,22 +9,8 @@
 namespace tandem {
 
 namespace {
-constexpr size_t kCpuAlignment = 64;  // a cache line, and the widest vector load (AVX-512)
-
-class CpuAllocator final : public Allocator {
- public:
-  void* allocate(size_t nbytes, Device) override {
-    size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    void* p = std::aligned_alloc(kCpuAlignment, rounded == 0 ? kCpuAlignment : rounded);
-    if (p == nullptr) throw_out_of_memory(__FILE__, __LINE__, fmt::format("out of host memory allocating {} bytes", nbytes));
-    return p;
-  }
-  void deallocate(void* ptr, Device) noexcept override { std::free(ptr); }
-};
-
 std::array<Allocator*, kNumDeviceKinds>& allocators() {
-  static CpuAllocator cpu;
-  static std::array<Allocator*, kNumDeviceKinds> table{&cpu, nullptr, nullptr};
+  static std::array<Allocator*, kNumDeviceKinds> table{&host_allocator(), nullptr, nullptr};
   return table;
 }
 }  // namespace

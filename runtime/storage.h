@@ -1,5 +1,6 @@
 // Storage: one allocation on one device, shared by a tensor and its views. Allocators are a table
-// per device kind; the CPU's hands out 64-byte aligned memory.
+// per device kind; the CPU's hands out 64-byte aligned memory and
+// keeps large freed blocks for reuse (runtime/host_cache.h).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -18,6 +19,8 @@ class Allocator {
 // The allocator of a device kind; throws NotSupportedError where no backend registered one.
 Allocator& allocator_for(Device device);
 void register_allocator(DeviceKind kind, Allocator* allocator);
+// The CPU's: 64-byte aligned blocks, the large ones cached for reuse (runtime/host_cache.h).
+Allocator& host_allocator();
 
 class Storage {
  public:

@@ -23,6 +23,7 @@
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/device_query.h"
+#include "runtime/host_cache.h"
 #include "runtime/memory_budget.h"
 #include "runtime/ops.h"
 #include "runtime/random.h"
