@@ -4,9 +4,11 @@
 #include <chrono>
 
 #include "apps/common/factory.h"
+#include "apps/common/run_services.h"
 #include "apps/common/train_features.h"
 #include "nn/gpt.h"
 #include "runtime/data/bpe_tokenizer.h"
+#include "runtime/data/gpt2_pretokenize.h"
 #include "runtime/data/text_corpus.h"
 
 namespace tandem::app {
@@ -94,12 +96,19 @@ class GptTrainer final : public FullTrainer {
   std::shared_ptr<GptEvalHook> hook_;
 };
 
-// Bytes as printable text: control characters other than newline and tab shown as '?'.
+// Bytes as printable UTF-8 text: control characters other than newline and tab, and each byte of
+// an invalid UTF-8 sequence (a byte-level model samples those freely), shown as '?', so the log and
+// a terminal always get valid UTF-8.
 std::string printable(const std::vector<int64_t>& tokens) {
+  std::string bytes;
+  for (int64_t t : tokens) bytes.push_back(static_cast<char>(static_cast<unsigned char>(t)));
   std::string s;
-  for (int64_t t : tokens) {
-    const auto c = static_cast<unsigned char>(t);
-    s.push_back(c == '\n' || c == '\t' || c >= 0x20 ? static_cast<char>(c) : '?');
+  for (size_t i = 0; i < bytes.size();) {
+    char32_t cp;
+    const size_t n = data::next_code_point(bytes, i, cp);
+    if (cp == data::kInvalidCodePoint || (cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7F) s.push_back('?');
+    else s.append(bytes, i, n);
+    i += n;
   }
   return s;
 }
@@ -135,7 +144,7 @@ std::unique_ptr<nn::Optimizer> make_gpt_optimizer(const TrainConfig& cfg, const 
   return std::make_unique<nn::AdamW>(std::move(groups), nn::config::adam_options(o));
 }
 
-int train_gpt(const TrainConfig& cfg, ParallelSetup ps) {
+int train_gpt(const TrainConfig& cfg, ParallelSetup ps, Device device) {
   Logger log(ps.rank(), cfg.quiet);
   auto gpt = std::dynamic_pointer_cast<nn::GPT>(ps.inner);
   TANDEM_CHECK(gpt, "--model gpt: the model is a {}, not a GPT", ps.inner->type_name());
@@ -176,7 +185,9 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps) {
   auto optimizer = make_gpt_optimizer(cfg, ps.model->parameters());
   GptTrainer trainer(cfg, ps, std::move(optimizer), std::move(train), std::move(val), wo.context, loss_unit);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
+  RunServices services(cfg, trainer, device, log);  // progress, --trace, step records, SIGTERM, --status-port
   TrainResult r = trainer.fit();
+  services.finish();
   log.result("done: {} steps, val_loss {:.4f} {}, {:.0f} tokens/s, world size {}, param_hash {}", r.steps,
              trainer.last_val_loss(), loss_unit, r.samples_per_s * static_cast<double>(wo.context), ps.world_size(),
              trainer.param_hash());

@@ -18,7 +18,8 @@ namespace tandem::app {
 // optimizers (or fused ones): make_optimizer, decaying all parameters.
 std::unique_ptr<nn::Optimizer> make_gpt_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);
 
-// The run from the parallel setup on (collective under ddp). Returns the exit code.
-int train_gpt(const TrainConfig& cfg, ParallelSetup ps);
+// The run from the parallel setup on `device` (collective under ddp), with the services every run
+// has (run_services.h). Returns the exit code.
+int train_gpt(const TrainConfig& cfg, ParallelSetup ps, Device device);
 
 }  // namespace tandem::app

@@ -1,6 +1,7 @@
-// tandem-train: trains the Fashion-MNIST mlp or cnn (one process, DDP under mpirun, or DataParallel)
-// and reports test accuracy, throughput, peak memory and a parameter hash (console lines from rank 0,
-// JSON-lines metrics with --metrics).
+// tandem-train: trains the Fashion-MNIST mlp or cnn, or a GPT on text (apps/common/gpt_train.h), in
+// one process, DDP under mpirun, or DataParallel, and reports test accuracy (validation loss),
+// throughput, peak memory and a parameter hash (console lines from rank 0, JSON-lines metrics with
+// --metrics).
 #include <CLI/CLI.hpp>
 
 #include "apps/common/cli.h"
@@ -11,11 +12,7 @@
 #include "apps/common/loop_flags.h"
 #include "apps/common/lr_schedule.h"
 #include "apps/common/mode_auto.h"
-#include "apps/common/operations.h"
-#include "apps/common/progress.h"
-#include "apps/common/step_metrics.h"
-#include "apps/common/stop_signal.h"
-#include "apps/common/trace_run.h"
+#include "apps/common/run_services.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
@@ -54,7 +51,7 @@ int train(app::TrainConfig cfg) {
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
              cfg.lr_schedule);
-  if (cfg.model == "gpt") return app::train_gpt(cfg, ps);  // text instead of Fashion-MNIST
+  if (cfg.model == "gpt") return app::train_gpt(cfg, ps, pc.device);  // text instead of Fashion-MNIST
   data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
@@ -62,16 +59,9 @@ int train(app::TrainConfig cfg) {
   app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
   log.info("tandem-train: device {}", choice.reason);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
-  if (auto progress = app::make_progress(cfg, ps.rank())) trainer.add_callback(progress);
-  app::start_trace(cfg.trace_path, ps);  // --trace (collective)
-  if (cfg.metrics_every > 0) trainer.add_callback(std::make_shared<app::StepMetrics>(cfg.metrics_every));
-  if (!cfg.save_dir.empty()) {  // SIGTERM: stop at a step boundary and write the end-of-run checkpoint
-    app::install_stop_on_sigterm();
-    trainer.add_callback(std::make_shared<app::StopOnSignal>(trainer));
-  }
-  auto status = app::StatusService::start(cfg, trainer, pc.device, cfg.mode, choice.reason, log);  // --status-port
+  app::RunServices services(cfg, trainer, pc.device, log);  // progress, --trace, step records, SIGTERM, --status-port
   app::TrainResult r = trainer.fit();
-  app::finish_trace(cfg.trace_path, ps, log);
+  services.finish();
   std::string hash = trainer.param_hash();
   if (r.evaluated)
     log.result("test accuracy {:.4f} on {} test images ({} epochs, {} steps, {:.0f} samples/s, world size {}, "

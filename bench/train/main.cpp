@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    app::keep_freed_host_memory();  // as tandem-train does
     if (model == "gpt") {
       gpt.batch = app.count("--batch-size") ? batch : 8;
       gpt.steps = app.count("--steps") ? steps : 20;
@@ -78,7 +79,6 @@ int main(int argc, char** argv) {
       return bench::run_gpt_bench(gpt);
     }
     omp_set_num_threads(threads);
-    app::keep_freed_host_memory();  // as tandem-train does
     Generator gen(0);
     const Device device = device_name == "cuda" ? cuda::default_device(/*insist=*/true) : Device::parse(device_name);
     auto net = nn::make_model(model, gen);

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """tandem-serve end to end, through curl, on a free loopback port with a fresh state directory.
 
-  serve_test.py api|restart|dashboard|schemathesis --serve TANDEM_SERVE --work DIR [--schemathesis EXE]
+  serve_test.py api|restart|gpt|dashboard|schemathesis --serve TANDEM_SERVE --work DIR [--schemathesis EXE]
 
 api: jobs of 2 and 1 ranks to done in FIFO order over 2 slots (metrics, log, result), cancel of a
 queued and of a running job (its session gone, the checkpoint of `save` written), every refused
 request (400/401/404/405/409/413 with a JSON message naming the field), /gpus, /metrics parsed by
 prometheus_client. restart: a job running across a server restart is taken back and reaches done;
-one killed while the server was down is lost with its last metrics. dashboard: the page in headless
+one killed while the server was down is lost with its last metrics. gpt: a GPT job to done (step
+records with its progress, validation losses, the sample in its log) and a cancelled one that stops
+at a step boundary with its checkpoint. dashboard: the page in headless
 Chromium: the job row and the loss chart's SVG in its DOM, a screenshot. schemathesis: the API
 fuzzed against /openapi.json (jobs launched through a stand-in mpirun, /bin/true).
 """
@@ -25,6 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_lib import Server, session_pids  # noqa: E402
 
 SMALL = {"model": "mlp", "max_steps": 20, "no_eval": True, "batch_size": 32, "threads": 1}
+GPT = {"model": "gpt", "n_layer": 1, "n_head": 2, "n_embd": 32, "context": 16, "batch_size": 4, "eval_windows": 4,
+       "threads": 1}
 
 
 def check(cond, msg):
@@ -193,6 +197,44 @@ def test_restart(args):
     print("serve restart: ok")
 
 
+def test_gpt(args):
+    srv = Server(args.serve, os.path.join(args.work, "state"), "--slots", "2", "--cancel-grace", "20").start()
+    try:
+        expect_error(srv, "POST", "/jobs", dict(GPT, prompt="a\u0000b"), 400, "does not match", "prompt")
+        expect_error(srv, "POST", "/jobs", dict(GPT, text_dir="/etc"), 400, "unknown field", "text_dir")
+        expect_error(srv, "POST", "/jobs", dict(GPT, n_head=0), 400, ">= 1", "n_head")
+        g = srv.submit(dict(GPT, ranks=2, max_steps=12, eval_every=6, metrics_every=3, sample_tokens=24,
+                            prompt="--lr=5 \"quoted\" ; $(no shell)"))
+        jg = srv.wait(g, ["done"])
+        check(jg["exit_code"] == 0 and jg["progress"] == 1.0, "gpt job: %s" % jg)
+        res = jg["result"]
+        check(res["model"] == "gpt" and res["steps"] == 12 and res["world_size"] == 2, "result %s" % res)
+        check(res["loss_unit"] == "nats/byte" and 0 < res["val_loss"] < 6, "result %s" % res)
+        status, text, _ = srv.curl("GET", "/jobs/%s/metrics" % g)
+        records = [json.loads(l) for l in text.splitlines()]
+        steps = [(r["step"], r["total_steps"]) for r in records if r["event"] == "step"]
+        check(steps == [(3, 12), (6, 12), (9, 12), (12, 12)], "step records %s" % steps)
+        evals = [r["step"] for r in records if r["event"] == "eval" and r["loss_unit"] == "nats/byte"]
+        check(evals == [6, 12], "eval records %s" % evals)
+        status, log, _ = srv.curl("GET", "/jobs/%s/log" % g)
+        # The prompt reached tandem-train as one argument, untouched, and the sample continues it.
+        check("sample (temperature" in log and '--lr=5 "quoted" ; $(no shell)' in log, "log:\n" + log)
+
+        # Cancel: SIGTERM stops the GPT at a step boundary and --save writes its checkpoint.
+        c = srv.submit(dict(GPT, ranks=2, max_steps=10 ** 6, save="ckpt"))
+        jc = srv.wait(c, ["running"], pred=lambda j: j["progress"] is not None)
+        srv.json("DELETE", "/jobs/" + c, expect=202)
+        jc = srv.wait(c, ["cancelled"], timeout=60)
+        check(session_pids(jc["pid"]) == [], "processes of the gpt job left: %s" % session_pids(jc["pid"]))
+        check(jc["exit_code"] == 0 and jc["result"] and jc["result"].get("stopped") is True,
+              "the gpt job did not stop at a step boundary: %s" % jc)
+        check(glob.glob(os.path.join(srv.state_dir, "jobs", c, "ckpt", "ckpt-*")), "no checkpoint written on cancel")
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
+    finally:
+        srv.stop()
+    print("serve gpt: ok")
+
+
 def test_dashboard(args):
     srv = Server(args.serve, os.path.join(args.work, "state"), "--slots", "2").start()
     try:
@@ -249,14 +291,14 @@ def test_schemathesis(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("test", choices=["api", "restart", "dashboard", "schemathesis"])
+    p.add_argument("test", choices=["api", "restart", "gpt", "dashboard", "schemathesis"])
     p.add_argument("--serve", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--schemathesis", default="schemathesis")
     args = p.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    {"api": test_api, "restart": test_restart, "dashboard": test_dashboard,
+    {"api": test_api, "restart": test_restart, "gpt": test_gpt, "dashboard": test_dashboard,
      "schemathesis": test_schemathesis}[args.test](args)
 
 
