@@ -4,6 +4,7 @@
 // is still reported.
 #include "runtime/host_cache.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -130,6 +131,8 @@ BlockCache& cache() {
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes, Device) override {
+    if (nbytes > SIZE_MAX - kHeader - kPage)  // the rounding below would wrap to a small block
+      throw_out_of_memory(__FILE__, __LINE__, fmt::format("out of host memory allocating {} bytes", nbytes));
     const size_t size = block_size(nbytes);
     char* base = size >= kMinCached ? cache().take(size) : nullptr;
     if (base == nullptr) base = static_cast<char*>(std::aligned_alloc(kAlignment, kHeader + size));

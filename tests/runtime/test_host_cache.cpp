@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/host_cache.h"
+#include "runtime/memory_budget.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 
@@ -88,6 +89,12 @@ TEST(HostCache, EverySizeIsAlignedAndWritable) {
       a.deallocate(p, kCpu);
     }
   }
+}
+
+TEST(HostCache, ImpossibleSizesAreOutOfMemoryNotAWrappedSmallBlock) {
+  CacheGuard guard;
+  for (size_t n : {SIZE_MAX, SIZE_MAX - 63, SIZE_MAX / 2 * 2 - 4096})
+    EXPECT_THROW(host_allocator().allocate(n, kCpu), OutOfMemoryError) << n;
 }
 
 TEST(HostCache, TensorsReuseTheBlocksOfTheLastStep) {
