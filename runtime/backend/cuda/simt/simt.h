@@ -164,7 +164,7 @@ inline void suspend(Wait w, unsigned mask, const char* file, int line) {
 // Stacks reused across blocks and launches (one pool per OS thread running kernels), given back to
 // the system when that thread exits. A fiber's entry frames never return, so the sanitizer's poison
 // of their redzones stays in its shadow of the stack: cleared before the unmap, or memory mapped
-// there later (Open MPI's, at MPI_Finalize) read as a stack overflow on its first write.
+// there later (Open MPI's, at exit) read as a stack overflow on its first write.
 struct StackPool {
   boost::context::protected_fixedsize_stack base{kFiberStack};
   std::vector<boost::context::stack_context> free;
