@@ -65,8 +65,10 @@ void narrow(const float* src, T* dst, int64_t n) {
   convert_host(src, DType::f32, dst, dtype_v<T>, n);
 }
 
+void cpu_gemm(Device, const GemmArgs& g);
+
 // f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
-// in f32 (our kernel where the CPU has AVX-512, else Eigen), rounded once. The copies are left
+// as an f32 GEMM (cpu_gemm picks our kernel or Eigen), rounded once. The copies are left
 // uninitialised: every element is written before it is read.
 template <class T>
 void gemm_low_precision(const GemmArgs& g) {
@@ -76,6 +78,11 @@ void gemm_low_precision(const GemmArgs& g) {
   std::unique_ptr<float[]> a = buffer(a_rows * a_cols), b = buffer(b_rows * b_cols), c = buffer(g.m * g.n);
   GemmArgs f = g;
   f.dtype = DType::f32;
+  f.bf16_products = false;  // plain f32 products of the copies
+  f.batch = 1;
+  f.a = a.get();
+  f.b = b.get();
+  f.c = c.get();
   f.lda = a_cols;
   f.ldb = b_cols;
   f.ldc = g.n;
@@ -87,15 +94,7 @@ void gemm_low_precision(const GemmArgs& g) {
     for (int64_t r = 0; r < b_rows; ++r) widen(bi + r * g.ldb, b.get() + r * b_cols, b_cols);
     if (g.beta != 0)
       for (int64_t r = 0; r < g.m; ++r) widen(ci + r * g.ldc, c.get() + r * g.n, g.n);
-    if (!eigen_forced() && avx512::has_f32()) {
-      f.a = a.get();
-      f.b = b.get();
-      f.c = c.get();
-      f.batch = 1;
-      avx512::gemm_f32(f);
-    } else {
-      gemm_one<float>(f, a.get(), b.get(), c.get());
-    }
+    cpu_gemm(kCPU, f);
     for (int64_t r = 0; r < g.m; ++r) narrow(c.get() + r * g.n, ci + r * g.ldc, g.n);
   }
 }
