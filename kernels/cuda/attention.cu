@@ -4,6 +4,14 @@
 // of the tile, the warp reduces max and sum with our reduce primitives, and each lane accumulates
 // D/32 output columns. Backward: one kernel for dQ (and the per-row delta = dO . O), one for dK, dV
 // per key tile; no atomics, so the result does not depend on the schedule.
+//
+// A warp's kRows rows are scored together, each element of the lane's streamed item read once for
+// all of them (the rows' elements are broadcasts), and each streamed row's D/32 elements are read
+// once for all kRows accumulations. Every accumulator still adds its terms in the same order as a
+// row at a time would. Warp shuffles stay out of branches that depend on the warp (the causal
+// cut-offs): the compiler cannot tell that such a branch is uniform and turned each shuffle in one
+// into a subroutine call behind a WARPSYNC. The branches guard the additions alone, so a masked
+// (future) item adds nothing, not even 0 * inf.
 #include <cmath>
 #include <type_traits>
 
@@ -19,11 +27,13 @@ namespace {
 // 64-192 bytes without it). The emulator ignores it.
 #if defined(__CUDACC__)
 #define TANDEM_ATTN_UNROLL _Pragma("unroll")
+#define TANDEM_ATTN_UNROLL_4 _Pragma("unroll 4")  // loops over the head dimension: immediate offsets
 #else
 #define TANDEM_ATTN_UNROLL
+#define TANDEM_ATTN_UNROLL_4
 #endif
 
-constexpr int kRows = 4;                    // rows of the block's own tile per warp
+constexpr int kRows = 8;                    // rows of the block's own tile per warp
 constexpr int kTile = 32;                   // items of the streamed tile: one per lane
 constexpr size_t kSharedBudget = 48 * 1024; // per block: the most that needs no opt-in
 constexpr int64_t kMaxHeadDim = 128;        // DC = head_dim / 32 columns per lane, at most 4
@@ -44,21 +54,44 @@ Plan make_plan(int64_t d, size_t elem, int row_tiles, int stream_tiles, int extr
               elem);
 }
 
-// rows [r0, r0 + n) of x [t, d] into tile [n, d + 1] as X, zero past t.
+// rows [r0, r0 + n) of x [t, d] into tile [n, d + 1] as X, zero past t. The thread's (row, column)
+// steps by blockDim.x elements without a division in the loop: a 64-bit division per element cost
+// about as many instructions as the scores and sums of the tile themselves.
 template <class T, class X, class S>
 __device__ void load_tile(const T* __restrict__ x, int64_t t, int64_t d, int64_t r0, int64_t n, S tile) {
+  const int di = int(d), ni = int(n), tid = int(threadIdx.x), step = int(blockDim.x);
+  const int step_r = step / di, step_c = step % di;
   const int64_t pitch = d + 1;
-  for (int64_t i = threadIdx.x; i < n * d; i += blockDim.x) {
-    const int64_t r = i / d, c = i % d;
+  for (int r = tid / di, c = tid % di; r < ni;) {
     tile[r * pitch + c] = r0 + r < t ? X(to_acc(x[(r0 + r) * d + c])) : X(0);
+    r += step_r;
+    c += step_c;
+    if (c >= di) {
+      c -= di;
+      ++r;
+    }
   }
 }
 
+// out[r] = rows[r] . item for the kRows consecutive rows of a tile (pitch apart), each summed over
+// the columns in order; every element of `item` is read once.
 template <class X, class S>
-__device__ __forceinline__ X dot_rows(S a, S b, int64_t d) {
-  X s = X(0);
-  for (int64_t c = 0; c < d; ++c) s += X(a[c]) * X(b[c]);
-  return s;
+__device__ __forceinline__ void dot_rows(S rows, int64_t pitch, S item, int64_t d, X (&out)[kRows]) {
+  TANDEM_ATTN_UNROLL
+  for (int r = 0; r < kRows; ++r) out[r] = X(0);
+  TANDEM_ATTN_UNROLL_4
+  for (int64_t c = 0; c < d; ++c) {
+    const X b = X(item[c]);
+    TANDEM_ATTN_UNROLL
+    for (int r = 0; r < kRows; ++r) out[r] += X(rows[r * pitch + c]) * b;
+  }
+}
+
+// A lane's D/32 columns of a shared tile's row (zero past d).
+template <int DC, class X, class S>
+__device__ __forceinline__ void load_row(X (&dst)[DC], S tile_row, int lane, int64_t d) {
+  TANDEM_ATTN_UNROLL
+  for (int c = 0; c < DC; ++c) dst[c] = lane + 32 * c < d ? X(tile_row[lane + 32 * c]) : X(0);
 }
 
 // This block's place: head blockIdx.x, its own tile of `rows` rows (kRows per warp) from r0; a
@@ -77,6 +110,18 @@ struct Place {
 // The keys a query tile [q0, q0 + rows) sees end at its last query (or at t).
 __device__ __forceinline__ int64_t key_end(int64_t q0, int64_t rows, int64_t t) { return q0 + rows < t ? q0 + rows : t; }
 
+// How many keys of the tile [k0, k0 + kTile) query qi sees (0 for a query past t).
+__device__ __forceinline__ int keys_seen(int64_t qi, int64_t k0, int64_t t) {
+  if (qi >= t || k0 > qi) return 0;
+  return qi - k0 + 1 < kTile ? int(qi - k0 + 1) : kTile;
+}
+
+// seen[r] = keys_seen for the warp's rows q0 + r.
+__device__ __forceinline__ void rows_seeing(int64_t q0, int64_t k0, int64_t t, int (&seen)[kRows]) {
+  TANDEM_ATTN_UNROLL
+  for (int r = 0; r < kRows; ++r) seen[r] = keys_seen(q0 + r, k0, t);
+}
+
 // Keys and values [k0, k0 + kTile) into their tiles, once every warp is done with the previous ones
 // (the first call also orders the block's own tiles, stored before it, before any read).
 template <class T, class X, class S>
@@ -87,12 +132,11 @@ __device__ void next_key_tiles(const T* k, const T* v, int64_t t, int64_t d, int
   __syncthreads();
 }
 
-// acc[c] += w * tile_row[lane + 32 c]: one row of a shared tile into a lane's D/32 columns.
-template <int DC, class X, class S>
-__device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, S tile_row, int lane, int64_t d) {
+// acc[c] += w * row[c] over a lane's D/32 columns.
+template <int DC, class X>
+__device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, const X (&row)[DC]) {
   TANDEM_ATTN_UNROLL
-  for (int c = 0; c < DC; ++c)
-    if (lane + 32 * c < d) acc[c] += w * X(tile_row[lane + 32 * c]);
+  for (int c = 0; c < DC; ++c) acc[c] += w * row[c];
 }
 
 // dst[lane + 32 c] = acc[c] * mul, rounded to T.
@@ -126,21 +170,30 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
   }
   for (int64_t k0 = 0; k0 < key_end(q0, bq, t); k0 += kTile) {
     next_key_tiles<T, X>(k + base, v + base, t, d, k0, ks, vs);
+    int seen[kRows];  // keys of this tile that row r sees: the same for the whole warp
+    rows_seeing(q0 + at.row(0), k0, t, seen);
+    X s[kRows], p[kRows];
+    dot_rows(qs + at.row(0) * pitch, pitch, ks + lane * pitch, d, s);
     TANDEM_ATTN_UNROLL
     for (int r = 0; r < kRows; ++r) {
-      const int64_t row = at.row(r), qi = q0 + row;
-      if (qi >= t || k0 > qi) continue;  // the same for the whole warp
-      const bool seen = k0 + lane <= qi;
-      const X s = seen ? dot_rows<X>(qs + row * pitch, ks + lane * pitch, d) * scale : X(-INFINITY);
-      const X m_new = std::fmax(m[r], warp_reduce(s, MaxOp{}));  // finite: key k0 is seen
-      const X p = seen ? std::exp(s - m_new) : X(0);
-      const X alpha = std::exp(m[r] - m_new);
-      l[r] = l[r] * alpha + warp_reduce(p, SumOp{});
+      const X sr = lane < seen[r] ? s[r] * scale : X(-INFINITY);
+      const X mx = warp_reduce(sr, MaxOp{});
+      const X m_new = seen[r] > 0 ? std::fmax(m[r], mx) : m[r];  // finite when key k0 is seen
+      p[r] = lane < seen[r] ? std::exp(sr - m_new) : X(0);
+      const X alpha = seen[r] > 0 ? std::exp(m[r] - m_new) : X(1);
+      l[r] = l[r] * alpha + warp_reduce(p[r], SumOp{});
       TANDEM_ATTN_UNROLL
       for (int c = 0; c < DC; ++c) acc[r][c] *= alpha;
-      const int n = qi - k0 + 1 < kTile ? int(qi - k0 + 1) : kTile;
-      for (int j = 0; j < n; ++j) axpy_row(acc[r], __shfl_sync(kFullMask, p, j), vs + j * pitch, lane, d);
       m[r] = m_new;
+    }
+    for (int j = 0; j < kTile; ++j) {
+      X vj[DC];
+      load_row(vj, vs + j * pitch, lane, d);
+      TANDEM_ATTN_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        const X w = __shfl_sync(kFullMask, p[r], j);
+        if (j < seen[r]) axpy_row(acc[r], w, vj);
+      }
     }
   }
   TANDEM_ATTN_UNROLL
@@ -185,17 +238,23 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
   }
   for (int64_t k0 = 0; k0 < key_end(q0, bq, t); k0 += kTile) {
     next_key_tiles<T, X>(k + base, v + base, t, d, k0, ks, vs);
+    int seen[kRows];
+    rows_seeing(q0 + at.row(0), k0, t, seen);
+    X qk[kRows], dp[kRows], ds[kRows];
+    dot_rows(qs + at.row(0) * pitch, pitch, ks + lane * pitch, d, qk);
+    dot_rows(dos + at.row(0) * pitch, pitch, vs + lane * pitch, d, dp);
     TANDEM_ATTN_UNROLL
     for (int r = 0; r < kRows; ++r) {
-      const int64_t row = at.row(r), qi = q0 + row;
-      if (qi >= t || k0 > qi) continue;
-      X ds = X(0);
-      if (k0 + lane <= qi) {
-        const X p = std::exp(dot_rows<X>(qs + row * pitch, ks + lane * pitch, d) * scale - lse_r[r]);
-        ds = p * (dot_rows<X>(dos + row * pitch, vs + lane * pitch, d) - delta_r[r]);
+      ds[r] = lane < seen[r] ? std::exp(qk[r] * scale - lse_r[r]) * (dp[r] - delta_r[r]) : X(0);
+    }
+    for (int j = 0; j < kTile; ++j) {
+      X kj[DC];
+      load_row(kj, ks + j * pitch, lane, d);
+      TANDEM_ATTN_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        const X w = __shfl_sync(kFullMask, ds[r], j);
+        if (j < seen[r]) axpy_row(acc[r], w, kj);
       }
-      const int n = qi - k0 + 1 < kTile ? int(qi - k0 + 1) : kTile;
-      for (int j = 0; j < n; ++j) axpy_row(acc[r], __shfl_sync(kFullMask, ds, j), ks + j * pitch, lane, d);
     }
   }
   TANDEM_ATTN_UNROLL
@@ -240,21 +299,34 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
       ds_[threadIdx.x] = i < t ? delta[head * t + i] : X(0);
     }
     __syncthreads();
+    // Key row r is seen by the tile's queries [first[r], end); none when first[r] >= end.
+    const int end = t - i0 < kTile ? int(t - i0) : kTile;
+    int first[kRows];
     TANDEM_ATTN_UNROLL
     for (int r = 0; r < kRows; ++r) {
-      const int64_t row = at.row(r), kj = k0 + row;
-      if (kj >= t || i0 + kTile - 1 < kj) continue;
-      const int64_t i = i0 + lane;
-      X p = X(0), ds = X(0);
-      if (i >= kj && i < t) {
-        p = std::exp(dot_rows<X>(qs + lane * pitch, ks + row * pitch, d) * scale - X(ls[lane]));
-        ds = p * (dot_rows<X>(dos + lane * pitch, vs + row * pitch, d) - X(ds_[lane]));
-      }
-      const int first = kj > i0 ? int(kj - i0) : 0;
-      const int end = t - i0 < kTile ? int(t - i0) : kTile;
-      for (int j = first; j < end; ++j) {
-        axpy_row(acc_v[r], __shfl_sync(kFullMask, p, j), dos + j * pitch, lane, d);
-        axpy_row(acc_k[r], __shfl_sync(kFullMask, ds, j), qs + j * pitch, lane, d);
+      const int64_t kj = k0 + at.row(r);
+      first[r] = kj >= t ? end : kj > i0 ? int(kj - i0 < kTile ? kj - i0 : kTile) : 0;
+    }
+    X qk[kRows], dp[kRows], p[kRows], ds[kRows];
+    dot_rows(ks + at.row(0) * pitch, pitch, qs + lane * pitch, d, qk);
+    dot_rows(vs + at.row(0) * pitch, pitch, dos + lane * pitch, d, dp);
+    TANDEM_ATTN_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const bool seen = lane >= first[r] && lane < end;
+      p[r] = seen ? std::exp(qk[r] * scale - X(ls[lane])) : X(0);
+      ds[r] = seen ? p[r] * (dp[r] - X(ds_[lane])) : X(0);
+    }
+    for (int j = 0; j < kTile; ++j) {
+      X doj[DC], qj[DC];
+      load_row(doj, dos + j * pitch, lane, d);
+      load_row(qj, qs + j * pitch, lane, d);
+      TANDEM_ATTN_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        const X wp = __shfl_sync(kFullMask, p[r], j), wd = __shfl_sync(kFullMask, ds[r], j);
+        if (j >= first[r] && j < end) {
+          axpy_row(acc_v[r], wp, doj);
+          axpy_row(acc_k[r], wd, qj);
+        }
       }
     }
   }

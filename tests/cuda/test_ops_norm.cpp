@@ -64,7 +64,7 @@ TEST_P(NormOps, BatchNormStagesMatchCpu) {
 
 TEST_P(NormOps, LayerNormMatchesCpu) {
   for (DType dt : {DType::f32, DType::f64, DType::f16})
-    for (auto [M, D] : std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {1, 1}, {4, 7}, {3, 33}, {2, 300}, {40, 3}})
+    for (auto [M, D] : std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {1, 1}, {4, 7}, {3, 33}, {2, 300}, {40, 3}, {300, 70}})
       for (bool affine : {true, false}) {
         const DType sd = dt == DType::f64 ? DType::f64 : DType::f32;
         const double rtol = dt == DType::f16 ? 2e-3 : 1e-5;
@@ -86,8 +86,9 @@ TEST_P(NormOps, LayerNormMatchesCpu) {
         kernels::layer_norm_backward(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), rstd.to(dev()), dw_, gdx, ggw, ggb);
         expect_close(gdx, dx, rtol * 10, what + " dx");
         if (affine) {
-          expect_close(ggw, gw, ulps(dt), what + " dweight (CPU's order)");
-          expect_close(ggb, gb, ulps(dt), what + " dbias (CPU's order)");
+          // Rows are summed in splits on the GPU (another order than the CPU's): rounding apart.
+          expect_close(ggw, gw, rtol * 10, what + " dweight");
+          expect_close(ggb, gb, rtol * 10, what + " dbias");
         }
       }
 }
