@@ -88,8 +88,12 @@ def main():
         check(status["state"] == "running", f"state {status['state']}")
         check(status["model"] == "mlp" and status["world_size"] == n, "model or world size")
         check(status["mode"] == ("ddp" if n > 1 else "single"), f"mode {status['mode']}")
-        check(len(status["devices"]) == n and all(d == "cpu:0" for d in status["devices"]), f"devices {status['devices']}")
-        check(status["device_reason"].startswith("cpu:"), f"device_reason {status['device_reason']}")
+        # --device auto: the CPU, or one GPU a rank where the node has as many (seen on an H100 with 1 rank).
+        on_gpu = status["devices"][0].startswith("cuda:")
+        kind = "cuda:" if on_gpu else "cpu:"
+        check(len(status["devices"]) == n and all(d.startswith(kind) for d in status["devices"]),
+              f"devices {status['devices']}")
+        check(status["device_reason"].startswith(kind), f"device_reason {status['device_reason']}")
         check(status["epoch"] == 1 and status["epochs"] == 5, f"epoch {status['epoch']} of {status['epochs']}")
         check(status["total_steps"] == 2000 and 20 <= status["step"] <= 2000, f"step {status['step']}")
         check(status["samples"] == status["step"] * 32 * n, f"samples {status['samples']}")
@@ -98,14 +102,20 @@ def main():
         check(status["samples_per_second"] > 0, f"samples/s {status['samples_per_second']}")
         check(status["eta_seconds"] is not None and status["eta_seconds"] > 0, f"eta {status['eta_seconds']}")
         check(status["host"] and status["host"]["rss_bytes"] > 0, "host figures of rank 0")
-        check(status["gpu_unavailable"] != "", "no reason for the missing GPU figures")
+        if status["device_reason"].startswith("cpu: no "):  # no GPU, no CUDA device: say why no figures
+            check(status["gpu_unavailable"] != "", "no reason for the missing GPU figures")
         ranks = status["ranks"]
         check([r["rank"] for r in ranks] == list(range(n)), f"ranks {[r['rank'] for r in ranks]}")
         for r in ranks:
             check(r["step"] is not None and r["step"] > 0, f"rank {r['rank']}: step {r['step']}")
             check(r["step_seconds"] > 0, f"rank {r['rank']}: step_seconds {r['step_seconds']}")
             check(r["peak_rss_bytes"] >= r["rss_bytes"] > 0, f"rank {r['rank']}: rss {r['rss_bytes']} peak {r['peak_rss_bytes']}")
-            check(r["device"] == "cpu:0" and r["gpu"] is None, f"rank {r['rank']}: device {r['device']} gpu {r['gpu']}")
+            if on_gpu:
+                g = r["gpu"] or {}
+                check(r["device"].startswith("cuda:") and g.get("name") and g.get("memory_total_bytes", 0) > 0,
+                      f"rank {r['rank']}: device {r['device']} gpu {r['gpu']}")
+            else:
+                check(r["device"] == "cpu:0" and r["gpu"] is None, f"rank {r['rank']}: device {r['device']} gpu {r['gpu']}")
             check(r["host"] != "", f"rank {r['rank']}: no host")
 
         code, ctype, body = curl(base + "/metrics")
