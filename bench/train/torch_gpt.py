@@ -2,10 +2,13 @@
 blocks, GELU-tanh MLP, tied head, GPT-2 initialisation), the same AdamW groups and the same batch,
 timed the same way (median of per-step wall times; a device synchronisation ends each step on a
 GPU), printing one JSON line with tokens_per_s. Debian's PyTorch 1.13 has no fused attention, so
-attention is written out (q k^T, causal mask, softmax, p v) on every torch version, as tandem's
-figures are compared against it. Tooling only: tandem itself never needs Python.
+by default attention is written out (q k^T, causal mask, softmax, p v) on every torch version;
+`--attention sdpa --fused-adamw` is PyTorch 2's fastest eager step on a GPU (flash attention and the
+fused AdamW kernel, as tandem runs them), and `--compile` adds torch.compile on top. Tooling only:
+tandem itself never needs Python.
 
     /usr/bin/python3 bench/train/torch_gpt.py --gpt-size small --batch-size 8 --threads 1
+    python3 bench/train/torch_gpt.py --gpt-size gpt2-124m --device cuda --amp bf16 --attention sdpa --fused-adamw
 """
 import argparse
 import json
@@ -28,9 +31,9 @@ SIZES = {  # n_layer, n_head, n_embd, context, vocab (as nn::GPTConfig::preset)
 
 
 class Block(nn.Module):
-    def __init__(self, c, h):
+    def __init__(self, c, h, sdpa):
         super().__init__()
-        self.n_head = h
+        self.n_head, self.sdpa = h, sdpa
         self.ln_1, self.ln_2 = nn.LayerNorm(c), nn.LayerNorm(c)
         self.c_attn, self.attn_proj = nn.Linear(c, 3 * c), nn.Linear(c, c)
         self.c_fc, self.mlp_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
@@ -38,6 +41,9 @@ class Block(nn.Module):
     def attention(self, x):
         b, t, c = x.shape
         q, k, v = self.c_attn(x).view(b, t, 3, self.n_head, c // self.n_head).permute(2, 0, 3, 1, 4)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.attn_proj(y.transpose(1, 2).reshape(b, t, c))
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
         mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
         att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
@@ -49,10 +55,10 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, n_layer, n_head, n_embd, context, vocab):
+    def __init__(self, n_layer, n_head, n_embd, context, vocab, sdpa=False):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab, n_embd), nn.Embedding(context, n_embd)
-        self.h = nn.ModuleList(Block(n_embd, n_head) for _ in range(n_layer))
+        self.h = nn.ModuleList(Block(n_embd, n_head, sdpa) for _ in range(n_layer))
         self.ln_f = nn.LayerNorm(n_embd)
         for name, p in self.named_parameters():
             if name.endswith("bias"):
@@ -82,6 +88,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--amp", default="off", choices=["off", "bf16"])
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--attention", default="written", choices=["written", "sdpa"])
+    ap.add_argument("--fused-adamw", action="store_true", help="AdamW(fused=True): one kernel for all tensors")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -89,22 +98,24 @@ def main():
     t = a.context or context
     dev = torch.device(a.device)
     torch.manual_seed(0)
-    model = GPT(n_layer, n_head, n_embd, t, vocab).to(dev)
+    model = GPT(n_layer, n_head, n_embd, t, vocab, sdpa=a.attention == "sdpa").to(dev)
+    run = torch.compile(model) if a.compile else model
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=1e-4)
+                            lr=1e-4, **({"fused": True} if a.fused_adamw else {}))
     ids = torch.randint(0, vocab, (a.batch_size, t + 1), device=dev)
     x, y = ids[:, :-1].contiguous(), ids[:, 1:].reshape(-1).contiguous()
     dtype = torch.bfloat16 if a.amp == "bf16" else None
 
     def forward_loss():
         with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
-            return F.cross_entropy(model(x).reshape(-1, vocab).float(), y)
+            return F.cross_entropy(run(x).reshape(-1, vocab).float(), y)
 
     med = torch_step.median_step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
     print(json.dumps({"impl": "torch " + torch.__version__, "model": "gpt", "gpt_size": a.gpt_size,
                       "batch": a.batch_size, "context": t, "threads": a.threads, "amp": a.amp, "device": str(dev),
+                      "attention": a.attention, "fused_adamw": a.fused_adamw, "compile": a.compile,
                       "params": sum(p.numel() for p in model.parameters()),
                       "tokens_per_s": a.batch_size * t / med, "step_ms_median": 1e3 * med}))
 
