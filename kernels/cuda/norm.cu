@@ -1,8 +1,7 @@
 // Batch norm (the staged kernels of kernels/norm.h: Welford statistics, finalize, apply, backward
 // reduce and elementwise) and layer norm forward/backward for the CUDA backend. Statistics in S
 // (f64 for f64 input, f32 otherwise); small parameter tensors of another dtype are cast to S first.
-// Elementwise formulas are the CPU's, in the same order; reductions differ only in summation order,
-// except dweight/dbias of layer norm, summed over rows in the CPU's order (one thread per column).
+// Elementwise formulas are the CPU's, in the same order; reductions differ only in summation order.
 #include <cmath>
 #include <utility>
 
@@ -370,30 +369,18 @@ __global__ void ln_backward_dx_kernel(const T* __restrict__ dy, const T* __restr
 
 // dweight and dbias sum over all M rows, a column each. One thread per column over every row left
 // 3 blocks for GPT-2's 768 columns and cost more than all its GEMMs (84 of 236 ms a step on an H100),
-// so rows are split: block (blockIdx.x, split blockIdx.y) holds 32 columns x kLnRowLanes row lanes,
-// each lane sums its rows of the split, the block adds its lanes in order, and sum_splits_kernel
-// adds the splits in order. The order is fixed by M and D alone: deterministic on every GPU.
-constexpr int kLnRowLanes = 8;
-constexpr int64_t kLnMinRowsPerSplit = kMinItemsPerSplit / 64 > 0 ? kMinItemsPerSplit / 64 : 1;
-
-int64_t ln_param_splits(int64_t M, int64_t D) {
-  const int64_t col_tiles = (D + 31) / 32, target_blocks = 1024;
-  int64_t s = (target_blocks + col_tiles - 1) / col_tiles;
-  if (s > M / kLnMinRowsPerSplit) s = M / kLnMinRowsPerSplit;
-  if (s > kMaxGrid) s = kMaxGrid;
-  return s < 1 ? 1 : s;
-}
-
+// so they are column sums as in reduce.cuh: row splits of 32-column blocks, the block's row lanes
+// added in order, then the splits in order (sum_splits_kernel). The order depends on M and D alone.
 template <class T, class S>
 __global__ void ln_backward_params_kernel(const T* __restrict__ dy, const T* __restrict__ x, int64_t M, int64_t D,
                                           int64_t splits, const S* __restrict__ mean, const S* __restrict__ rstd,
                                           S* __restrict__ part_w, S* __restrict__ part_b) {
-  __shared__ S sw[kLnRowLanes][33], sb[kLnRowLanes][33];
+  __shared__ S sw[kColumnRowLanes][33], sb[kColumnRowLanes][33];
   const int64_t d = int64_t(blockIdx.x) * 32 + threadIdx.x;
   const SplitRange r = split_range(M, blockIdx.y, splits);
   S w = S(0), b = S(0);
   if (d < D)
-    for (int64_t m = r.begin + threadIdx.y; m < r.end; m += kLnRowLanes) {
+    for (int64_t m = r.begin + threadIdx.y; m < r.end; m += kColumnRowLanes) {
       const S g = static_cast<S>(to_acc(dy[m * D + d]));
       w += g * (static_cast<S>(to_acc(x[m * D + d])) - mean[m]) * rstd[m];
       b += g;
@@ -402,7 +389,7 @@ __global__ void ln_backward_params_kernel(const T* __restrict__ dy, const T* __r
   sb[threadIdx.y][threadIdx.x] = b;
   __syncthreads();
   if (threadIdx.y == 0 && d < D) {
-    for (int l = 1; l < kLnRowLanes; ++l) {
+    for (int l = 1; l < kColumnRowLanes; ++l) {
       w += sw[l][threadIdx.x];
       b += sb[l][threadIdx.x];
     }
@@ -445,10 +432,10 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
                     static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w));
     if ((dweight.defined() || dbias.defined()) && D > 0) {
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
-      const int64_t splits = ln_param_splits(M, D);
+      const int64_t splits = column_splits(M, D);
       Tensor pw = Tensor::empty({D * splits}, sd, dev), pb = Tensor::empty({D * splits}, sd, dev);
       TANDEM_LAUNCH(ln_backward_params_kernel<T, S>, dim3(static_cast<unsigned>((D + 31) / 32), static_cast<unsigned>(splits)),
-                    dim3(32, kLnRowLanes), 0, stream_for(dev), static_cast<const T*>(dy.data_ptr()),
+                    dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const T*>(dy.data_ptr()),
                     static_cast<const T*>(x.data_ptr()), M, D, splits, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
                     static_cast<S*>(pw.data_ptr()), static_cast<S*>(pb.data_ptr()));
       if (gw.defined())

@@ -1,7 +1,9 @@
-// Reduction kernels of the CUDA backend: sum_to (one block per output, a block reduction over the
-// summed dims), its adjoint expand, and argmax. Integer sums accumulate in 64 bits and wrap to the
+// Reduction kernels of the CUDA backend: sum_to (split blocks per output, a block reduction over the
+// summed dims, or column sums for the [rows, cols] -> [cols] of bias gradients), its adjoint expand,
+// and argmax. Integer sums accumulate in 64 bits and wrap to the
 // storage type at the end, which gives the CPU's wrapped result exactly.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/fast_divmod.h"
 #include "kernels/cuda/reduce.cuh"
 #include "runtime/backend/elementwise.h"
 #include "runtime/backend/reduce.h"
@@ -16,6 +18,7 @@ struct SumPlan {
   int keep_rank, red_rank;
   int64_t keep_size[kMaxDims], keep_stride[kMaxDims];
   int64_t red_size[kMaxDims], red_stride[kMaxDims];
+  FastDivmod keep_fast[kMaxDims];  // expand: keep_size[d], when dst has fewer than 2^31 elements
 };
 
 template <class T>
@@ -49,6 +52,26 @@ __global__ void sum_to_kernel(const T* __restrict__ src, T* __restrict__ dst, su
   }
 }
 
+// The columns of a row-major [rows, cols] source summed over split blockIdx.y of the rows into
+// part[c * splits + split] (reduce.cuh's column sums): bias gradients, [tokens, features] -> [features].
+template <class T>
+__global__ void sum_columns_kernel(const T* __restrict__ src, sum_acc_t<T>* __restrict__ part, int64_t rows,
+                                   int64_t cols, int64_t splits) {
+  using S = sum_acc_t<T>;
+  __shared__ S lanes[kColumnRowLanes][33];
+  const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
+  const SplitRange r = split_range(rows, blockIdx.y, splits);
+  S acc = S(0);
+  if (c < cols)
+    for (int64_t m = r.begin + threadIdx.y; m < r.end; m += kColumnRowLanes) acc += static_cast<S>(to_acc(src[m * cols + c]));
+  lanes[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    for (int l = 1; l < kColumnRowLanes; ++l) acc += lanes[l][threadIdx.x];
+    part[c * splits + blockIdx.y] = acc;
+  }
+}
+
 // dst[o] = scale * (the partials of output o summed in split order).
 template <class T>
 __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t outputs,
@@ -57,12 +80,24 @@ __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* _
     dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum_of_splits(part, o, splits)) * scale));
 }
 
-template <class T>
+// Fast: dst's index digits by FastDivmod (dst below 2^31 elements), else by 64-bit division.
+template <class T, bool Fast>
 __global__ void expand_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t n, int rank, SumPlan p,
                               acc_t<T> scale, bool unit) {
   // keep_* describe dst's dims, keep_stride the source stride per dst dim (0 where broadcast).
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    T v = src[offset_of(i, rank, p.keep_size, p.keep_stride)];
+    int64_t off = 0;
+    if constexpr (Fast) {
+      uint32_t rem = static_cast<uint32_t>(i), q = 0, r = 0;
+      for (int d = rank - 1; d >= 0; --d) {
+        p.keep_fast[d].divmod(rem, q, r);
+        off += int64_t(r) * p.keep_stride[d];
+        rem = q;
+      }
+    } else {
+      off = offset_of(i, rank, p.keep_size, p.keep_stride);
+    }
+    T v = src[off];
     dst[i] = unit ? v : from_acc<T>(static_cast<acc_t<T>>(to_acc(v) * scale));
   }
 }
@@ -113,6 +148,18 @@ void sum_to(const Tensor& src, Tensor& dst, double scale) {
     }
     using S = sum_acc_t<T>;
     const Device dev = src.device();
+    if (p.keep_rank == 1 && p.red_rank == 1 && p.keep_stride[0] == 1 && p.red_stride[0] == p.keep_size[0]) {
+      // Leading rows summed, contiguous columns kept: the coalesced column sums.
+      const int64_t rows = p.red_size[0], cols = p.keep_size[0], splits = column_splits(rows, cols);
+      Tensor part = Tensor::empty({cols * splits * static_cast<int64_t>(sizeof(S))}, DType::u8, dev);
+      TANDEM_LAUNCH(sum_columns_kernel<T>, dim3(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(splits)),
+                    dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const T*>(src.data_ptr()),
+                    static_cast<S*>(part.data_ptr()), rows, cols, splits);
+      TANDEM_LAUNCH(sum_splits_to_kernel<T>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
+                    static_cast<const S*>(part.data_ptr()), static_cast<T*>(dst.data_ptr()), cols, splits,
+                    static_cast<acc_t<T>>(scale));
+      return;
+    }
     const int64_t splits = reduction_splits(outputs, per_output);
     const dim3 grid(static_cast<unsigned>(splits), grid_for(outputs, 1));
     // Partial sums (splits > 1) in the accumulation type, as raw device bytes.
@@ -137,13 +184,16 @@ void expand(const Tensor& src, Tensor& dst, double scale) {
   TANDEM_CHECK(plan.sizes.size() <= kMaxDims, "expand: more than {} dims after merging", kMaxDims);
   SumPlan p{};
   const int rank = static_cast<int>(plan.sizes.size());
+  const bool fast = n < int64_t(FastDivmod::kLimit);
   for (int d = 0; d < rank; ++d) {
     p.keep_size[d] = plan.sizes[d];
     p.keep_stride[d] = plan.strides[1][d];
+    if (fast) p.keep_fast[d] = FastDivmod(static_cast<uint32_t>(p.keep_size[d]));
   }
   dispatch(src.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    TANDEM_LAUNCH(expand_kernel<T>, grid_for(n, kBlock), kBlock, 0, stream_for(src.device()),
+    const auto kernel = fast ? expand_kernel<T, true> : expand_kernel<T, false>;
+    TANDEM_LAUNCH(kernel, grid_for(n, kBlock), kBlock, 0, stream_for(src.device()),
                   static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), n, rank, p,
                   static_cast<acc_t<T>>(scale), scale == 1.0);
   }, "expand");

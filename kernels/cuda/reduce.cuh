@@ -132,6 +132,20 @@ inline int64_t reduction_splits(int64_t outputs, int64_t per_output) {
   if (s > kMaxGrid) s = kMaxGrid;
   return s < 1 ? 1 : s;
 }
+// Column sums of a row-major [rows, cols] array: a block holds 32 adjacent columns and
+// kColumnRowLanes row lanes over one split of the rows, so a warp's loads are coalesced (one block
+// per column had each warp read 32 rows for 64 useful bytes). Splits as reduction_splits counts
+// them, with a block covering 32 outputs and rows / split at least kMinItemsPerSplit / 64.
+constexpr int kColumnRowLanes = 8;
+inline int64_t column_splits(int64_t rows, int64_t cols) {
+  constexpr int64_t kFillBlocks = 1024;
+  constexpr int64_t kMinRows = kMinItemsPerSplit / 64 > 0 ? kMinItemsPerSplit / 64 : 1;
+  const int64_t col_tiles = (cols + 31) / 32;
+  int64_t s = (kFillBlocks + col_tiles - 1) / (col_tiles > 0 ? col_tiles : 1);
+  if (s > rows / kMinRows) s = rows / kMinRows;
+  if (s > kMaxGrid) s = kMaxGrid;
+  return s < 1 ? 1 : s;
+}
 // Items [begin, end) of split `s` of `splits` over `n` items.
 struct SplitRange {
   int64_t begin, end;

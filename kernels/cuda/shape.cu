@@ -1,6 +1,7 @@
 // Shape kernels of the CUDA backend: permute (an N-d strided gather, one output element per
 // thread, coalesced writes) and the strided block copy behind concat.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/fast_divmod.h"
 #include "runtime/backend/shape.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -12,15 +13,27 @@ struct PermutePlan {
   int rank;
   int64_t size[kMaxDims];        // dst sizes
   int64_t src_stride[kMaxDims];  // source stride of each dst dim
+  FastDivmod fast[kMaxDims];     // size[d], when the tensor has fewer than 2^31 elements
 };
 
-template <class T>
+// Fast: the dst index's digits by FastDivmod (tensors below 2^31 elements), else by 64-bit division.
+template <class T, bool Fast>
 __global__ void permute_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t n, PermutePlan p) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    int64_t rem = i, off = 0;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      off += (rem % p.size[d]) * p.src_stride[d];
-      rem /= p.size[d];
+    int64_t off = 0;
+    if constexpr (Fast) {
+      uint32_t rem = static_cast<uint32_t>(i), q = 0, r = 0;
+      for (int d = p.rank - 1; d >= 0; --d) {
+        p.fast[d].divmod(rem, q, r);
+        off += int64_t(r) * p.src_stride[d];
+        rem = q;
+      }
+    } else {
+      int64_t rem = i;
+      for (int d = p.rank - 1; d >= 0; --d) {
+        off += (rem % p.size[d]) * p.src_stride[d];
+        rem /= p.size[d];
+      }
     }
     dst[i] = src[off];
   }
@@ -62,13 +75,16 @@ void permute(const Tensor& src, Tensor& dst, const std::vector<int64_t>& perm) {
     st[d] = s;
     s *= src.shape()[d];
   }
+  const bool fast = n < int64_t(FastDivmod::kLimit);
   for (size_t d = 0; d < r; ++d) {
     p.size[d] = dst.shape()[d];
     p.src_stride[d] = st[perm[d]];
+    if (fast) p.fast[d] = FastDivmod(static_cast<uint32_t>(p.size[d]));
   }
   with_bits(src.element_size(), [&](auto tag) {
     using T = decltype(tag);
-    TANDEM_LAUNCH(permute_kernel<T>, grid_for(n, kBlock), kBlock, 0, stream_for(src.device()),
+    const auto kernel = fast ? permute_kernel<T, true> : permute_kernel<T, false>;
+    TANDEM_LAUNCH(kernel, grid_for(n, kBlock), kBlock, 0, stream_for(src.device()),
                   static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), n, p);
   });
 }
