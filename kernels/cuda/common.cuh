@@ -26,6 +26,10 @@ template <class T, int N>
 struct alignas(sizeof(T) * N) Pack {
   T v[N];
 };
+// Elements of T in one 16-byte pack.
+template <class T>
+constexpr int kPackWidth = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Storage type -> accumulation type and back, rounding as the CPU backend does.
 template <class T>

@@ -24,11 +24,6 @@ struct Plan2 {
   int64_t sb[kMaxDims];
 };
 
-template <class T>
-constexpr int kPackWidth = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
-
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // y[i] = f(x[i]) (and y[i] = f(x[i], s[i]) with S); Vec: all pointers 16-byte aligned.
 template <class T, bool Vec, class F>
 __global__ void map1_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, F f) {
