@@ -1,7 +1,7 @@
 // Reduction kernels of the CUDA backend: sum_to (split blocks per output, a block reduction over the
 // summed dims, or column sums for the [rows, cols] -> [cols] of bias gradients), its adjoint expand,
-// and argmax. Integer sums accumulate in 64 bits and wrap to the
-// storage type at the end, which gives the CPU's wrapped result exactly.
+// and argmax. Integer sums accumulate in 64 bits and wrap to the storage type at the end, which gives
+// the CPU's wrapped result exactly.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/fast_divmod.h"
 #include "kernels/cuda/reduce.cuh"
