@@ -60,6 +60,37 @@ TEST_P(AttentionOps, DoubleAndSixteenBitInputs) {
   }
 }
 
+// The kernels score whole tiles and mask by selection: a future key or value that is infinite must
+// still change nothing before it. Rows before the last key give the same bits as with finite ones
+// there (out, lse, dq; dk and dv of earlier keys do see the last query, which sees the infinity).
+TEST_P(AttentionOps, InfiniteFutureKeysAndValuesChangeNoEarlierRow) {
+  const Shape s{1, 2, 40, 32};  // T crosses a 32-key tile
+  const int64_t t = s[2], d = s[3], rows = s[1] * t;
+  Tensor q = random_tensor(s, DType::f32, 11), k = random_tensor(s, DType::f32, 12),
+         v = random_tensor(s, DType::f32, 13), dout = random_tensor(s, DType::f32, 14);
+  std::vector<float> kv = k.to_vector<float>(), vv = v.to_vector<float>();
+  for (int64_t h = 0; h < s[1]; ++h)
+    for (int64_t c = 0; c < d; ++c) {
+      kv[static_cast<size_t>((h * t + t - 1) * d + c)] = INFINITY;
+      vv[static_cast<size_t>((h * t + t - 1) * d + c)] = -INFINITY;
+    }
+  const Outputs finite = run(dev(), s, DType::f32, q, k, v, dout);
+  const Outputs inf = run(dev(), s, DType::f32, q, Tensor::from_vector(kv, s), Tensor::from_vector(vv, s), dout);
+  const auto a_out = finite.out.to(kCPU).to_vector<float>(), b_out = inf.out.to(kCPU).to_vector<float>();
+  const auto a_lse = finite.lse.to(kCPU).to_vector<float>(), b_lse = inf.lse.to(kCPU).to_vector<float>();
+  const auto a_dq = finite.dq.to(kCPU).to_vector<float>(), b_dq = inf.dq.to(kCPU).to_vector<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r % t == t - 1) continue;  // the last query sees the infinite key
+    EXPECT_EQ(a_lse[static_cast<size_t>(r)], b_lse[static_cast<size_t>(r)]) << "lse row " << r;
+    for (int64_t c = 0; c < d; ++c) {
+      const size_t i = static_cast<size_t>(r * d + c);
+      ASSERT_TRUE(std::isfinite(b_out[i]) && std::isfinite(b_dq[i])) << "row " << r << " column " << c;
+      EXPECT_EQ(a_out[i], b_out[i]) << "out row " << r << " column " << c;
+      EXPECT_EQ(a_dq[i], b_dq[i]) << "dq row " << r << " column " << c;
+    }
+  }
+}
+
 TEST_P(AttentionOps, HeadDimBeyondTheKernelIsRejected) {
   const Shape s{1, 1, 4, 160};
   Tensor q = random_tensor(s, DType::f32, 9);
