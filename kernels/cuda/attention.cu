@@ -57,7 +57,8 @@ Plan make_plan(int64_t d, size_t elem, int row_tiles, int stream_tiles, int extr
 // rows [r0, r0 + n) of x [t, d] into tile [n, d + 1] as X, zero past t, in steps of W elements
 // (one load of W * sizeof(T) bytes). A thread's (row, step) advances by blockDim.x steps without a
 // division in the loop: a 64-bit division per element cost about as many instructions as the
-// scores and sums of the tile themselves.
+// scores and sums of the tile themselves. (reduce.cuh's RowCursor does the same in 64 bits; here
+// 32-bit counters keep dQ's kernel at 128 registers, where RowCursor took it to 164.)
 template <int W, class T, class X, class S>
 __device__ void load_tile_by(const T* __restrict__ x, int64_t t, int64_t d, int64_t r0, int64_t n, S tile) {
   const int steps = int(d) / W, ni = int(n), tid = int(threadIdx.x), stride = int(blockDim.x);
@@ -153,6 +154,22 @@ __device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, const X (&row)[DC]) 
   for (int c = 0; c < DC; ++c) acc[c] += w * row[c];
 }
 
+// acc[r] += w_j[r] * tile row j over the tile's items j that row r sees (j < seen[r]), the weight
+// w_j[r] being lane j's weights[r]. The shuffles come before the warp-dependent test.
+template <int DC, class X, class S>
+__device__ __forceinline__ void add_seen_items(X (&acc)[kRows][DC], const X (&weights)[kRows], S tile, int64_t pitch,
+                                               const int (&seen)[kRows], int lane, int64_t d) {
+  for (int j = 0; j < kTile; ++j) {
+    X row[DC];
+    load_row(row, tile + j * pitch, lane, d);
+    TANDEM_ATTN_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const X w = __shfl_sync(kFullMask, weights[r], j);
+      if (j < seen[r]) axpy_row(acc[r], w, row);
+    }
+  }
+}
+
 // dst[lane + 32 c] = acc[c] * mul, rounded to T.
 template <class T, int DC, class X>
 __device__ __forceinline__ void store_row(T* dst, const X (&acc)[DC], X mul, int lane, int64_t d) {
@@ -200,15 +217,7 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
       for (int c = 0; c < DC; ++c) acc[r][c] *= alpha;
       m[r] = m_new;
     }
-    for (int j = 0; j < kTile; ++j) {
-      X vj[DC];
-      load_row(vj, vs + j * pitch, lane, d);
-      TANDEM_ATTN_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        const X w = __shfl_sync(kFullMask, p[r], j);
-        if (j < seen[r]) axpy_row(acc[r], w, vj);
-      }
-    }
+    add_seen_items(acc, p, vs, pitch, seen, lane, d);
   }
   TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
@@ -261,15 +270,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
     for (int r = 0; r < kRows; ++r) {
       ds[r] = lane < seen[r] ? std::exp(qk[r] * scale - lse_r[r]) * (dp[r] - delta_r[r]) : X(0);
     }
-    for (int j = 0; j < kTile; ++j) {
-      X kj[DC];
-      load_row(kj, ks + j * pitch, lane, d);
-      TANDEM_ATTN_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        const X w = __shfl_sync(kFullMask, ds[r], j);
-        if (j < seen[r]) axpy_row(acc[r], w, kj);
-      }
-    }
+    add_seen_items(acc, ds, ks, pitch, seen, lane, d);
   }
   TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {

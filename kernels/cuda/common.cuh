@@ -31,6 +31,17 @@ template <class T>
 constexpr int kPackWidth = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// The offset, through `stride`, of the element with row-major flat index i over dims `size` (the
+// last dim fastest). 64-bit division per dim: fast_divmod.h has the variant below 2^31.
+__device__ __forceinline__ int64_t offset_of(int64_t i, int rank, const int64_t* size, const int64_t* stride) {
+  int64_t off = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    off += (i % size[d]) * stride[d];
+    i /= size[d];
+  }
+  return off;
+}
+
 // Storage type -> accumulation type and back, rounding as the CPU backend does.
 template <class T>
 __host__ __device__ __forceinline__ acc_t<T> to_acc(T v) { return static_cast<acc_t<T>>(v); }

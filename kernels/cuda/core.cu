@@ -25,9 +25,12 @@ __device__ __forceinline__ D cast_one(S x) {
 // Vec: V elements a thread access, packs of the wider type 16 bytes (both pointers aligned to their
 // pack): the f32 <-> bf16 casts of a bf16 step (the [tokens, vocab] logits among them) move twice
 // to four times the bytes of a load instruction of one element.
+template <class S, class D>
+constexpr int kCastWidth = kPackWidth<S> < kPackWidth<D> ? kPackWidth<S> : kPackWidth<D>;
+
 template <class S, class D, bool Vec>
 __global__ void cast_kernel(const S* __restrict__ src, D* __restrict__ dst, int64_t n) {
-  constexpr int V = kPackWidth<S> < kPackWidth<D> ? kPackWidth<S> : kPackWidth<D>;
+  constexpr int V = kCastWidth<S, D>;
   int64_t start = 0;
   if constexpr (Vec) {
     const int64_t packs = n / V;
@@ -74,7 +77,7 @@ void cast(const Tensor& src, Tensor& dst) {
     using S = decltype(stag);
     dispatch(dst.dtype(), [&](auto dtag) {
       using D = decltype(dtag);
-      constexpr int V = kPackWidth<S> < kPackWidth<D> ? kPackWidth<S> : kPackWidth<D>;
+      constexpr int V = kCastWidth<S, D>;
       const auto aligned = [](const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; };
       const bool vec = V > 1 && aligned(src.data_ptr(), V * sizeof(S)) && aligned(dst.data_ptr(), V * sizeof(D));
       TANDEM_LAUNCH(vec ? cast_kernel<S, D, true> : cast_kernel<S, D, false>, grid_for(n, kBlock * (vec ? V : 1)),

@@ -32,4 +32,16 @@ struct FastDivmod {
   }
 };
 
+// common.cuh's offset_of for a flat index below 2^31, each dim's size a FastDivmod.
+TANDEM_HD_INLINE int64_t offset_of(uint32_t i, int rank, const FastDivmod* size, const int64_t* stride) {
+  int64_t off = 0;
+  uint32_t q = 0, r = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    size[d].divmod(i, q, r);
+    off += int64_t(r) * stride[d];
+    i = q;
+  }
+  return off;
+}
+
 }  // namespace tandem

@@ -24,15 +24,6 @@ struct SumPlan {
 template <class T>
 using sum_acc_t = std::conditional_t<std::is_integral_v<T>, long long, acc_t<T>>;
 
-__device__ __forceinline__ int64_t offset_of(int64_t i, int rank, const int64_t* size, const int64_t* stride) {
-  int64_t off = 0;
-  for (int d = rank - 1; d >= 0; --d) {
-    off += (i % size[d]) * stride[d];
-    i /= size[d];
-  }
-  return off;
-}
-
 // Sums split blockIdx.x of every output's items (grid y strides over outputs): into part[o * splits
 // + split], or, with one split (part null), scaled straight into dst[o].
 template <class T>
@@ -86,17 +77,8 @@ __global__ void expand_kernel(const T* __restrict__ src, T* __restrict__ dst, in
                               acc_t<T> scale, bool unit) {
   // keep_* describe dst's dims, keep_stride the source stride per dst dim (0 where broadcast).
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    int64_t off = 0;
-    if constexpr (Fast) {
-      uint32_t rem = static_cast<uint32_t>(i), q = 0, r = 0;
-      for (int d = rank - 1; d >= 0; --d) {
-        p.keep_fast[d].divmod(rem, q, r);
-        off += int64_t(r) * p.keep_stride[d];
-        rem = q;
-      }
-    } else {
-      off = offset_of(i, rank, p.keep_size, p.keep_stride);
-    }
+    const int64_t off = Fast ? offset_of(static_cast<uint32_t>(i), rank, p.keep_fast, p.keep_stride)
+                             : offset_of(i, rank, p.keep_size, p.keep_stride);
     T v = src[off];
     dst[i] = unit ? v : from_acc<T>(static_cast<acc_t<T>>(to_acc(v) * scale));
   }

@@ -19,24 +19,9 @@ struct PermutePlan {
 // Fast: the dst index's digits by FastDivmod (tensors below 2^31 elements), else by 64-bit division.
 template <class T, bool Fast>
 __global__ void permute_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t n, PermutePlan p) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    int64_t off = 0;
-    if constexpr (Fast) {
-      uint32_t rem = static_cast<uint32_t>(i), q = 0, r = 0;
-      for (int d = p.rank - 1; d >= 0; --d) {
-        p.fast[d].divmod(rem, q, r);
-        off += int64_t(r) * p.src_stride[d];
-        rem = q;
-      }
-    } else {
-      int64_t rem = i;
-      for (int d = p.rank - 1; d >= 0; --d) {
-        off += (rem % p.size[d]) * p.src_stride[d];
-        rem /= p.size[d];
-      }
-    }
-    dst[i] = src[off];
-  }
+  for (int64_t i = global_thread(); i < n; i += grid_threads())
+    dst[i] = src[Fast ? offset_of(static_cast<uint32_t>(i), p.rank, p.fast, p.src_stride)
+                      : offset_of(i, p.rank, p.size, p.src_stride)];
 }
 
 template <class T>
