@@ -12,9 +12,13 @@
 // cut-offs): the compiler cannot tell that such a branch is uniform and turned each shuffle in one
 // into a subroutine call behind a WARPSYNC. The branches guard the additions alone, so a masked
 // (future) item adds nothing, not even 0 * inf.
+//
+// bf16 and f16 inputs of head dimension 16, 32, 64 or 128 take the tensor-core kernels of
+// attention_mma.cu instead; the rest (f32, f64, other head dimensions) stay here.
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "runtime/backend/attention.h"
@@ -378,6 +382,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
                        const kernels::AttentionShape& s) {
   check_on_device("causal_attention", q.device(), {&q, &k, &v, &out, &lse});
   if (s.heads() == 0 || s.t == 0) return;
+  if (attention_mma_fits(s, {&q, &k, &v, &out})) return attention_forward_mma(q, k, v, out, lse, s);
   dispatch_floating(q.dtype(), "causal_attention", [&](auto tag) {
     using T = decltype(tag);
     using X = acc_t<T>;
@@ -395,6 +400,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, const kernels::AttentionShape& s) {
   check_on_device("causal_attention backward", q.device(), {&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv});
   if (s.heads() == 0 || s.t == 0) return;
+  if (attention_mma_fits(s, {&q, &k, &v, &out, &dout, &dq, &dk, &dv}))
+    return attention_backward_mma(q, k, v, out, lse, dout, dq, dk, dv, s);
   dispatch_floating(q.dtype(), "causal_attention backward", [&](auto tag) {
     using T = decltype(tag);
     using X = acc_t<T>;

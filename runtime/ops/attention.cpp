@@ -17,10 +17,13 @@ Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
   detail::check_defined(q_in, "causal_attention", "q");
   detail::check_defined(k_in, "causal_attention", "k");
   detail::check_defined(v_in, "causal_attention", "v");
-  // f32 under autocast, like softmax: the logsumexp and the running rescaling want f32 range.
-  Tensor q = autocast_arg(q_in, AutocastCategory::Float32);
-  Tensor k = autocast_arg(k_in, AutocastCategory::Float32);
-  Tensor v = autocast_arg(v_in, AutocastCategory::Float32);
+  // Under autocast: the 16-bit type on a GPU, whose tensor-core kernels keep the scores, the
+  // logsumexp and the running rescaling in f32 inside; f32 on the CPU, whose kernel computes in f32
+  // and would only convert.
+  const AutocastCategory category = q_in.device().is_cpu() ? AutocastCategory::Float32 : AutocastCategory::LowPrecision;
+  Tensor q = autocast_arg(q_in, category);
+  Tensor k = autocast_arg(k_in, category);
+  Tensor v = autocast_arg(v_in, category);
   TANDEM_CHECK(q.dim() == 4, "causal_attention: q must be [B, H, T, D], got {}", describe(q));
   detail::check_floating("causal_attention", q);
   detail::check_compatible("causal_attention", q, k);

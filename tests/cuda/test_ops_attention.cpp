@@ -3,6 +3,7 @@
 // cross-entropy at GPT-2's vocabulary.
 #include <cmath>
 
+#include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/attention.h"
 #include "runtime/ops.h"
@@ -58,6 +59,72 @@ TEST_P(AttentionOps, DoubleAndSixteenBitInputs) {
     compare(run(dev(), s, dt, q, k, v, dout), run(kCPU, s, dt, q, k, v, dout), std::max(rtol, tol(0, 0)),
             dtype_name(dt));
   }
+}
+
+// bf16 and f16 at head dimensions 16/32/64/128 take the tensor-core kernels (attention_mma.cu):
+// T = 1, T under one 16-row fragment, T crossing the 64-row tiles and not a multiple of them, B*H > 1.
+// Their probabilities and dS are rounded to the input type before the second product (as in
+// flash-attention), so they match the CPU (which keeps them in f32) to a few units of that type.
+TEST_P(AttentionOps, TensorCoreKernelsMatchCpu) {
+  for (DType dt : {DType::bf16, DType::f16})
+    for (Shape s : {Shape{1, 1, 1, 64}, Shape{2, 1, 13, 16}, Shape{1, 2, 70, 64}, Shape{1, 1, 65, 32},
+                    Shape{1, 1, 40, 128}}) {
+      Tensor q = random_tensor(s, dt, 21), k = random_tensor(s, dt, 22), v = random_tensor(s, dt, 23),
+             dout = random_tensor(s, dt, 24);
+      compare(run(dev(), s, dt, q, k, v, dout), run(kCPU, s, dt, q, k, v, dout), 2 * ulps(dt),
+              std::string(dtype_name(dt)) + " " + shape_str(s));
+    }
+}
+
+// Causality on the tensor-core path: the last key and value made huge (finite: a masked probability
+// is 0 there, and 0 * inf would be NaN in the product) change no earlier row, bit for bit.
+TEST_P(AttentionOps, TensorCoreFutureKeysAndValuesChangeNoEarlierRow) {
+  const Shape s{1, 2, 70, 64};  // T crosses a 64-key tile
+  const int64_t t = s[2], d = s[3], rows = s[1] * t;
+  const DType dt = DType::bf16;
+  Tensor q = random_tensor(s, dt, 31), k = random_tensor(s, dt, 32), v = random_tensor(s, dt, 33),
+         dout = random_tensor(s, dt, 34);
+  std::vector<float> kv = k.to_vector<float>(), vv = v.to_vector<float>();
+  for (int64_t h = 0; h < s[1]; ++h)
+    for (int64_t c = 0; c < d; ++c) {
+      kv[static_cast<size_t>((h * t + t - 1) * d + c)] = 3e4f;
+      vv[static_cast<size_t>((h * t + t - 1) * d + c)] = -3e4f;
+    }
+  const Outputs before = run(dev(), s, dt, q, k, v, dout);
+  const Outputs after = run(dev(), s, dt, q, Tensor::from_vector(kv, s, dt), Tensor::from_vector(vv, s, dt), dout);
+  const auto a_out = before.out.to(kCPU).to_vector<float>(), b_out = after.out.to(kCPU).to_vector<float>();
+  const auto a_lse = before.lse.to(kCPU).to_vector<float>(), b_lse = after.lse.to(kCPU).to_vector<float>();
+  const auto a_dq = before.dq.to(kCPU).to_vector<float>(), b_dq = after.dq.to(kCPU).to_vector<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r % t == t - 1) continue;  // the last query sees the changed key
+    EXPECT_EQ(a_lse[static_cast<size_t>(r)], b_lse[static_cast<size_t>(r)]) << "lse row " << r;
+    for (int64_t c = 0; c < d; ++c) {
+      const size_t i = static_cast<size_t>(r * d + c);
+      EXPECT_EQ(a_out[i], b_out[i]) << "out row " << r << " column " << c;
+      EXPECT_EQ(a_dq[i], b_dq[i]) << "dq row " << r << " column " << c;
+    }
+  }
+  // The last row does see them: the check above is not vacuous.
+  EXPECT_NE(a_lse[static_cast<size_t>(t - 1)], b_lse[static_cast<size_t>(t - 1)]);
+}
+
+// Under autocast the device runs attention in the autocast type (the tensor-core kernels); the
+// gradients reach the f32 inputs in f32.
+TEST_P(AttentionOps, AutocastRunsSixteenBitOnTheDevice) {
+  const Shape s{1, 2, 21, 32};
+  Tensor q = random_tensor(s, DType::f32, 41), k = random_tensor(s, DType::f32, 42), v = random_tensor(s, DType::f32, 43);
+  Tensor want = ops::causal_attention(q, k, v);
+  Tensor qd = q.to(dev()), kd = k.to(dev()), vd = v.to(dev());
+  qd.set_requires_grad(true);
+  Tensor y;
+  {
+    AutocastGuard guard(DType::bf16);
+    y = ops::causal_attention(qd, kd, vd);
+  }
+  EXPECT_EQ(y.dtype(), DType::bf16);
+  expect_close(ops::cast(y, DType::f32).to(kCPU), want, 4 * ulps(DType::bf16), "bf16 under autocast");
+  Tensor gq = grad({y}, {qd}, {Tensor::ones(s, DType::bf16, dev())})[0];
+  EXPECT_EQ(gq.dtype(), DType::f32);
 }
 
 // The kernels score whole tiles and mask by selection: a future key or value that is infinite must

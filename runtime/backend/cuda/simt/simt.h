@@ -116,6 +116,7 @@ struct Block {
   std::vector<unsigned char> smem;  // dynamic shared memory
   std::vector<Shadow> shadow;
   std::vector<uint64_t> slots;  // warp exchange slots: [warps * 32] x 2 words
+  std::vector<unsigned char> gather;  // warp all-gather slots: [warps * 32] x the gathered size
   uint32_t block_epoch = 1;
   std::vector<uint32_t> warp_epoch;
   std::exception_ptr error;
@@ -477,6 +478,21 @@ T warp_exchange(unsigned mask, T v, unsigned src_lane, const char* what) {
 }
 
 inline unsigned lane_id() { return detail::self().linear % 32; }
+
+// Every lane of a full warp contributes `mine`; each gets all 32 contributions in lane order (the
+// emulator's model of a warp-wide instruction such as mma.sync, whose operands span the lanes).
+template <class T>
+void warp_all_gather(const T& mine, T (&all)[32], const char* what) {
+  static_assert(std::is_trivially_copyable_v<T>, "warp_all_gather of a type that is not trivially copyable");
+  detail::Block& b = detail::block();
+  const detail::Thread& t = *b.current;
+  const size_t base = t.linear / 32 * 32, lanes = (b.threads.size() + 31) / 32 * 32;
+  if (b.gather.size() < lanes * sizeof(T)) b.gather.resize(lanes * sizeof(T));  // contents kept
+  std::memcpy(b.gather.data() + t.linear * sizeof(T), &mine, sizeof(T));
+  detail::suspend(detail::Wait::Warp, 0xffffffffu, what, 0);
+  std::memcpy(all, b.gather.data() + base * sizeof(T), 32 * sizeof(T));
+  detail::suspend(detail::Wait::Warp, 0xffffffffu, what, 0);  // nobody overwrites a slot before all have read
+}
 
 // ---- atomics: fibers never preempt each other, so read-modify-write is atomic by construction;
 // the __atomic builtins keep it so if two OS threads ever share memory. ----
