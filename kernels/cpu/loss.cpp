@@ -134,7 +134,7 @@ std::vector<int64_t> read_targets(const Tensor& target, int64_t classes, int64_t
   return t;
 }
 
-template <class T>
+template <class T, class L>
 void cross_entropy_typed(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
                          int64_t ignore_index, ops::Reduction reduction) {
   using X = acc_t<T>;
@@ -152,9 +152,9 @@ void cross_entropy_typed(const Tensor& logits, const Tensor& target, Tensor& los
     const int64_t tn = t[static_cast<size_t>(n)];
     row_loss[static_cast<size_t>(n)] = tn == ignore_index ? X(0) : (ms.max - X(x[tn])) + std::log(ms.sum);
   });
-  T* pl = static_cast<T*>(loss.data_ptr());
+  L* pl = static_cast<L*>(loss.data_ptr());
   if (reduction == ops::Reduction::None) {
-    for (int64_t n = 0; n < N; ++n) pl[n] = T(row_loss[static_cast<size_t>(n)]);
+    for (int64_t n = 0; n < N; ++n) pl[n] = L(row_loss[static_cast<size_t>(n)]);
     return;
   }
   X total = 0;
@@ -164,17 +164,20 @@ void cross_entropy_typed(const Tensor& logits, const Tensor& target, Tensor& los
     count += t[static_cast<size_t>(n)] != ignore_index;
   }
   if (reduction == ops::Reduction::Mean) total /= X(count);  // 0/0 = NaN, as PyTorch
-  pl[0] = T(total);
+  pl[0] = L(total);
 }
 
 void cpu_cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
                        int64_t ignore_index, ops::Reduction reduction) {
   dispatch_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
-    cross_entropy_typed<decltype(tag)>(logits, target, loss, lse, ignore_index, reduction);
+    using T = decltype(tag);
+    kernels::with_loss_type<T>(loss.dtype(), [&](auto ltag) {
+      cross_entropy_typed<T, decltype(ltag)>(logits, target, loss, lse, ignore_index, reduction);
+    });
   });
 }
 
-template <class T>
+template <class T, class L>
 void cross_entropy_backward_typed(const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
                                   const Tensor& lse, Tensor& grad_logits, int64_t ignore_index,
                                   ops::Reduction reduction) {
@@ -183,7 +186,7 @@ void cross_entropy_backward_typed(const Tensor& grad_loss, const Tensor& logits,
   const std::vector<int64_t> t = read_targets(target, C, ignore_index);
   const T* px = static_cast<const T*>(logits.data_ptr());
   const X* plse = static_cast<const X*>(lse.data_ptr());
-  const T* pg = static_cast<const T*>(grad_loss.data_ptr());
+  const L* pg = static_cast<const L*>(grad_loss.data_ptr());
   T* po = static_cast<T*>(grad_logits.data_ptr());
   X scale = reduction == ops::Reduction::None ? X(1) : X(pg[0]);
   if (reduction == ops::Reduction::Mean) {
@@ -217,8 +220,11 @@ void cpu_cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, c
                                 const Tensor& lse, Tensor& grad_logits, int64_t ignore_index,
                                 ops::Reduction reduction) {
   dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
-    cross_entropy_backward_typed<decltype(tag)>(grad_loss, logits, target, lse, grad_logits, ignore_index,
-                                                reduction);
+    using T = decltype(tag);
+    kernels::with_loss_type<T>(grad_loss.dtype(), [&](auto ltag) {
+      cross_entropy_backward_typed<T, decltype(ltag)>(grad_loss, logits, target, lse, grad_logits, ignore_index,
+                                                      reduction);
+    });
   });
 }
 

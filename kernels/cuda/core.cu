@@ -45,9 +45,22 @@ __global__ void cast_kernel(const S* __restrict__ src, D* __restrict__ dst, int6
   for (int64_t i = start + global_thread(); i < n; i += grid_threads()) dst[i] = cast_one<S, D>(src[i]);
 }
 
-template <class T>
+// dst += alpha * src (autograd's gradient accumulation). Vec: 16-byte packs of both (both aligned).
+template <class T, bool Vec>
 __global__ void axpy_kernel(T* __restrict__ dst, const T* __restrict__ src, int64_t n, acc_t<T> alpha) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads())
+  constexpr int V = kPackWidth<T>;
+  int64_t start = 0;
+  if constexpr (Vec) {
+    const int64_t packs = n / V;
+    for (int64_t i = global_thread(); i < packs; i += grid_threads()) {
+      Pack<T, V> d = reinterpret_cast<const Pack<T, V>*>(dst)[i];
+      const Pack<T, V> s = reinterpret_cast<const Pack<T, V>*>(src)[i];
+      for (int k = 0; k < V; ++k) d.v[k] = from_acc<T>(to_acc(d.v[k]) + alpha * to_acc(s.v[k]));
+      reinterpret_cast<Pack<T, V>*>(dst)[i] = d;
+    }
+    start = packs * V;
+  }
+  for (int64_t i = start + global_thread(); i < n; i += grid_threads())
     dst[i] = from_acc<T>(to_acc(dst[i]) + alpha * to_acc(src[i]));
 }
 
@@ -95,9 +108,10 @@ void axpy(Tensor& dst, const Tensor& src, double alpha) {
   if (n == 0) return;
   dispatch(dst.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    TANDEM_LAUNCH(axpy_kernel<T>, grid_for(n, kBlock), kBlock, 0, stream_for(dst.device()),
-                  static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), n,
-                  static_cast<acc_t<T>>(alpha));
+    const bool vec = kPackWidth<T> > 1 && aligned16(dst.data_ptr()) && aligned16(src.data_ptr());
+    TANDEM_LAUNCH(vec ? axpy_kernel<T, true> : axpy_kernel<T, false>, grid_for(n, kBlock * (vec ? kPackWidth<T> : 1)),
+                  kBlock, 0, stream_for(dst.device()), static_cast<T*>(dst.data_ptr()),
+                  static_cast<const T*>(src.data_ptr()), n, static_cast<acc_t<T>>(alpha));
   });
 }
 

@@ -92,10 +92,9 @@ __global__ void cross_entropy_rows_kernel(const T* __restrict__ logits, const I*
 }
 
 // One block: the total (or mean over non-ignored rows) of the row losses.
-template <class T, class I>
-__global__ void cross_entropy_reduce_kernel(const acc_t<T>* __restrict__ row_loss, const I* __restrict__ target,
-                                            int64_t N, int64_t ignore_index, bool mean, T* __restrict__ loss) {
-  using X = acc_t<T>;
+template <class L, class X, class I>
+__global__ void cross_entropy_reduce_kernel(const X* __restrict__ row_loss, const I* __restrict__ target,
+                                            int64_t N, int64_t ignore_index, bool mean, L* __restrict__ loss) {
   X total = X(0);
   long long count = 0;
   for (int64_t r = threadIdx.x; r < N; r += blockDim.x) {
@@ -104,7 +103,7 @@ __global__ void cross_entropy_reduce_kernel(const acc_t<T>* __restrict__ row_los
   }
   total = block_sum(total);
   count = block_sum(count);
-  if (threadIdx.x == 0) loss[0] = from_acc<T>(mean ? total / X(count) : total);
+  if (threadIdx.x == 0) loss[0] = from_acc<L>(mean ? total / X(count) : total);
 }
 
 template <class T, class X>
@@ -120,8 +119,8 @@ __global__ void count_kept_kernel(const I* __restrict__ target, int64_t N, int64
   if (threadIdx.x == 0) *count = c;
 }
 
-template <class T, class I>
-__global__ void cross_entropy_backward_kernel(const T* __restrict__ grad_loss, const T* __restrict__ logits,
+template <class T, class L, class I>
+__global__ void cross_entropy_backward_kernel(const L* __restrict__ grad_loss, const T* __restrict__ logits,
                                               const I* __restrict__ target, const acc_t<T>* __restrict__ lse,
                                               const long long* __restrict__ count, T* __restrict__ grad_logits,
                                               int64_t N, int64_t C, int64_t ignore_index, int reduction) {
@@ -186,31 +185,35 @@ void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss, Ten
   dispatch_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
     using X = acc_t<T>;
-    if constexpr (std::is_floating_point_v<X>) with_index_type(target, [&](auto itag) {
-      using I = decltype(itag);
-      Stream stream = stream_for(dev);
-      Tensor row_loss = Tensor::empty({N}, dtype_v<X>, dev);
-      Tensor bad = Tensor::zeros({1}, DType::i64, dev);
-      const I* pt = static_cast<const I*>(target.data_ptr());
-      if (N > 0)
-        TANDEM_LAUNCH(cross_entropy_rows_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
-                      static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
-                      static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
-                      static_cast<long long*>(bad.data_ptr()));
-      if (reduction == ops::Reduction::None) {
+    if constexpr (std::is_floating_point_v<X>) kernels::with_loss_type<T>(loss.dtype(), [&](auto ltag) {
+      with_index_type(target, [&](auto itag) {
+        using L = decltype(ltag);
+        using I = decltype(itag);
+        Stream stream = stream_for(dev);
+        Tensor row_loss = Tensor::empty({N}, dtype_v<X>, dev);
+        Tensor bad = Tensor::zeros({1}, DType::i64, dev);
+        const I* pt = static_cast<const I*>(target.data_ptr());
         if (N > 0)
-          TANDEM_LAUNCH(row_loss_to_output_kernel<T, X>, grid_for(N, kBlock), kBlock, 0, stream,
-                        static_cast<const X*>(row_loss.data_ptr()), static_cast<T*>(loss.data_ptr()), N);
-      } else {
-        TANDEM_LAUNCH(cross_entropy_reduce_kernel<T, I>, 1, 256, 0, stream, static_cast<const X*>(row_loss.data_ptr()),
-                      pt, N, ignore_index, reduction == ops::Reduction::Mean, static_cast<T*>(loss.data_ptr()));
-      }
-      const int64_t bad_row = static_cast<int64_t>(bad.item()) - 1;  // waits for the kernels
-      if (bad_row >= 0) {
-        int64_t t = target.narrow0(bad_row, 1).to(kCPU).to_vector<int64_t>()[0];
-        TANDEM_FAIL(Value, "cross_entropy: target {} at row {} is outside [0, {}) and is not ignore_index ({})", t,
-                    bad_row, C, ignore_index);
-      }
+          TANDEM_LAUNCH(cross_entropy_rows_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
+                        static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
+                        static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
+                        static_cast<long long*>(bad.data_ptr()));
+        if (reduction == ops::Reduction::None) {
+          if (N > 0)
+            TANDEM_LAUNCH(row_loss_to_output_kernel<L, X>, grid_for(N, kBlock), kBlock, 0, stream,
+                          static_cast<const X*>(row_loss.data_ptr()), static_cast<L*>(loss.data_ptr()), N);
+        } else {
+          TANDEM_LAUNCH(cross_entropy_reduce_kernel<L, X, I>, 1, 256, 0, stream,
+                        static_cast<const X*>(row_loss.data_ptr()), pt, N, ignore_index,
+                        reduction == ops::Reduction::Mean, static_cast<L*>(loss.data_ptr()));
+        }
+        const int64_t bad_row = static_cast<int64_t>(bad.item()) - 1;  // waits for the kernels
+        if (bad_row >= 0) {
+          int64_t t = target.narrow0(bad_row, 1).to(kCPU).to_vector<int64_t>()[0];
+          TANDEM_FAIL(Value, "cross_entropy: target {} at row {} is outside [0, {}) and is not ignore_index ({})", t,
+                      bad_row, C, ignore_index);
+        }
+      });
     });
   });
 }
@@ -224,16 +227,20 @@ void cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const
   dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     using X = acc_t<T>;
-    if constexpr (std::is_floating_point_v<X>) with_index_type(target, [&](auto itag) {
-      using I = decltype(itag);
-      Stream stream = stream_for(dev);
-      const I* pt = static_cast<const I*>(target.data_ptr());
-      Tensor count = Tensor::empty({1}, DType::i64, dev);
-      TANDEM_LAUNCH(count_kept_kernel<I>, 1, 256, 0, stream, pt, N, ignore_index, static_cast<long long*>(count.data_ptr()));
-      TANDEM_LAUNCH(cross_entropy_backward_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
-                    static_cast<const T*>(grad_loss.data_ptr()), static_cast<const T*>(logits.data_ptr()), pt,
-                    static_cast<const X*>(lse.data_ptr()), static_cast<const long long*>(count.data_ptr()),
-                    static_cast<T*>(grad_logits.data_ptr()), N, C, ignore_index, static_cast<int>(reduction));
+    if constexpr (std::is_floating_point_v<X>) kernels::with_loss_type<T>(grad_loss.dtype(), [&](auto ltag) {
+      with_index_type(target, [&](auto itag) {
+        using L = decltype(ltag);
+        using I = decltype(itag);
+        Stream stream = stream_for(dev);
+        const I* pt = static_cast<const I*>(target.data_ptr());
+        Tensor count = Tensor::empty({1}, DType::i64, dev);
+        TANDEM_LAUNCH(count_kept_kernel<I>, 1, 256, 0, stream, pt, N, ignore_index,
+                      static_cast<long long*>(count.data_ptr()));
+        TANDEM_LAUNCH(cross_entropy_backward_kernel<T, L, I>, grid_for(N, 1), row_threads(C), 0, stream,
+                      static_cast<const L*>(grad_loss.data_ptr()), static_cast<const T*>(logits.data_ptr()), pt,
+                      static_cast<const X*>(lse.data_ptr()), static_cast<const long long*>(count.data_ptr()),
+                      static_cast<T*>(grad_logits.data_ptr()), N, C, ignore_index, static_cast<int>(reduction));
+      });
     });
   });
 }

@@ -5,6 +5,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/fast_divmod.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/strided_gather.cuh"
 #include "runtime/backend/elementwise.h"
 #include "runtime/backend/reduce.h"
 
@@ -71,16 +72,16 @@ __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* _
     dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum_of_splits(part, o, splits)) * scale));
 }
 
-// Fast: dst's index digits by FastDivmod (dst below 2^31 elements), else by 64-bit division.
+// A scaled broadcast (scale 1 is strided_gather's copy of bits). Fast: dst's index digits by
+// FastDivmod (dst below 2^31 elements), else by 64-bit division.
 template <class T, bool Fast>
 __global__ void expand_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t n, int rank, SumPlan p,
-                              acc_t<T> scale, bool unit) {
+                              acc_t<T> scale) {
   // keep_* describe dst's dims, keep_stride the source stride per dst dim (0 where broadcast).
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
     const int64_t off = Fast ? offset_of(static_cast<uint32_t>(i), rank, p.keep_fast, p.keep_stride)
                              : offset_of(i, rank, p.keep_size, p.keep_stride);
-    T v = src[off];
-    dst[i] = unit ? v : from_acc<T>(static_cast<acc_t<T>>(to_acc(v) * scale));
+    dst[i] = from_acc<T>(static_cast<acc_t<T>>(to_acc(src[off]) * scale));
   }
 }
 
@@ -164,8 +165,17 @@ void expand(const Tensor& src, Tensor& dst, double scale) {
   if (n == 0) return;
   kernels::BroadcastPlan plan = kernels::broadcast_plan(dst.shape(), {dst.shape(), src.shape()});
   TANDEM_CHECK(plan.sizes.size() <= kMaxDims, "expand: more than {} dims after merging", kMaxDims);
-  SumPlan p{};
   const int rank = static_cast<int>(plan.sizes.size());
+  if (scale == 1.0) {  // a copy of bits (a bias broadcast before a GEMM): up to 16 bytes a thread
+    GatherPlan g;
+    g.rank = rank;
+    for (int d = 0; d < rank; ++d) {
+      g.size[d] = plan.sizes[d];
+      g.stride[d] = plan.strides[1][d];
+    }
+    return strided_gather(src.data_ptr(), dst.data_ptr(), src.element_size(), g, stream_for(src.device()));
+  }
+  SumPlan p{};
   const bool fast = n < int64_t(FastDivmod::kLimit);
   for (int d = 0; d < rank; ++d) {
     p.keep_size[d] = plan.sizes[d];
@@ -177,7 +187,7 @@ void expand(const Tensor& src, Tensor& dst, double scale) {
     const auto kernel = fast ? expand_kernel<T, true> : expand_kernel<T, false>;
     TANDEM_LAUNCH(kernel, grid_for(n, kBlock), kBlock, 0, stream_for(src.device()),
                   static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), n, rank, p,
-                  static_cast<acc_t<T>>(scale), scale == 1.0);
+                  static_cast<acc_t<T>>(scale));
   }, "expand");
 }
 

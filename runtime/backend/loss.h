@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "runtime/backend/registry.h"
+#include "runtime/dtype.h"
 #include "runtime/reduction.h"
 #include "runtime/tensor.h"
 
@@ -21,17 +22,28 @@ TANDEM_KERNEL(softmax_backward, void(const Tensor& grad_y, const Tensor& y, Tens
 
 // Fused log-softmax + NLL. logits [N, C] (floating), target [N] (i64 or i32), lse [N] in the
 // accumulation dtype (f32 for f16/bf16/f32, f64 for f64) receives each row's log-sum-exp (saved for
-// backward). loss: [N] for Reduction::None (0 on ignored rows), [] for Sum and Mean; logits' dtype.
+// backward). loss: [N] for Reduction::None (0 on ignored rows), [] for Sum and Mean; the logits'
+// dtype or their accumulation dtype (f32 for f16/bf16 logits: autocast's loss of a 16-bit classifier).
 // Mean divides by the number of rows whose target != ignore_index (0/0 = NaN, as PyTorch).
 // A target outside [0, C) that is not ignore_index: the CPU backend throws ValueError.
 TANDEM_KERNEL(cross_entropy, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
                                   int64_t ignore_index, ops::Reduction reduction));
 
-// grad_logits [N, C] = (softmax(logits) - onehot(target)) * g / count, with g = grad_loss ([N] for
+// grad_logits [N, C] (logits' dtype) = (softmax(logits) - onehot(target)) * g / count, with g = grad_loss
+// (the loss's dtype; [N] for
 // None, [] otherwise), count = number of non-ignored rows for Mean, 1 otherwise; ignored rows get 0.
 // softmax(logits) is exp(logits - lse).
 TANDEM_KERNEL(cross_entropy_backward, void(const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
                                            const Tensor& lse, Tensor& grad_logits, int64_t ignore_index,
                                            ops::Reduction reduction));
+
+// f(L{}) with L the loss's element type: the logits' T, or acc_t<T> (cross_entropy's loss dtype rule).
+template <class T, class F>
+void with_loss_type(DType loss, F&& f) {
+  if (loss == dtype_v<T>) return f(T{});
+  TANDEM_CHECK(loss == dtype_v<acc_t<T>>, "cross_entropy: loss dtype {} for {} logits (want {} or {})",
+               dtype_name(loss), dtype_name(dtype_v<T>), dtype_name(dtype_v<T>), dtype_name(dtype_v<acc_t<T>>));
+  return f(acc_t<T>{});
+}
 
 }  // namespace tandem::kernels

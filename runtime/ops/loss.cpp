@@ -38,7 +38,12 @@ Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_entry("log_sof
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t ignore_index, Reduction reduction) {
   detail::check_defined(logits_in, "cross_entropy", "logits");
   detail::check_defined(target, "cross_entropy", "target");
-  Tensor logits = autocast_arg(logits_in, AutocastCategory::Float32);
+  // Under autocast the loss is f32. On the CPU the logits are widened to f32 (as PyTorch does); on a
+  // GPU they stay as they come, 16-bit from a 16-bit classifier, which the kernels read and write
+  // directly (f32 inside): a language model's [tokens, vocab] logits are its largest activation, and
+  // widening them and narrowing their gradient took more GPU time than the loss itself.
+  const bool autocast = autocast_dtype().has_value();
+  Tensor logits = logits_in.device().is_cpu() ? autocast_arg(logits_in, AutocastCategory::Float32) : logits_in;
   detail::check_floating("cross_entropy", logits);
   TANDEM_CHECK(logits.dim() == 2, "cross_entropy: logits must be [N, C], got {}", shape_str(logits.shape()));
   TANDEM_CHECK(target.dtype() == DType::i64 || target.dtype() == DType::i32,
@@ -50,7 +55,8 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t igno
   const int64_t N = logits.size(0);
   const DType acc = logits.dtype() == DType::f64 ? DType::f64 : DType::f32;
   Tensor lse = Tensor::empty({N}, acc, logits.device());
-  Tensor loss = Tensor::empty(reduction == Reduction::None ? Shape{N} : Shape{}, logits.dtype(), logits.device());
+  const DType loss_dtype = autocast && is_low_precision(logits.dtype()) ? acc : logits.dtype();
+  Tensor loss = Tensor::empty(reduction == Reduction::None ? Shape{N} : Shape{}, loss_dtype, logits.device());
   kernels::cross_entropy(logits.device())(logits, target, loss, lse, ignore_index, reduction);
   if (!needs_grad({&logits})) return loss;
   Tensor logits_saved = logits.detach(), target_saved = target.detach();

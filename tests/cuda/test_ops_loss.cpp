@@ -1,5 +1,8 @@
 // softmax/log_softmax and cross-entropy on the CUDA backend vs the CPU.
+#include "runtime/autocast.h"
+#include "runtime/autograd.h"
 #include "runtime/backend/loss.h"
+#include "runtime/ops.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {
@@ -27,33 +30,70 @@ TEST_P(LossOps, SoftmaxForwardBackwardMatchCpu) {
       }
 }
 
+// Every logits dtype, with the loss (and its gradient) in that dtype and, for 16-bit logits, in f32
+// (autocast's loss of a 16-bit classifier).
 TEST_P(LossOps, CrossEntropyForwardBackwardMatchCpu) {
   using ops::Reduction;
-  for (DType dt : {DType::f32, DType::f64, DType::f16})
-    for (DType it : {DType::i64, DType::i32})
-      for (Reduction red : {Reduction::Mean, Reduction::Sum, Reduction::None})
-        for (auto [N, C] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 7}, {33, 10}, {3, 300}, {0, 4}}) {
-          Tensor logits = random_tensor({N, C}, dt, 61, -4, 4);
-          std::vector<int64_t> t(static_cast<size_t>(N));
-          for (int64_t i = 0; i < N; ++i) t[static_cast<size_t>(i)] = (i * 7) % C;
-          if (N > 2) t[1] = -100;  // ignored row
-          Tensor target = Tensor::from_vector(t, {N}, it);
-          const DType stat = dt == DType::f64 ? DType::f64 : DType::f32;
-          Shape ls = red == Reduction::None ? Shape{N} : Shape{};
-          Tensor loss = Tensor::empty(ls, dt), lse = Tensor::empty({N}, stat);
-          Tensor dloss = Tensor::empty(ls, dt, dev()), dlse = Tensor::empty({N}, stat, dev());
-          kernels::cross_entropy(kCPU)(logits, target, loss, lse, -100, red);
-          kernels::cross_entropy(dev())(logits.to(dev()), target.to(dev()), dloss, dlse, -100, red);
-          const double rtol = dt == DType::f16 ? 2e-3 : 1e-5;
-          std::string what = std::string(dtype_name(dt)) + " red " + std::to_string(int(red)) + " N=" + std::to_string(N);
-          expect_close(dlse, lse, rtol, what + " lse");
-          expect_close(dloss, loss, rtol, what + " loss");
-          Tensor g = random_tensor(ls, dt, 62, 0.5, 2);
-          Tensor gl = Tensor::empty({N, C}, dt), dgl = Tensor::empty({N, C}, dt, dev());
-          kernels::cross_entropy_backward(kCPU)(g, logits, target, lse, gl, -100, red);
-          kernels::cross_entropy_backward(dev())(g.to(dev()), logits.to(dev()), target.to(dev()), lse.to(dev()), dgl, -100, red);
-          expect_close(dgl, gl, tol(0, ulps(dt)), what + " backward");  // same lse in: exact on SIM
-        }
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    const DType stat = dt == DType::f64 ? DType::f64 : DType::f32;
+    for (DType ldt : {dt, stat}) {
+      for (DType it : {DType::i64, DType::i32})
+        for (Reduction red : {Reduction::Mean, Reduction::Sum, Reduction::None})
+          for (auto [N, C] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 7}, {33, 10}, {3, 300}, {0, 4}}) {
+            Tensor logits = random_tensor({N, C}, dt, 61, -4, 4);
+            std::vector<int64_t> t(static_cast<size_t>(N));
+            for (int64_t i = 0; i < N; ++i) t[static_cast<size_t>(i)] = (i * 7) % C;
+            if (N > 2) t[1] = -100;  // ignored row
+            Tensor target = Tensor::from_vector(t, {N}, it);
+            Shape ls = red == Reduction::None ? Shape{N} : Shape{};
+            Tensor loss = Tensor::empty(ls, ldt), lse = Tensor::empty({N}, stat);
+            Tensor dloss = Tensor::empty(ls, ldt, dev()), dlse = Tensor::empty({N}, stat, dev());
+            kernels::cross_entropy(kCPU)(logits, target, loss, lse, -100, red);
+            kernels::cross_entropy(dev())(logits.to(dev()), target.to(dev()), dloss, dlse, -100, red);
+            const double rtol = ldt == DType::bf16 ? 1e-2 : ldt == DType::f16 ? 2e-3 : 1e-5;
+            std::string what = std::string(dtype_name(dt)) + " loss " + dtype_name(ldt) + " red " +
+                               std::to_string(int(red)) + " N=" + std::to_string(N);
+            expect_close(dlse, lse, 1e-5, what + " lse");
+            expect_close(dloss, loss, rtol, what + " loss");
+            Tensor g = random_tensor(ls, ldt, 62, 0.5, 2);
+            Tensor gl = Tensor::empty({N, C}, dt), dgl = Tensor::empty({N, C}, dt, dev());
+            kernels::cross_entropy_backward(kCPU)(g, logits, target, lse, gl, -100, red);
+            kernels::cross_entropy_backward(dev())(g.to(dev()), logits.to(dev()), target.to(dev()), lse.to(dev()), dgl,
+                                                   -100, red);
+            expect_close(dgl, gl, tol(0, ulps(dt)), what + " backward");  // same lse in: exact on SIM
+          }
+      if (ldt == dt && dt == stat) break;  // f32, f64: one loss dtype
+    }
+  }
+}
+
+TEST_P(LossOps, CrossEntropyRejectsALossDtypeOtherThanTheLogitsOrF32) {
+  Tensor logits = random_tensor({4, 3}, DType::f32, 1).to(dev());
+  Tensor target = Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 1}, {4}).to(dev());
+  Tensor loss = Tensor::empty({}, DType::bf16, dev()), lse = Tensor::empty({4}, DType::f32, dev());
+  EXPECT_THROW(kernels::cross_entropy(dev())(logits, target, loss, lse, -100, ops::Reduction::Mean), ValueError);
+}
+
+// Under autocast the device reads 16-bit logits as they are and writes an f32 loss; their gradient
+// stays 16-bit. Values as the CPU's f32 path on the same (rounded) logits.
+TEST_P(LossOps, CrossEntropyUnderAutocastKeepsSixteenBitLogitsOnTheDevice) {
+  Tensor logits = random_tensor({6, 50}, DType::bf16, 63, -4, 4);
+  Tensor target = Tensor::from_vector(std::vector<int64_t>{0, 49, 7, 3, 3, 20}, {6});
+  Tensor x = logits.to(dev());
+  x.set_requires_grad(true);
+  Tensor loss;
+  {
+    AutocastGuard guard(DType::bf16);
+    loss = ops::cross_entropy(x, target.to(dev()));
+  }
+  EXPECT_EQ(loss.dtype(), DType::f32);
+  Tensor gx = grad({loss}, {x})[0];
+  EXPECT_EQ(gx.dtype(), DType::bf16);
+  Tensor x32 = ops::cast(logits, DType::f32);
+  x32.set_requires_grad(true);
+  Tensor want = ops::cross_entropy(x32, target);
+  expect_close(loss.to(kCPU), want, 1e-5, "loss");
+  expect_close(ops::cast(gx.to(kCPU), DType::f32), grad({want}, {x32})[0], 4 * ulps(DType::bf16), "dlogits");
 }
 
 TEST_P(LossOps, CrossEntropyRejectsAnOutOfRangeTarget) {

@@ -11,7 +11,9 @@ const std::vector<std::pair<Shape, Shape>>& sum_cases() {  // src, dst
       {{33, 7}, {}},    {{3, 4, 5}, {4, 1}}, {{3, 4, 5}, {3, 1, 5}}, {{300, 3}, {3}}, {{0, 5}, {5}},
       // few outputs over many items: several blocks per output, partials merged in split order
       {{9, 4, 7, 11}, {1, 4, 1, 1}}, {{9, 4, 7, 11}, {4, 1, 1}},
-      {{2, 0, 3}, {2, 1, 3}}, {{5, 6}, {5, 6}}};
+      {{2, 0, 3}, {2, 1, 3}}, {{5, 6}, {5, 6}},
+      // a bias's broadcast: expand moves whole rows in packs of up to 16 bytes
+      {{64, 48}, {48}}, {{3, 8, 16}, {8, 16}}};
   return c;
 }
 
