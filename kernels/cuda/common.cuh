@@ -16,11 +16,6 @@ __device__ __forceinline__ int64_t global_thread() {
 }
 __device__ __forceinline__ int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
-template <class T>
-__global__ void fill_kernel(T* __restrict__ dst, int64_t n, T value) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) dst[i] = value;
-}
-
 // N values of T loaded or stored as one aligned access (16 bytes for N * sizeof(T) == 16).
 template <class T, int N>
 struct alignas(sizeof(T) * N) Pack {
@@ -30,6 +25,22 @@ struct alignas(sizeof(T) * N) Pack {
 template <class T>
 constexpr int kPackWidth = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// dst[0, n) = value, in 16-byte packs where dst is aligned to them (gradient buffers are zeroed
+// every step: one store per element cost several times the bandwidth's time).
+template <class T>
+__global__ void fill_kernel(T* __restrict__ dst, int64_t n, T value) {
+  constexpr int V = kPackWidth<T>;
+  int64_t start = 0;
+  if (V > 1 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    Pack<T, V> p;
+    for (int k = 0; k < V; ++k) p.v[k] = value;
+    const int64_t packs = n / V;
+    for (int64_t i = global_thread(); i < packs; i += grid_threads()) reinterpret_cast<Pack<T, V>*>(dst)[i] = p;
+    start = packs * V;
+  }
+  for (int64_t i = start + global_thread(); i < n; i += grid_threads()) dst[i] = value;
+}
 
 // The offset, through `stride`, of the element with row-major flat index i over dims `size` (the
 // last dim fastest). 64-bit division per dim: fast_divmod.h has the variant below 2^31.
