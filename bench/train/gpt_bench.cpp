@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "bench/common/peak.h"
 #include "nn/gpt.h"
 #include "nn/optim.h"
+#include "nn/optim/fused_adam.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
 #include "runtime/error.h"
@@ -66,7 +68,9 @@ int run_gpt_bench(const GptBenchOptions& o) {
   decay.weight_decay = 0.1;
   nn::AdamOptions ao;
   ao.lr = 1e-4;
-  nn::AdamW opt({decay, rest}, ao);
+  std::unique_ptr<nn::Optimizer> opt;
+  if (o.fused_adamw) opt = std::make_unique<nn::FusedAdamW>(std::vector<nn::ParamGroup>{decay, rest}, ao);
+  else opt = std::make_unique<nn::AdamW>(std::vector<nn::ParamGroup>{decay, rest}, ao);
   // Random tokens (the step's cost does not depend on them).
   std::vector<int64_t> ids(static_cast<size_t>(o.batch * (t + 1)));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 2654435761u) % 50257 % cfg.vocab_size);
@@ -79,7 +83,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
   Tensor x = Tensor::from_vector(xs, {o.batch, t}).to(device), y = Tensor::from_vector(ys, {o.batch * t}).to(device);
 
   auto step = [&] {
-    opt.zero_grad();
+    opt->zero_grad();
     Tensor loss;
     {
       std::optional<AutocastGuard> autocast;
@@ -88,7 +92,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
       loss = ops::cross_entropy(ops::reshape(logits, {-1, cfg.vocab_size}), y);
     }
     loss.backward();
-    opt.step();
+    opt->step();
     finish(device);
   };
   for (int64_t i = 0; i < o.warmup; ++i) step();
@@ -115,6 +119,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
                    {"device", device.str()},
                    {"amp", o.amp},
                    {"batch", o.batch},
+                   {"fused_adamw", o.fused_adamw},
                    {"steps", o.steps},
                    {"threads", o.threads},
                    {"tokens_per_s", tokens_per_s},

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   app.add_option("--context", gpt.context, "gpt: tokens per sequence (0: the size's context)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--peak-tflops", gpt.peak_tflops, "gpt on a GPU: the peak for mfu (default: datasheet dense bf16)");
+  app.add_flag("--fused-adamw", gpt.fused_adamw, "gpt: the fused multi-tensor AdamW (as torch_gpt.py --fused-adamw)");
   app.add_option("--batch-size", batch, "samples per step")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
