@@ -61,31 +61,41 @@ __device__ void load_rows(const uint16_t* __restrict__ x, int t, int r0, S tile)
   }
 }
 
-template <class S>
-__device__ __forceinline__ uint32_t word_at(S tile, int i) {
-  return shared_as<uint32_t>(tile + i)[0];
-}
-
 // A fragment of rows [r0, r0 + 16), columns [k0, k0 + 16) of a row-major tile.
 template <int P, class S>
-__device__ __forceinline__ FragA load_a(S tile, int r0, int k0, int g, int c) {
-  const int top = (r0 + g) * P + k0 + 2 * c, bottom = top + 8 * P;
-  return FragA{{word_at(tile, top), word_at(tile, bottom), word_at(tile, top + 8), word_at(tile, bottom + 8)}};
+__device__ __forceinline__ FragA load_a(S tile, int r0, int k0, int lane) {
+  FragA a;
+  ldmatrix_x4<false>(a.r, tile, (r0 + (lane & 7) + (lane >> 3 & 1) * 8) * P + k0 + (lane >> 4) * 8);
+  return a;
 }
 
-// B fragment over k [k0, k0 + 16), n [n0, n0 + 8) where B[k][n] = tile[n][k]: the tile's rows are
-// B's columns (K in Q K^T), so a register is two neighbours of one row.
+// B fragments of the 8-column tiles n0 and n0 + 8 over k [k0, k0 + 16), where B[k][n] = tile[n][k]:
+// the tile's rows are B's columns (K in Q K^T), read as they lie.
 template <int P, class S>
-__device__ __forceinline__ FragB load_b_rows(S tile, int n0, int k0, int g, int c) {
-  const int at = (n0 + g) * P + k0 + 2 * c;
-  return FragB{{word_at(tile, at), word_at(tile, at + 8)}};
+__device__ __forceinline__ void load_b_rows(FragB& lo, FragB& hi, S tile, int n0, int k0, int lane) {
+  uint32_t r[4];
+  ldmatrix_x4<false>(r, tile, (n0 + (lane & 7) + (lane >> 4) * 8) * P + k0 + (lane >> 3 & 1) * 8);
+  lo = FragB{{r[0], r[1]}};
+  hi = FragB{{r[2], r[3]}};
 }
 
-// B fragment where B[k][n] = tile[k][n] (V in P V): a register's two values lie in two rows.
+// The same where B[k][n] = tile[k][n] (V in P V): read transposed.
 template <int P, class S>
-__device__ __forceinline__ FragB load_b_cols(S tile, int k0, int n0, int g, int c) {
-  auto at = [&](int k) { return uint16_t(tile[(k0 + k) * P + n0 + g]); };
-  return FragB{{pair(at(2 * c), at(2 * c + 1)), pair(at(2 * c + 8), at(2 * c + 9))}};
+__device__ __forceinline__ void load_b_cols(FragB& lo, FragB& hi, S tile, int k0, int n0, int lane) {
+  uint32_t r[4];
+  ldmatrix_x4<true>(r, tile, (k0 + (lane & 7) + (lane >> 3 & 1) * 8) * P + n0 + (lane >> 4) * 8);
+  lo = FragB{{r[0], r[1]}};
+  hi = FragB{{r[2], r[3]}};
+}
+
+// acc[n], acc[n + 1] += a B for the 8-column tiles n and n + 1 (B's two fragments from one load).
+template <class T, bool RowsAreColumns, int P, class S>
+__device__ __forceinline__ void mma_pair(FragD& lo, FragD& hi, const FragA& a, S tile, int tile_k0, int n0, int lane) {
+  FragB b_lo, b_hi;
+  if constexpr (RowsAreColumns) load_b_rows<P>(b_lo, b_hi, tile, n0, tile_k0, lane);
+  else load_b_cols<P>(b_lo, b_hi, tile, tile_k0, n0, lane);
+  mma<T>(lo, a, b_lo);
+  mma<T>(hi, a, b_hi);
 }
 
 // Score tiles 2j and 2j + 1 (8 columns each) rounded to T: the A fragment of k step j.
@@ -142,7 +152,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   __syncthreads();
   FragA qa[KD];
   TANDEM_MMA_UNROLL
-  for (int kk = 0; kk < KD; ++kk) qa[kk] = load_a<P>(ks, 16 * at.warp, 16 * kk, at.g, at.c);
+  for (int kk = 0; kk < KD; ++kk) qa[kk] = load_a<P>(ks, 16 * at.warp, 16 * kk, at.lane);
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // m in log2 units; l: this lane's share
   FragD o[ND];
   const int key_end = q0 + kBlockRows < t ? q0 + kBlockRows : t;
@@ -155,7 +165,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     TANDEM_MMA_UNROLL
     for (int kk = 0; kk < KD; ++kk)
       TANDEM_MMA_UNROLL
-      for (int n = 0; n < NS; ++n) mma<T>(s[n], qa[kk], load_b_rows<P>(ks, 8 * n, 16 * kk, at.g, at.c));
+      for (int n = 0; n < NS; n += 2) mma_pair<T, true, P>(s[n], s[n + 1], qa[kk], ks, 16 * kk, 8 * n, at.lane);
     float mx[2] = {-INFINITY, -INFINITY};
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
@@ -189,7 +199,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int j = 0; j < kStream / 16; ++j) {
       const FragA p = as_a<T>(s[2 * j], s[2 * j + 1]);
       TANDEM_MMA_UNROLL
-      for (int n = 0; n < ND; ++n) mma<T>(o[n], p, load_b_cols<P>(vs, 16 * j, 8 * n, at.g, at.c));
+      for (int n = 0; n < ND; n += 2) mma_pair<T, false, P>(o[n], o[n + 1], p, vs, 16 * j, 8 * n, at.lane);
     }
   }
   TANDEM_MMA_UNROLL
@@ -241,8 +251,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   FragA qa[KD], da[KD];
   TANDEM_MMA_UNROLL
   for (int kk = 0; kk < KD; ++kk) {
-    qa[kk] = load_a<P>(ks, 16 * at.warp, 16 * kk, at.g, at.c);
-    da[kk] = load_a<P>(vs, 16 * at.warp, 16 * kk, at.g, at.c);
+    qa[kk] = load_a<P>(ks, 16 * at.warp, 16 * kk, at.lane);
+    da[kk] = load_a<P>(vs, 16 * at.warp, 16 * kk, at.lane);
   }
   float lse2[2], dl[2];
   row_stats<T, D>(o, dout, lse, delta, base, head_rows, qw, t, at, lse2, dl);
@@ -257,9 +267,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     TANDEM_MMA_UNROLL
     for (int kk = 0; kk < KD; ++kk)
       TANDEM_MMA_UNROLL
-      for (int n = 0; n < NS; ++n) {
-        mma<T>(s[n], qa[kk], load_b_rows<P>(ks, 8 * n, 16 * kk, at.g, at.c));
-        mma<T>(dp[n], da[kk], load_b_rows<P>(vs, 8 * n, 16 * kk, at.g, at.c));
+      for (int n = 0; n < NS; n += 2) {
+        mma_pair<T, true, P>(s[n], s[n + 1], qa[kk], ks, 16 * kk, 8 * n, at.lane);
+        mma_pair<T, true, P>(dp[n], dp[n + 1], da[kk], vs, 16 * kk, 8 * n, at.lane);
       }
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
@@ -273,7 +283,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int j = 0; j < kStream / 16; ++j) {
       const FragA ds = as_a<T>(s[2 * j], s[2 * j + 1]);
       TANDEM_MMA_UNROLL
-      for (int n = 0; n < ND; ++n) mma<T>(acc[n], ds, load_b_cols<P>(ks, 16 * j, 8 * n, at.g, at.c));
+      for (int n = 0; n < ND; n += 2) mma_pair<T, false, P>(acc[n], acc[n + 1], ds, ks, 16 * j, 8 * n, at.lane);
     }
   }
   TANDEM_MMA_UNROLL
@@ -306,8 +316,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   FragA ka[KD], va[KD];
   TANDEM_MMA_UNROLL
   for (int kk = 0; kk < KD; ++kk) {
-    ka[kk] = load_a<P>(qs, 16 * at.warp, 16 * kk, at.g, at.c);
-    va[kk] = load_a<P>(dos, 16 * at.warp, 16 * kk, at.g, at.c);
+    ka[kk] = load_a<P>(qs, 16 * at.warp, 16 * kk, at.lane);
+    va[kk] = load_a<P>(dos, 16 * at.warp, 16 * kk, at.lane);
   }
   FragD dk_acc[ND], dv_acc[ND];
   for (int i0 = k0; i0 < t; i0 += kStream) {
@@ -323,9 +333,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     TANDEM_MMA_UNROLL
     for (int kk = 0; kk < KD; ++kk)
       TANDEM_MMA_UNROLL
-      for (int n = 0; n < NS; ++n) {
-        mma<T>(s[n], ka[kk], load_b_rows<P>(qs, 8 * n, 16 * kk, at.g, at.c));
-        mma<T>(dp[n], va[kk], load_b_rows<P>(dos, 8 * n, 16 * kk, at.g, at.c));
+      for (int n = 0; n < NS; n += 2) {
+        mma_pair<T, true, P>(s[n], s[n + 1], ka[kk], qs, 16 * kk, 8 * n, at.lane);
+        mma_pair<T, true, P>(dp[n], dp[n + 1], va[kk], dos, 16 * kk, 8 * n, at.lane);
       }
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
@@ -341,9 +351,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int j = 0; j < kStream / 16; ++j) {
       const FragA pt = as_a<T>(s[2 * j], s[2 * j + 1]), dst = as_a<T>(dp[2 * j], dp[2 * j + 1]);
       TANDEM_MMA_UNROLL
-      for (int n = 0; n < ND; ++n) {
-        mma<T>(dv_acc[n], pt, load_b_cols<P>(dos, 16 * j, 8 * n, at.g, at.c));
-        mma<T>(dk_acc[n], dst, load_b_cols<P>(qs, 16 * j, 8 * n, at.g, at.c));
+      for (int n = 0; n < ND; n += 2) {
+        mma_pair<T, false, P>(dv_acc[n], dv_acc[n + 1], pt, dos, 16 * j, 8 * n, at.lane);
+        mma_pair<T, false, P>(dk_acc[n], dk_acc[n + 1], dst, qs, 16 * j, 8 * n, at.lane);
       }
     }
   }

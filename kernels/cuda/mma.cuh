@@ -105,4 +105,37 @@ __device__ __forceinline__ void mma(FragD& d, const FragA& a, const FragB& b) {
 #endif
 }
 
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: four 8x8 matrices of 16-bit values from shared
+// memory in one instruction, lane l naming row l % 8 of matrix l / 8 (16 contiguous bytes, 16-byte
+// aligned: `row` is that row's first element in `tile`). Lane l receives in r[i] matrix i's elements
+// (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1), low half first; with Trans those of the transposed
+// matrix, (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4). So a row-major tile gives A fragments and
+// the B fragments of B[k][n] = tile[n][k] as they lie, and those of B[k][n] = tile[k][n] transposed,
+// in a quarter of the 32-bit loads (an eighth of the 16-bit ones).
+template <bool Trans, class S>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], S tile, int row) {
+#if defined(__CUDA_ARCH__)
+  const auto at = static_cast<uint32_t>(__cvta_generic_to_shared(tile + row));
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(at));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(at));
+#elif defined(TANDEM_SIMT_EMULATOR)
+  int rows[32];
+  simt::warp_all_gather(row, rows, "ldmatrix.sync.m8n8.x4");
+  const int lane = int(simt::lane_id()), g = lane / 4, c = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int* m = rows + 8 * i;  // matrix i's row starts
+    auto at = [&](int rr, int cc) { return uint16_t(tile[m[rr] + cc]); };
+    r[i] = Trans ? pair(at(2 * c, g), at(2 * c + 1, g)) : pair(at(g, 2 * c), at(g, 2 * c + 1));
+  }
+#else
+  (void)r, (void)tile, (void)row;
+#endif
+}
+
 }  // namespace tandem::TANDEM_CUDA_NS
