@@ -3,6 +3,7 @@
 // sums of squares are added chunk by chunk in list order (deterministic for any thread count).
 // A list of one chunk runs on the calling thread: a parallel region costs more than it saves.
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "runtime/backend/multi_tensor.h"
@@ -36,6 +37,17 @@ void set_found_inf(Tensor& found_inf) {
 }
 
 bool skip_step(const Tensor& found_inf) { return found_inf.defined() && found_inf.item() != 0.0; }
+
+void cpu_zero(const std::vector<Tensor>& tensors) {
+  std::vector<TensorChunk> chunks = make_chunks(tensors);
+#pragma omp parallel for schedule(static) if (chunks.size() > 1)
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const TensorChunk& ch = chunks[c];
+    const Tensor& t = tensors[static_cast<size_t>(ch.tensor)];
+    std::memset(static_cast<char*>(t.data_ptr()) + ch.start * int64_t(t.element_size()), 0,
+                static_cast<size_t>(ch.length) * t.element_size());
+  }
+}
 
 void cpu_unscale(const std::vector<Tensor>& grads, double inv_scale, Tensor& found_inf) {
   std::vector<TensorChunk> chunks = make_chunks(grads);
@@ -184,6 +196,7 @@ void cpu_sgd(const MultiTensorSgdArgs& a) {
   });
 }
 
+TANDEM_REGISTER_KERNEL(multi_tensor_zero, DeviceKind::CPU, cpu_zero);
 TANDEM_REGISTER_KERNEL(multi_tensor_unscale, DeviceKind::CPU, cpu_unscale);
 TANDEM_REGISTER_KERNEL(multi_tensor_sum_squares_check, DeviceKind::CPU, cpu_sum_squares_check);
 TANDEM_REGISTER_KERNEL(multi_tensor_adam, DeviceKind::CPU, cpu_adam);

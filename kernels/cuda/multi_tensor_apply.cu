@@ -100,6 +100,24 @@ __global__ void unscale_kernel(ListMeta<1> m, double inv_scale, float* found_inf
   }
 }
 
+// U: an unsigned type of the elements' size (zero bits are zero in every dtype); 16-byte stores
+// where the chunk is aligned to them (chunks start at multiples of kChunk elements).
+template <class U>
+__global__ void zero_kernel(ListMeta<1> m) {
+  const int slot = m.block_tensor[blockIdx.x];
+  const int64_t start = m.block_start[blockIdx.x];
+  const int64_t len = chunk_length(m.numel[slot], start);
+  U* x = static_cast<U*>(m.addr[0][slot]) + start;
+  constexpr int V = kPackWidth<U>;
+  int64_t head = 0;
+  if (reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+    const Pack<U, V> zero{};
+    for (int64_t i = threadIdx.x; i < len / V; i += blockDim.x) reinterpret_cast<Pack<U, V>*>(x)[i] = zero;
+    head = len / V * V;
+  }
+  for (int64_t i = head + threadIdx.x; i < len; i += blockDim.x) x[i] = U(0);
+}
+
 template <class T>
 __global__ void sum_squares_kernel(ListMeta<1> m, double* partial, float* found_inf) {
   const int slot = m.block_tensor[blockIdx.x];
@@ -205,6 +223,29 @@ bool gather_dtype(const std::vector<Tensor>& tensors, DType dtype, Device dev, c
       numels.push_back(t.numel());
     }
   return !ptrs.empty();
+}
+
+void zero(const std::vector<Tensor>& tensors) {
+  if (tensors.empty()) return;
+  const Device dev = tensors[0].device();
+  auto run = [&](auto tag) {
+    using U = decltype(tag);
+    std::vector<std::array<void*, 1>> ptrs;
+    std::vector<int64_t> numels;
+    for (const Tensor& t : tensors)
+      if (t.element_size() == sizeof(U)) {
+        check_on_device("multi_tensor_zero", dev, {&t});
+        ptrs.push_back({t.data_ptr()});
+        numels.push_back(t.numel());
+      }
+    for_each_launch<1>(ptrs, numels, [&](const ListMeta<1>& m, int blocks) {
+      TANDEM_LAUNCH(zero_kernel<U>, dim3(static_cast<unsigned>(blocks)), dim3(kBlock), 0, stream_for(dev), m);
+    });
+  };
+  run(uint8_t{});
+  run(uint16_t{});
+  run(uint32_t{});
+  run(uint64_t{});
 }
 
 // Groups of tensors sharing a dtype go through one kernel instantiation each.
@@ -333,6 +374,7 @@ void sgd(const kernels::MultiTensorSgdArgs& a) {
   }
 }
 
+TANDEM_REGISTER_KERNEL(kernels::multi_tensor_zero, kKind, zero);
 TANDEM_REGISTER_KERNEL(kernels::multi_tensor_unscale, kKind, unscale);
 TANDEM_REGISTER_KERNEL(kernels::multi_tensor_sum_squares_check, kKind, sum_squares_check);
 TANDEM_REGISTER_KERNEL(kernels::multi_tensor_adam, kKind, adam);

@@ -87,10 +87,7 @@ void FusedOptimizer::update(const ParamGroup&, size_t index, Tensor& param, cons
   launch(param.device(), {index}, 1.0);
 }
 
-void FusedOptimizer::zero_grad() {
-  for (auto& p : model_params_)
-    if (p.grad().defined()) p.grad().zero_();
-}
+void FusedOptimizer::zero_grad() { zero_grads(model_params_); }
 
 NamedTensors FusedOptimizer::master_state(size_t index) const {
   if (!opt_params_[index].is_same(model_params_[index])) return {{"master", opt_params_[index]}};

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "runtime/autograd.h"
+#include "runtime/backend/multi_tensor.h"
 
 namespace tandem::nn {
 
@@ -64,10 +65,22 @@ void Optimizer::step() {
   ++step_count_;
 }
 
+void zero_grads(const std::vector<Tensor>& params) {
+  std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
+  for (const Tensor& p : params) {
+    const Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    auto it = std::find_if(by_device.begin(), by_device.end(), [&](const auto& d) { return d.first == g.device(); });
+    if (it == by_device.end()) it = by_device.insert(by_device.end(), {g.device(), {}});
+    it->second.push_back(g);
+  }
+  for (const auto& [device, grads] : by_device) kernels::multi_tensor_zero(device)(grads);
+}
+
 void Optimizer::zero_grad() {
-  for (auto& g : groups_)
-    for (auto& p : g.params)
-      if (p.grad().defined()) p.grad().zero_();
+  std::vector<Tensor> params;
+  for (auto& g : groups_) params.insert(params.end(), g.params.begin(), g.params.end());
+  zero_grads(params);
 }
 
 void Optimizer::set_lr(double lr) {

@@ -19,6 +19,10 @@ struct ParamGroup {
   double initial_lr = -1.0;
 };
 
+// Sets the defined gradients of `params` to zero in place (one multi-tensor launch per device, not
+// one fill per tensor); undefined ones stay undefined.
+void zero_grads(const std::vector<Tensor>& params);
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;

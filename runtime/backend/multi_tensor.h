@@ -36,6 +36,9 @@ inline std::vector<TensorChunk> make_chunks(const std::vector<Tensor>& tensors, 
 
 // g *= inv_scale in place (in the math type of g's dtype), with the inf/nan check on the values read.
 TANDEM_KERNEL(multi_tensor_unscale, void(const std::vector<Tensor>& grads, double inv_scale, Tensor& found_inf));
+// Every element of every tensor of the list set to zero bits (an optimizer's zero_grad: one launch
+// for all the gradients instead of one fill each).
+TANDEM_KERNEL(multi_tensor_zero, void(const std::vector<Tensor>& tensors));
 // Read-only pass: the inf/nan check and the sum of squares (f64, fixed chunk order) of the list.
 TANDEM_KERNEL(multi_tensor_sum_squares_check,
               double(const std::vector<Tensor>& grads, Tensor& found_inf));

@@ -47,6 +47,31 @@ void expect_close(const std::vector<Tensor>& cpu, const std::vector<Tensor>& sim
 const std::vector<Shape> kShapes = {{3000}, {7, 5}, {1}, {33, 17}, {2500}, {4}, {9, 9}, {0}, {129}};
 }  // namespace
 
+// Every element of every tensor zeroed, for each element size (f64, f32, bf16, u8), on both backends;
+// the sizes cross chunks and launches, and memory next to the tensors is left alone.
+TEST(MultiTensorSim, ZeroClearsEveryTensorOnBothBackends) {
+  for (Device dev : {kCPU, kSim}) {
+    std::vector<Tensor> list;
+    for (DType dt : {DType::f64, DType::f32, DType::bf16})
+      for (Tensor& t : randoms(kShapes, dt, 7)) list.push_back(t.to(dev));
+    Tensor bytes = Tensor::full({1031}, 7.0, DType::u8, dev);
+    // A view into the middle of a larger buffer: its neighbours must survive.
+    Tensor outer = randoms({{40}}, DType::f32, 8)[0].to(dev);
+    Tensor inner = Tensor::from_blob(static_cast<float*>(outer.data_ptr()) + 3, {30}, DType::f32, dev, nullptr);
+    list.push_back(bytes);
+    list.push_back(inner);
+    const std::vector<float> before = outer.to(kCPU).to_vector<float>();
+    kernels::multi_tensor_zero(dev)(list);
+    for (size_t i = 0; i < list.size(); ++i)
+      for (double v : list[i].to(kCPU).to_vector<double>()) ASSERT_EQ(v, 0.0) << dev.str() << " tensor " << i;
+    const std::vector<float> after = outer.to(kCPU).to_vector<float>();
+    for (size_t k = 0; k < after.size(); ++k)
+      if (k < 3 || k >= 33) {
+        EXPECT_EQ(after[k], before[k]) << dev.str() << " neighbour " << k;
+      }
+  }
+}
+
 TEST(MultiTensorSim, UnscaleAndSumSquaresMatchCpu) {
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     SCOPED_TRACE(dtype_name(dt));
