@@ -73,9 +73,19 @@ std::array<Tensor, 3> split_qkv(const Tensor& qkv, int64_t heads) {
                "split_qkv: qkv must be [B, T, 3*H*D] with H = {}, got {}", heads, detail::describe(qkv));
   const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (3 * heads);
   Tensor all = permute(reshape(qkv, {b, t, 3, heads, d}), {2, 0, 3, 1, 4});  // [3, B, H, T, D]
-  std::array<Tensor, 3> out;
-  for (int64_t i = 0; i < 3; ++i) out[static_cast<size_t>(i)] = reshape(slice0(all, i, i + 1), {b, heads, t, d});
-  return out;
+  std::vector<Tensor> views;
+  for (int64_t i = 0; i < 3; ++i) views.push_back(all.narrow0(i, 1).view({b, heads, t, d}));
+  if (needs_grad({&all})) {
+    // One node for the three views: backward writes dq, dk, dv into one [3, B, H, T, D] buffer
+    // (three slices' backwards each zero-filled a whole buffer, and the engine summed the three).
+    const Shape all_shape = all.shape();
+    views = record("SplitQkvBackward", {all}, views, [=](const std::vector<Tensor>& g) {
+      Tensor gx = Tensor::empty(all_shape, g[0].dtype(), g[0].device());
+      for (int64_t i = 0; i < 3; ++i) gx.narrow0(i, 1).view({b, heads, t, d}).copy_(g[static_cast<size_t>(i)]);
+      return std::vector<Tensor>{gx};
+    });
+  }
+  return {views[0], views[1], views[2]};
 }
 
 }  // namespace tandem::ops

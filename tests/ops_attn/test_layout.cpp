@@ -39,6 +39,21 @@ TEST(HeadLayout, Gradcheck) {
   }, {x});
 }
 
+// split_qkv's one backward node: gradients reaching only some of q, k, v (the others are zero
+// there), and each alone, against finite differences.
+TEST(HeadLayout, SplitQkvGradcheckWithSomeOutputsUnused) {
+  Tensor x = random_leaf({2, 3, 12}, 3);
+  for (int used : {0, 1, 2})
+    expect_gradcheck([used](const std::vector<Tensor>& t) {
+      auto qkv = ops::split_qkv(t[0], 2);
+      return ops::mul(qkv[static_cast<size_t>(used)], qkv[static_cast<size_t>(used)]);
+    }, {x});
+  expect_gradcheck([](const std::vector<Tensor>& t) {
+    auto qkv = ops::split_qkv(t[0], 2);
+    return ops::add(ops::mul(qkv[0], qkv[2]), qkv[2]);  // k unused
+  }, {x});
+}
+
 TEST(HeadLayout, ShapeErrors) {
   EXPECT_THROW(ops::split_heads(Tensor::zeros({2, 3, 10}), 3), ValueError);
   EXPECT_THROW(ops::split_qkv(Tensor::zeros({2, 3, 12}), 3), ValueError);
