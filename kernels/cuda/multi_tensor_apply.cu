@@ -149,16 +149,37 @@ __global__ void adam_kernel(ListMeta<5> m, const AdamHyper* hypers, double grad_
   G* out = m.addr[4][slot] ? static_cast<G*>(m.addr[4][slot]) + start : nullptr;
   const AdamHyper h = hypers[m.index[slot]];
   const bool scaled = grad_factor != 1.0;
-  for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
-    A gv = static_cast<A>(to_acc(g[i]));
+  auto update = [&](T& pe, G ge, T& me, T& ve, G* oe) {
+    A gv = static_cast<A>(to_acc(ge));
     if (scaled) gv = gv * static_cast<A>(grad_factor);
-    A pv = to_acc(p[i]), mv = to_acc(mo[i]), vv = to_acc(v[i]);
+    A pv = to_acc(pe), mv = to_acc(me), vv = to_acc(ve);
     adam_update<A>(pv, gv, mv, vv, h);
-    p[i] = from_acc<T>(pv);
-    mo[i] = from_acc<T>(mv);
-    v[i] = from_acc<T>(vv);
-    if (out) out[i] = from_acc<G>(static_cast<float>(pv));
+    pe = from_acc<T>(pv);
+    me = from_acc<T>(mv);
+    ve = from_acc<T>(vv);
+    if (oe) *oe = from_acc<G>(static_cast<float>(pv));
+  };
+  // V elements a step in packs (16 bytes of the wider type) where every array is aligned to them.
+  constexpr int V = kPackWidth<T> < kPackWidth<G> ? kPackWidth<T> : kPackWidth<G>;
+  auto aligned = [](const void* q, size_t bytes) { return reinterpret_cast<uintptr_t>(q) % bytes == 0; };
+  int64_t head = 0;
+  if (aligned(p, V * sizeof(T)) && aligned(mo, V * sizeof(T)) && aligned(v, V * sizeof(T)) &&
+      aligned(g, V * sizeof(G)) && (!out || aligned(out, V * sizeof(G)))) {
+    using PT = Pack<T, V>;
+    using PG = Pack<G, V>;
+    for (int64_t i = threadIdx.x; i < len / V; i += blockDim.x) {
+      PT pp = reinterpret_cast<PT*>(p)[i], mp = reinterpret_cast<PT*>(mo)[i], vp = reinterpret_cast<PT*>(v)[i];
+      const PG gp = reinterpret_cast<const PG*>(g)[i];
+      PG op;
+      for (int k = 0; k < V; ++k) update(pp.v[k], gp.v[k], mp.v[k], vp.v[k], out ? &op.v[k] : nullptr);
+      reinterpret_cast<PT*>(p)[i] = pp;
+      reinterpret_cast<PT*>(mo)[i] = mp;
+      reinterpret_cast<PT*>(v)[i] = vp;
+      if (out) reinterpret_cast<PG*>(out)[i] = op;
+    }
+    head = len / V * V;
   }
+  for (int64_t i = head + threadIdx.x; i < len; i += blockDim.x) update(p[i], g[i], mo[i], v[i], out ? out + i : nullptr);
 }
 
 // D = 4: param, grad, momentum buffer (null without momentum), model (null unless master weights).

@@ -19,11 +19,33 @@ __global__ void sgd_kernel(T* __restrict__ p, const T* __restrict__ g, T* __rest
   }
 }
 
-template <class T>
+// Vec: 16-byte packs of all four arrays (each aligned to them); the update reads four and writes
+// three arrays per element, so its time is their bytes.
+template <class T, bool Vec>
 __global__ void adam_kernel(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m, T* __restrict__ v, int64_t n,
                             AdamHyper h) {
   using A = acc_t<T>;
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+  constexpr int V = kPackWidth<T>;
+  int64_t start = 0;
+  if constexpr (Vec) {
+    using P = Pack<T, V>;
+    for (int64_t i = global_thread(); i < n / V; i += grid_threads()) {
+      P pp = reinterpret_cast<P*>(p)[i], mp = reinterpret_cast<P*>(m)[i], vp = reinterpret_cast<P*>(v)[i];
+      const P gp = reinterpret_cast<const P*>(g)[i];
+      for (int k = 0; k < V; ++k) {
+        A pv = to_acc(pp.v[k]), mv = to_acc(mp.v[k]), vv = to_acc(vp.v[k]);
+        adam_update<A>(pv, to_acc(gp.v[k]), mv, vv, h);
+        pp.v[k] = from_acc<T>(pv);
+        mp.v[k] = from_acc<T>(mv);
+        vp.v[k] = from_acc<T>(vv);
+      }
+      reinterpret_cast<P*>(p)[i] = pp;
+      reinterpret_cast<P*>(m)[i] = mp;
+      reinterpret_cast<P*>(v)[i] = vp;
+    }
+    start = n / V * V;
+  }
+  for (int64_t i = start + global_thread(); i < n; i += grid_threads()) {
     A pv = to_acc(p[i]), mv = to_acc(m[i]), vv = to_acc(v[i]);
     adam_update<A>(pv, to_acc(g[i]), mv, vv, h);
     p[i] = from_acc<T>(pv);
@@ -91,9 +113,12 @@ void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_a
   if (n == 0) return;
   floating(param.dtype(), "adam_step", [&](auto tag) {
     using T = decltype(tag);
-    TANDEM_LAUNCH(adam_kernel<T>, grid_for(n, kBlock), kBlock, 0, stream_for(param.device()),
-                  static_cast<T*>(param.data_ptr()), static_cast<const T*>(grad.data_ptr()),
-                  static_cast<T*>(exp_avg.data_ptr()), static_cast<T*>(exp_avg_sq.data_ptr()), n, h);
+    const bool vec = aligned16(param.data_ptr()) && aligned16(grad.data_ptr()) && aligned16(exp_avg.data_ptr()) &&
+                     aligned16(exp_avg_sq.data_ptr());
+    TANDEM_LAUNCH(vec ? adam_kernel<T, true> : adam_kernel<T, false>, grid_for(n, kBlock * (vec ? kPackWidth<T> : 1)),
+                  kBlock, 0, stream_for(param.device()), static_cast<T*>(param.data_ptr()),
+                  static_cast<const T*>(grad.data_ptr()), static_cast<T*>(exp_avg.data_ptr()),
+                  static_cast<T*>(exp_avg_sq.data_ptr()), n, h);
   });
 }
 
