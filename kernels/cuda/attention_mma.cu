@@ -397,7 +397,8 @@ uint16_t* bits(Tensor& x) { return static_cast<uint16_t*>(x.data_ptr()); }
 
 bool attention_mma_fits(const kernels::AttentionShape& s, std::initializer_list<const Tensor*> tensors) {
   if (s.d != 16 && s.d != 32 && s.d != 64 && s.d != 128) return false;
-  if (s.t >= (int64_t(1) << 30) || s.heads() > 0x7fffffff) return false;  // int rows; grid.x
+  // Rows as int; heads on grid.x, row tiles on grid.y (at most 65535).
+  if (s.t >= (int64_t(1) << 30) || s.heads() > 0x7fffffff || (s.t + kBlockRows - 1) / kBlockRows > 65535) return false;
   for (const Tensor* x : tensors)
     if (!is_low_precision(x->dtype()) || !aligned16(x->data_ptr())) return false;
   return true;

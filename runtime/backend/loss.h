@@ -29,10 +29,9 @@ TANDEM_KERNEL(softmax_backward, void(const Tensor& grad_y, const Tensor& y, Tens
 TANDEM_KERNEL(cross_entropy, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
                                   int64_t ignore_index, ops::Reduction reduction));
 
-// grad_logits [N, C] (logits' dtype) = (softmax(logits) - onehot(target)) * g / count, with g = grad_loss
-// (the loss's dtype; [N] for
-// None, [] otherwise), count = number of non-ignored rows for Mean, 1 otherwise; ignored rows get 0.
-// softmax(logits) is exp(logits - lse).
+// grad_logits [N, C] (logits' dtype) = (softmax(logits) - onehot(target)) * g / count, with
+// g = grad_loss (the loss's dtype; [N] for None, [] otherwise), count = number of non-ignored rows for
+// Mean, 1 otherwise; ignored rows get 0. softmax(logits) is exp(logits - lse).
 TANDEM_KERNEL(cross_entropy_backward, void(const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
                                            const Tensor& lse, Tensor& grad_logits, int64_t ignore_index,
                                            ops::Reduction reduction));
