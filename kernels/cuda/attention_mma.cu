@@ -105,6 +105,36 @@ __device__ __forceinline__ FragA as_a(const FragD& left, const FragD& right) {
                 pack2<T>(right.r[2], right.r[3])}};
 }
 
+// The A fragments of the warp's 16 rows of a tile (from row r0), over all D columns.
+template <int D, class S>
+__device__ __forceinline__ void load_warp_rows(FragA (&a)[D / 16], S tile, int r0, int lane) {
+  TANDEM_MMA_UNROLL
+  for (int kk = 0; kk < D / 16; ++kk) a[kk] = load_a<kPitch<D>>(tile, r0, 16 * kk, lane);
+}
+
+// s[n] += a . (the streamed tile's rows 8n .. 8n + 7) over D: the warp's rows scored against the
+// tile's rows (S = Q K^T, dP = dO V^T; S^T = K Q^T, dP^T = V dO^T for dK/dV).
+template <class T, int D, class S>
+__device__ __forceinline__ void score_tile(FragD (&s)[kStream / 8], const FragA (&a)[D / 16], S tile, int lane) {
+  TANDEM_MMA_UNROLL
+  for (int kk = 0; kk < D / 16; ++kk)
+    TANDEM_MMA_UNROLL
+    for (int n = 0; n < kStream / 8; n += 2)
+      mma_pair<T, true, kPitch<D>>(s[n], s[n + 1], a[kk], tile, 16 * kk, 8 * n, lane);
+}
+
+// acc += w . tile: the warp's [16, kStream] weights (score fragments, rounded to T) times the
+// streamed tile's rows (P V, dS K; P^T dO, dS^T Q for dK/dV).
+template <class T, int D, class S>
+__device__ __forceinline__ void accumulate_tile(FragD (&acc)[D / 8], const FragD (&w)[kStream / 8], S tile, int lane) {
+  TANDEM_MMA_UNROLL
+  for (int j = 0; j < kStream / 16; ++j) {
+    const FragA a = as_a<T>(w[2 * j], w[2 * j + 1]);
+    TANDEM_MMA_UNROLL
+    for (int n = 0; n < D / 8; n += 2) mma_pair<T, false, kPitch<D>>(acc[n], acc[n + 1], a, tile, 16 * j, 8 * n, lane);
+  }
+}
+
 // v summed (or maxed) over the lane's quad: the four lanes holding one row of a D fragment.
 __device__ __forceinline__ float quad_sum(float v) {
   v += __shfl_xor_sync(kFullMask, v, 1);
@@ -151,8 +181,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   load_rows<D>(q + base, t, q0, ks);  // Q's fragments, staged through the key tile
   __syncthreads();
   FragA qa[KD];
-  TANDEM_MMA_UNROLL
-  for (int kk = 0; kk < KD; ++kk) qa[kk] = load_a<P>(ks, 16 * at.warp, 16 * kk, at.lane);
+  load_warp_rows<D>(qa, ks, 16 * at.warp, at.lane);
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // m in log2 units; l: this lane's share
   FragD o[ND];
   const int key_end = q0 + kBlockRows < t ? q0 + kBlockRows : t;
@@ -162,10 +191,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     load_rows<D>(v + base, t, k0, vs);
     __syncthreads();
     FragD s[NS];
-    TANDEM_MMA_UNROLL
-    for (int kk = 0; kk < KD; ++kk)
-      TANDEM_MMA_UNROLL
-      for (int n = 0; n < NS; n += 2) mma_pair<T, true, P>(s[n], s[n + 1], qa[kk], ks, 16 * kk, 8 * n, at.lane);
+    score_tile<T, D>(s, qa, ks, at.lane);
     float mx[2] = {-INFINITY, -INFINITY};
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
@@ -195,12 +221,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int n = 0; n < ND; ++n)
       TANDEM_MMA_UNROLL
       for (int i = 0; i < 4; ++i) o[n].r[i] *= alpha[i / 2];
-    TANDEM_MMA_UNROLL
-    for (int j = 0; j < kStream / 16; ++j) {
-      const FragA p = as_a<T>(s[2 * j], s[2 * j + 1]);
-      TANDEM_MMA_UNROLL
-      for (int n = 0; n < ND; n += 2) mma_pair<T, false, P>(o[n], o[n + 1], p, vs, 16 * j, 8 * n, at.lane);
-    }
+    accumulate_tile<T, D>(o, s, vs, at.lane);
   }
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
@@ -249,11 +270,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   load_rows<D>(reinterpret_cast<const uint16_t*>(dout) + base, t, q0, vs);
   __syncthreads();
   FragA qa[KD], da[KD];
-  TANDEM_MMA_UNROLL
-  for (int kk = 0; kk < KD; ++kk) {
-    qa[kk] = load_a<P>(ks, 16 * at.warp, 16 * kk, at.lane);
-    da[kk] = load_a<P>(vs, 16 * at.warp, 16 * kk, at.lane);
-  }
+  load_warp_rows<D>(qa, ks, 16 * at.warp, at.lane);
+  load_warp_rows<D>(da, vs, 16 * at.warp, at.lane);
   float lse2[2], dl[2];
   row_stats<T, D>(o, dout, lse, delta, base, head_rows, qw, t, at, lse2, dl);
   FragD acc[ND];
@@ -264,13 +282,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     load_rows<D>(v + base, t, k0, vs);
     __syncthreads();
     FragD s[NS], dp[NS];
-    TANDEM_MMA_UNROLL
-    for (int kk = 0; kk < KD; ++kk)
-      TANDEM_MMA_UNROLL
-      for (int n = 0; n < NS; n += 2) {
-        mma_pair<T, true, P>(s[n], s[n + 1], qa[kk], ks, 16 * kk, 8 * n, at.lane);
-        mma_pair<T, true, P>(dp[n], dp[n + 1], da[kk], vs, 16 * kk, 8 * n, at.lane);
-      }
+    score_tile<T, D>(s, qa, ks, at.lane);
+    score_tile<T, D>(dp, da, vs, at.lane);
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
@@ -279,12 +292,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         const float p = key <= row && row < t ? exp2f(s[n].r[i] * scale_log2 - lse2[h]) : 0.f;
         s[n].r[i] = p * (dp[n].r[i] - dl[h]);  // dS, in place of the scores
       }
-    TANDEM_MMA_UNROLL
-    for (int j = 0; j < kStream / 16; ++j) {
-      const FragA ds = as_a<T>(s[2 * j], s[2 * j + 1]);
-      TANDEM_MMA_UNROLL
-      for (int n = 0; n < ND; n += 2) mma_pair<T, false, P>(acc[n], acc[n + 1], ds, ks, 16 * j, 8 * n, at.lane);
-    }
+    accumulate_tile<T, D>(acc, s, ks, at.lane);
   }
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
@@ -314,11 +322,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   load_rows<D>(v + base, t, k0, dos);
   __syncthreads();
   FragA ka[KD], va[KD];
-  TANDEM_MMA_UNROLL
-  for (int kk = 0; kk < KD; ++kk) {
-    ka[kk] = load_a<P>(qs, 16 * at.warp, 16 * kk, at.lane);
-    va[kk] = load_a<P>(dos, 16 * at.warp, 16 * kk, at.lane);
-  }
+  load_warp_rows<D>(ka, qs, 16 * at.warp, at.lane);
+  load_warp_rows<D>(va, dos, 16 * at.warp, at.lane);
   FragD dk_acc[ND], dv_acc[ND];
   for (int i0 = k0; i0 < t; i0 += kStream) {
     __syncthreads();
@@ -330,13 +335,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     __syncthreads();
     FragD s[NS], dp[NS];
-    TANDEM_MMA_UNROLL
-    for (int kk = 0; kk < KD; ++kk)
-      TANDEM_MMA_UNROLL
-      for (int n = 0; n < NS; n += 2) {
-        mma_pair<T, true, P>(s[n], s[n + 1], ka[kk], qs, 16 * kk, 8 * n, at.lane);
-        mma_pair<T, true, P>(dp[n], dp[n + 1], va[kk], dos, 16 * kk, 8 * n, at.lane);
-      }
+    score_tile<T, D>(s, ka, qs, at.lane);
+    score_tile<T, D>(dp, va, dos, at.lane);
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
@@ -347,15 +347,8 @@ __global__ void __launch_bounds__(kWarps * 32)
         s[n].r[i] = p;
         dp[n].r[i] = seen ? p * (dp[n].r[i] - float(deltas[col])) : 0.f;  // dS^T
       }
-    TANDEM_MMA_UNROLL
-    for (int j = 0; j < kStream / 16; ++j) {
-      const FragA pt = as_a<T>(s[2 * j], s[2 * j + 1]), dst = as_a<T>(dp[2 * j], dp[2 * j + 1]);
-      TANDEM_MMA_UNROLL
-      for (int n = 0; n < ND; n += 2) {
-        mma_pair<T, false, P>(dv_acc[n], dv_acc[n + 1], pt, dos, 16 * j, 8 * n, at.lane);
-        mma_pair<T, false, P>(dk_acc[n], dk_acc[n + 1], dst, qs, 16 * j, 8 * n, at.lane);
-      }
-    }
+    accumulate_tile<T, D>(dv_acc, s, dos, at.lane);  // P^T dO
+    accumulate_tile<T, D>(dk_acc, dp, qs, at.lane);   // dS^T Q
   }
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
