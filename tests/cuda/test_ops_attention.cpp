@@ -76,36 +76,51 @@ TEST_P(AttentionOps, TensorCoreKernelsMatchCpu) {
     }
 }
 
-// Causality on the tensor-core path: the last key and value made huge (finite: a masked probability
-// is 0 there, and 0 * inf would be NaN in the product) change no earlier row, bit for bit.
-TEST_P(AttentionOps, TensorCoreFutureKeysAndValuesChangeNoEarlierRow) {
-  const Shape s{1, 2, 70, 64};  // T crosses a 64-key tile
-  const int64_t t = s[2], d = s[3], rows = s[1] * t;
-  const DType dt = DType::bf16;
-  Tensor q = random_tensor(s, dt, 31), k = random_tensor(s, dt, 32), v = random_tensor(s, dt, 33),
-         dout = random_tensor(s, dt, 34);
+// Runs attention on random q, k, v, dout (seeds from `seed`) as they are, and again with the last
+// key and value of every head set to `key` and `value`.
+std::pair<Outputs, Outputs> run_with_last_key_set(Device dev, const Shape& s, DType dt, uint32_t seed, float key,
+                                                  float value) {
+  const int64_t t = s[2], d = s[3];
+  Tensor q = random_tensor(s, dt, seed), k = random_tensor(s, dt, seed + 1), v = random_tensor(s, dt, seed + 2),
+         dout = random_tensor(s, dt, seed + 3);
   std::vector<float> kv = k.to_vector<float>(), vv = v.to_vector<float>();
   for (int64_t h = 0; h < s[1]; ++h)
     for (int64_t c = 0; c < d; ++c) {
-      kv[static_cast<size_t>((h * t + t - 1) * d + c)] = 3e4f;
-      vv[static_cast<size_t>((h * t + t - 1) * d + c)] = -3e4f;
+      kv[static_cast<size_t>((h * t + t - 1) * d + c)] = key;
+      vv[static_cast<size_t>((h * t + t - 1) * d + c)] = value;
     }
-  const Outputs before = run(dev(), s, dt, q, k, v, dout);
-  const Outputs after = run(dev(), s, dt, q, Tensor::from_vector(kv, s, dt), Tensor::from_vector(vv, s, dt), dout);
-  const auto a_out = before.out.to(kCPU).to_vector<float>(), b_out = after.out.to(kCPU).to_vector<float>();
-  const auto a_lse = before.lse.to(kCPU).to_vector<float>(), b_lse = after.lse.to(kCPU).to_vector<float>();
-  const auto a_dq = before.dq.to(kCPU).to_vector<float>(), b_dq = after.dq.to(kCPU).to_vector<float>();
+  return {run(dev, s, dt, q, k, v, dout),
+          run(dev, s, dt, q, Tensor::from_vector(kv, s, dt), Tensor::from_vector(vv, s, dt), dout)};
+}
+
+// Every row before each head's last gives the same bits in both runs (out, lse, dq; dk and dv of
+// earlier keys do see the last query, which sees the changed key), and a finite one in the second.
+void expect_rows_before_last_unchanged(const Outputs& a, const Outputs& b, const Shape& s) {
+  const int64_t t = s[2], d = s[3], rows = s[1] * t;
+  const auto a_out = a.out.to(kCPU).to_vector<float>(), b_out = b.out.to(kCPU).to_vector<float>();
+  const auto a_lse = a.lse.to(kCPU).to_vector<float>(), b_lse = b.lse.to(kCPU).to_vector<float>();
+  const auto a_dq = a.dq.to(kCPU).to_vector<float>(), b_dq = b.dq.to(kCPU).to_vector<float>();
   for (int64_t r = 0; r < rows; ++r) {
     if (r % t == t - 1) continue;  // the last query sees the changed key
     EXPECT_EQ(a_lse[static_cast<size_t>(r)], b_lse[static_cast<size_t>(r)]) << "lse row " << r;
     for (int64_t c = 0; c < d; ++c) {
       const size_t i = static_cast<size_t>(r * d + c);
+      ASSERT_TRUE(std::isfinite(b_out[i]) && std::isfinite(b_dq[i])) << "row " << r << " column " << c;
       EXPECT_EQ(a_out[i], b_out[i]) << "out row " << r << " column " << c;
       EXPECT_EQ(a_dq[i], b_dq[i]) << "dq row " << r << " column " << c;
     }
   }
+}
+
+// Causality on the tensor-core path: the last key and value made huge (finite: a masked probability
+// is 0 there, and 0 * inf would be NaN in the product) change no earlier row, bit for bit.
+TEST_P(AttentionOps, TensorCoreFutureKeysAndValuesChangeNoEarlierRow) {
+  const Shape s{1, 2, 70, 64};  // T crosses a 64-key tile
+  const auto [before, after] = run_with_last_key_set(dev(), s, DType::bf16, 31, 3e4f, -3e4f);
+  expect_rows_before_last_unchanged(before, after, s);
   // The last row does see them: the check above is not vacuous.
-  EXPECT_NE(a_lse[static_cast<size_t>(t - 1)], b_lse[static_cast<size_t>(t - 1)]);
+  EXPECT_NE(before.lse.to(kCPU).to_vector<float>()[static_cast<size_t>(s[2] - 1)],
+            after.lse.to(kCPU).to_vector<float>()[static_cast<size_t>(s[2] - 1)]);
 }
 
 // Under autocast the device runs attention in the autocast type (the tensor-core kernels); the
@@ -127,35 +142,12 @@ TEST_P(AttentionOps, AutocastRunsSixteenBitOnTheDevice) {
   EXPECT_EQ(gq.dtype(), DType::f32);
 }
 
-// The kernels score whole tiles and mask by selection: a future key or value that is infinite must
-// still change nothing before it. Rows before the last key give the same bits as with finite ones
-// there (out, lse, dq; dk and dv of earlier keys do see the last query, which sees the infinity).
+// The SIMT kernels score whole tiles and mask by selection: a future key or value that is infinite
+// must still change nothing before it.
 TEST_P(AttentionOps, InfiniteFutureKeysAndValuesChangeNoEarlierRow) {
   const Shape s{1, 2, 40, 32};  // T crosses a 32-key tile
-  const int64_t t = s[2], d = s[3], rows = s[1] * t;
-  Tensor q = random_tensor(s, DType::f32, 11), k = random_tensor(s, DType::f32, 12),
-         v = random_tensor(s, DType::f32, 13), dout = random_tensor(s, DType::f32, 14);
-  std::vector<float> kv = k.to_vector<float>(), vv = v.to_vector<float>();
-  for (int64_t h = 0; h < s[1]; ++h)
-    for (int64_t c = 0; c < d; ++c) {
-      kv[static_cast<size_t>((h * t + t - 1) * d + c)] = INFINITY;
-      vv[static_cast<size_t>((h * t + t - 1) * d + c)] = -INFINITY;
-    }
-  const Outputs finite = run(dev(), s, DType::f32, q, k, v, dout);
-  const Outputs inf = run(dev(), s, DType::f32, q, Tensor::from_vector(kv, s), Tensor::from_vector(vv, s), dout);
-  const auto a_out = finite.out.to(kCPU).to_vector<float>(), b_out = inf.out.to(kCPU).to_vector<float>();
-  const auto a_lse = finite.lse.to(kCPU).to_vector<float>(), b_lse = inf.lse.to(kCPU).to_vector<float>();
-  const auto a_dq = finite.dq.to(kCPU).to_vector<float>(), b_dq = inf.dq.to(kCPU).to_vector<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    if (r % t == t - 1) continue;  // the last query sees the infinite key
-    EXPECT_EQ(a_lse[static_cast<size_t>(r)], b_lse[static_cast<size_t>(r)]) << "lse row " << r;
-    for (int64_t c = 0; c < d; ++c) {
-      const size_t i = static_cast<size_t>(r * d + c);
-      ASSERT_TRUE(std::isfinite(b_out[i]) && std::isfinite(b_dq[i])) << "row " << r << " column " << c;
-      EXPECT_EQ(a_out[i], b_out[i]) << "out row " << r << " column " << c;
-      EXPECT_EQ(a_dq[i], b_dq[i]) << "dq row " << r << " column " << c;
-    }
-  }
+  const auto [finite, inf] = run_with_last_key_set(dev(), s, DType::f32, 11, INFINITY, -INFINITY);
+  expect_rows_before_last_unchanged(finite, inf, s);
 }
 
 TEST_P(AttentionOps, HeadDimBeyondTheKernelIsRejected) {
