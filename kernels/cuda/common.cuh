@@ -1,6 +1,7 @@
 // Helpers shared by the CUDA-backend kernels: block size, grid-stride loops, packed (vectorised)
 // loads, and the conversions between storage and accumulation types that the CPU backend also uses.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -24,7 +25,11 @@ struct alignas(sizeof(T) * N) Pack {
 // Elements of T in one 16-byte pack.
 template <class T>
 constexpr int kPackWidth = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// Whether p is aligned to `bytes` (a pack's size), on the host and in kernels.
+__host__ __device__ __forceinline__ bool aligned_to(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+__host__ __device__ __forceinline__ bool aligned16(const void* p) { return aligned_to(p, 16); }
 
 // dst[0, n) = value, in 16-byte packs where dst is aligned to them (gradient buffers are zeroed
 // every step: one store per element cost several times the bandwidth's time).
@@ -32,7 +37,7 @@ template <class T>
 __global__ void fill_kernel(T* __restrict__ dst, int64_t n, T value) {
   constexpr int V = kPackWidth<T>;
   int64_t start = 0;
-  if (V > 1 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+  if (V > 1 && aligned16(dst)) {
     Pack<T, V> p;
     for (int k = 0; k < V; ++k) p.v[k] = value;
     const int64_t packs = n / V;

@@ -91,8 +91,7 @@ void cast(const Tensor& src, Tensor& dst) {
     dispatch(dst.dtype(), [&](auto dtag) {
       using D = decltype(dtag);
       constexpr int V = kCastWidth<S, D>;
-      const auto aligned = [](const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; };
-      const bool vec = V > 1 && aligned(src.data_ptr(), V * sizeof(S)) && aligned(dst.data_ptr(), V * sizeof(D));
+      const bool vec = V > 1 && aligned_to(src.data_ptr(), V * sizeof(S)) && aligned_to(dst.data_ptr(), V * sizeof(D));
       TANDEM_LAUNCH(vec ? cast_kernel<S, D, true> : cast_kernel<S, D, false>, grid_for(n, kBlock * (vec ? V : 1)),
                     kBlock, 0, stream_for(src.device()), static_cast<const S*>(src.data_ptr()),
                     static_cast<D*>(dst.data_ptr()), n);

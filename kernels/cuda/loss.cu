@@ -15,8 +15,6 @@ unsigned row_threads(int64_t n) {
   return static_cast<unsigned>(t < 32 ? 32 : (t > 256 ? 256 : t));
 }
 
-__device__ __forceinline__ bool is_aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // f(x[k]) over a contiguous row of n elements, the block's threads sharing it, in 16-byte packs
 // where the row is aligned to them: a vocabulary-wide row of 16-bit logits took one load
 // instruction per element, several times the bandwidth's time.
@@ -24,7 +22,7 @@ template <class T, class F>
 __device__ __forceinline__ void for_each_in_row(const T* __restrict__ x, int64_t n, F&& f) {
   constexpr int V = kPackWidth<T>;
   int64_t start = 0;
-  if (V > 1 && is_aligned16(x)) {
+  if (V > 1 && aligned16(x)) {
     const int64_t packs = n / V;
     for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
       const Pack<T, V> p = reinterpret_cast<const Pack<T, V>*>(x)[i];
@@ -40,7 +38,7 @@ template <class T, class F>
 __device__ __forceinline__ void map_row(const T* __restrict__ x, T* __restrict__ o, int64_t n, F&& f) {
   constexpr int V = kPackWidth<T>;
   int64_t start = 0;
-  if (V > 1 && is_aligned16(x) && is_aligned16(o)) {
+  if (V > 1 && aligned16(x) && aligned16(o)) {
     const int64_t packs = n / V;
     for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
       const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(x)[i];

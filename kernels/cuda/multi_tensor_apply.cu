@@ -110,7 +110,7 @@ __global__ void zero_kernel(ListMeta<1> m) {
   U* x = static_cast<U*>(m.addr[0][slot]) + start;
   constexpr int V = kPackWidth<U>;
   int64_t head = 0;
-  if (reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+  if (aligned16(x)) {
     const Pack<U, V> zero{};
     for (int64_t i = threadIdx.x; i < len / V; i += blockDim.x) reinterpret_cast<Pack<U, V>*>(x)[i] = zero;
     head = len / V * V;
@@ -161,10 +161,9 @@ __global__ void adam_kernel(ListMeta<5> m, const AdamHyper* hypers, double grad_
   };
   // V elements a step in packs (16 bytes of the wider type) where every array is aligned to them.
   constexpr int V = kPackWidth<T> < kPackWidth<G> ? kPackWidth<T> : kPackWidth<G>;
-  auto aligned = [](const void* q, size_t bytes) { return reinterpret_cast<uintptr_t>(q) % bytes == 0; };
   int64_t head = 0;
-  if (aligned(p, V * sizeof(T)) && aligned(mo, V * sizeof(T)) && aligned(v, V * sizeof(T)) &&
-      aligned(g, V * sizeof(G)) && (!out || aligned(out, V * sizeof(G)))) {
+  if (aligned_to(p, V * sizeof(T)) && aligned_to(mo, V * sizeof(T)) && aligned_to(v, V * sizeof(T)) &&
+      aligned_to(g, V * sizeof(G)) && (!out || aligned_to(out, V * sizeof(G)))) {
     using PT = Pack<T, V>;
     using PG = Pack<G, V>;
     for (int64_t i = threadIdx.x; i < len / V; i += blockDim.x) {

@@ -40,10 +40,9 @@ inline void strided_gather(const void* src, void* dst, size_t element_size, Gath
   for (int d = 0; d < p.rank; ++d) n *= p.size[d];
   if (n == 0) return;
   const int last = p.rank - 1;
-  auto aligned = [](const void* ptr, size_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; };
   auto widenable = [&] {
     if (p.rank == 0 || element_size >= 16 || p.stride[last] != 1 || p.size[last] % 2 != 0) return false;
-    if (!aligned(src, 2 * element_size) || !aligned(dst, 2 * element_size)) return false;
+    if (!aligned_to(src, 2 * element_size) || !aligned_to(dst, 2 * element_size)) return false;
     for (int d = 0; d < last; ++d)
       if (p.stride[d] % 2 != 0) return false;
     return true;
