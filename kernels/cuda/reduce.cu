@@ -3,7 +3,6 @@
 // and argmax. Integer sums accumulate in 64 bits and wrap to the storage type at the end, which gives
 // the CPU's wrapped result exactly.
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/fast_divmod.h"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/strided_gather.cuh"
 #include "runtime/backend/elementwise.h"
@@ -19,7 +18,6 @@ struct SumPlan {
   int keep_rank, red_rank;
   int64_t keep_size[kMaxDims], keep_stride[kMaxDims];
   int64_t red_size[kMaxDims], red_stride[kMaxDims];
-  FastDivmod keep_fast[kMaxDims];  // expand: keep_size[d], when dst has fewer than 2^31 elements
 };
 
 template <class T>
@@ -72,17 +70,12 @@ __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* _
     dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum_of_splits(part, o, splits)) * scale));
 }
 
-// A scaled broadcast (scale 1 is strided_gather's copy of bits). Fast: dst's index digits by
-// FastDivmod (dst below 2^31 elements), else by 64-bit division.
+// A scaled broadcast: strided_gather's plan (dst's dims, the source stride of each, 0 where
+// broadcast), each element times scale (scale 1 is strided_gather's copy of bits).
 template <class T, bool Fast>
-__global__ void expand_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t n, int rank, SumPlan p,
-                              acc_t<T> scale) {
-  // keep_* describe dst's dims, keep_stride the source stride per dst dim (0 where broadcast).
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    const int64_t off = Fast ? offset_of(static_cast<uint32_t>(i), rank, p.keep_fast, p.keep_stride)
-                             : offset_of(i, rank, p.keep_size, p.keep_stride);
-    dst[i] = from_acc<T>(static_cast<acc_t<T>>(to_acc(src[off]) * scale));
-  }
+__global__ void expand_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t n, GatherPlan p, acc_t<T> scale) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads())
+    dst[i] = from_acc<T>(static_cast<acc_t<T>>(to_acc(src[gather_offset<Fast>(i, p)]) * scale));
 }
 
 template <class T>
@@ -164,29 +157,22 @@ void expand(const Tensor& src, Tensor& dst, double scale) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   kernels::BroadcastPlan plan = kernels::broadcast_plan(dst.shape(), {dst.shape(), src.shape()});
-  TANDEM_CHECK(plan.sizes.size() <= kMaxDims, "expand: more than {} dims after merging", kMaxDims);
-  const int rank = static_cast<int>(plan.sizes.size());
-  if (scale == 1.0) {  // a copy of bits (a bias broadcast before a GEMM): up to 16 bytes a thread
-    GatherPlan g;
-    g.rank = rank;
-    for (int d = 0; d < rank; ++d) {
-      g.size[d] = plan.sizes[d];
-      g.stride[d] = plan.strides[1][d];
-    }
-    return strided_gather(src.data_ptr(), dst.data_ptr(), src.element_size(), g, stream_for(src.device()));
+  TANDEM_CHECK(plan.sizes.size() <= kGatherMaxDims, "expand: more than {} dims after merging", kGatherMaxDims);
+  GatherPlan p;
+  p.rank = static_cast<int>(plan.sizes.size());
+  for (int d = 0; d < p.rank; ++d) {
+    p.size[d] = plan.sizes[d];
+    p.stride[d] = plan.strides[1][d];
   }
-  SumPlan p{};
-  const bool fast = n < int64_t(FastDivmod::kLimit);
-  for (int d = 0; d < rank; ++d) {
-    p.keep_size[d] = plan.sizes[d];
-    p.keep_stride[d] = plan.strides[1][d];
-    if (fast) p.keep_fast[d] = FastDivmod(static_cast<uint32_t>(p.keep_size[d]));
-  }
+  // scale 1: a copy of bits (a bias broadcast before a GEMM), up to 16 bytes a thread.
+  if (scale == 1.0)
+    return strided_gather(src.data_ptr(), dst.data_ptr(), src.element_size(), p, stream_for(src.device()));
+  const bool fast = set_fast_divmods(p, n);
   dispatch(src.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = fast ? expand_kernel<T, true> : expand_kernel<T, false>;
     TANDEM_LAUNCH(kernel, grid_for(n, kBlock), kBlock, 0, stream_for(src.device()),
-                  static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), n, rank, p,
+                  static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()), n, p,
                   static_cast<acc_t<T>>(scale));
   }, "expand");
 }

@@ -20,12 +20,24 @@ struct GatherPlan {
   FastDivmod fast[kGatherMaxDims];      // size[d], when dst has fewer than 2^31 elements
 };
 
-// Fast: the index's digits by FastDivmod (fewer than 2^31 elements), else by 64-bit division.
+// p.fast from p.size; whether the kernels may use it (fewer than 2^31 elements).
+inline bool set_fast_divmods(GatherPlan& p, int64_t n) {
+  const bool fast = n < int64_t(FastDivmod::kLimit);
+  if (fast)
+    for (int d = 0; d < p.rank; ++d) p.fast[d] = FastDivmod(static_cast<uint32_t>(p.size[d]));
+  return fast;
+}
+
+// The source offset of dst's flat index i. Fast: the index's digits by FastDivmod, else by 64-bit
+// division.
+template <bool Fast>
+__device__ __forceinline__ int64_t gather_offset(int64_t i, const GatherPlan& p) {
+  return Fast ? offset_of(static_cast<uint32_t>(i), p.rank, p.fast, p.stride) : offset_of(i, p.rank, p.size, p.stride);
+}
+
 template <class U, bool Fast>
 __global__ void strided_gather_kernel(const U* __restrict__ src, U* __restrict__ dst, int64_t n, GatherPlan p) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads())
-    dst[i] = src[Fast ? offset_of(static_cast<uint32_t>(i), p.rank, p.fast, p.stride)
-                      : offset_of(i, p.rank, p.size, p.stride)];
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) dst[i] = src[gather_offset<Fast>(i, p)];
 }
 
 struct alignas(16) Bytes16 {
@@ -53,9 +65,7 @@ inline void strided_gather(const void* src, void* dst, size_t element_size, Gath
     p.size[last] /= 2;
     for (int d = 0; d < last; ++d) p.stride[d] /= 2;
   }
-  const bool fast = n < int64_t(FastDivmod::kLimit);
-  if (fast)
-    for (int d = 0; d < p.rank; ++d) p.fast[d] = FastDivmod(static_cast<uint32_t>(p.size[d]));
+  const bool fast = set_fast_divmods(p, n);
   auto run = [&](auto tag) {
     using U = decltype(tag);
     const auto kernel = fast ? strided_gather_kernel<U, true> : strided_gather_kernel<U, false>;
