@@ -232,17 +232,22 @@ struct DeviceArray {
 template <class T>
 constexpr bool kFloating = std::is_floating_point_v<acc_t<T>>;
 
-// The tensors of `dtype` among `tensors` (all on `dev`), as one-pointer lists for for_each_launch.
-// False when there are none.
-bool gather_dtype(const std::vector<Tensor>& tensors, DType dtype, Device dev, const char* what,
+// The tensors among `tensors` (all on `dev`) that `pick` selects, as one-pointer lists for
+// for_each_launch. False when there are none.
+template <class Pick>
+bool gather_where(const std::vector<Tensor>& tensors, Pick&& pick, Device dev, const char* what,
                   std::vector<std::array<void*, 1>>& ptrs, std::vector<int64_t>& numels) {
   for (const Tensor& t : tensors)
-    if (t.dtype() == dtype) {
+    if (pick(t)) {
       check_on_device(what, dev, {&t});
       ptrs.push_back({t.data_ptr()});
       numels.push_back(t.numel());
     }
   return !ptrs.empty();
+}
+bool gather_dtype(const std::vector<Tensor>& tensors, DType dtype, Device dev, const char* what,
+                  std::vector<std::array<void*, 1>>& ptrs, std::vector<int64_t>& numels) {
+  return gather_where(tensors, [dtype](const Tensor& t) { return t.dtype() == dtype; }, dev, what, ptrs, numels);
 }
 
 void zero(const std::vector<Tensor>& tensors) {
@@ -252,12 +257,8 @@ void zero(const std::vector<Tensor>& tensors) {
     using U = decltype(tag);
     std::vector<std::array<void*, 1>> ptrs;
     std::vector<int64_t> numels;
-    for (const Tensor& t : tensors)
-      if (t.element_size() == sizeof(U)) {
-        check_on_device("multi_tensor_zero", dev, {&t});
-        ptrs.push_back({t.data_ptr()});
-        numels.push_back(t.numel());
-      }
+    const auto same_size = [](const Tensor& t) { return t.element_size() == sizeof(U); };
+    if (!gather_where(tensors, same_size, dev, "multi_tensor_zero", ptrs, numels)) return;
     for_each_launch<1>(ptrs, numels, [&](const ListMeta<1>& m, int blocks) {
       TANDEM_LAUNCH(zero_kernel<U>, dim3(static_cast<unsigned>(blocks)), dim3(kBlock), 0, stream_for(dev), m);
     });
