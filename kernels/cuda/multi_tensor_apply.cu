@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cuda/adam_elements.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "runtime/backend/common/adam_step.h"
@@ -141,44 +142,12 @@ __global__ void adam_kernel(ListMeta<5> m, const AdamHyper* hypers, double grad_
   const int slot = m.block_tensor[blockIdx.x];
   const int64_t start = m.block_start[blockIdx.x];
   const int64_t len = chunk_length(m.numel[slot], start);
-  using A = acc_t<T>;
   T* p = static_cast<T*>(m.addr[0][slot]) + start;
   const G* g = static_cast<const G*>(m.addr[1][slot]) + start;
   T* mo = static_cast<T*>(m.addr[2][slot]) + start;
   T* v = static_cast<T*>(m.addr[3][slot]) + start;
   G* out = m.addr[4][slot] ? static_cast<G*>(m.addr[4][slot]) + start : nullptr;
-  const AdamHyper h = hypers[m.index[slot]];
-  const bool scaled = grad_factor != 1.0;
-  auto update = [&](T& pe, G ge, T& me, T& ve, G* oe) {
-    A gv = static_cast<A>(to_acc(ge));
-    if (scaled) gv = gv * static_cast<A>(grad_factor);
-    A pv = to_acc(pe), mv = to_acc(me), vv = to_acc(ve);
-    adam_update<A>(pv, gv, mv, vv, h);
-    pe = from_acc<T>(pv);
-    me = from_acc<T>(mv);
-    ve = from_acc<T>(vv);
-    if (oe) *oe = from_acc<G>(static_cast<float>(pv));
-  };
-  // V elements a step in packs (16 bytes of the wider type) where every array is aligned to them.
-  constexpr int V = kPackWidth<T> < kPackWidth<G> ? kPackWidth<T> : kPackWidth<G>;
-  int64_t head = 0;
-  if (aligned_to(p, V * sizeof(T)) && aligned_to(mo, V * sizeof(T)) && aligned_to(v, V * sizeof(T)) &&
-      aligned_to(g, V * sizeof(G)) && (!out || aligned_to(out, V * sizeof(G)))) {
-    using PT = Pack<T, V>;
-    using PG = Pack<G, V>;
-    for (int64_t i = threadIdx.x; i < len / V; i += blockDim.x) {
-      PT pp = reinterpret_cast<PT*>(p)[i], mp = reinterpret_cast<PT*>(mo)[i], vp = reinterpret_cast<PT*>(v)[i];
-      const PG gp = reinterpret_cast<const PG*>(g)[i];
-      PG op;
-      for (int k = 0; k < V; ++k) update(pp.v[k], gp.v[k], mp.v[k], vp.v[k], out ? &op.v[k] : nullptr);
-      reinterpret_cast<PT*>(p)[i] = pp;
-      reinterpret_cast<PT*>(mo)[i] = mp;
-      reinterpret_cast<PT*>(v)[i] = vp;
-      if (out) reinterpret_cast<PG*>(out)[i] = op;
-    }
-    head = len / V * V;
-  }
-  for (int64_t i = head + threadIdx.x; i < len; i += blockDim.x) update(p[i], g[i], mo[i], v[i], out ? out + i : nullptr);
+  adam_elements(p, g, mo, v, out, len, hypers[m.index[slot]], grad_factor, threadIdx.x, blockDim.x);
 }
 
 // D = 4: param, grad, momentum buffer (null without momentum), model (null unless master weights).

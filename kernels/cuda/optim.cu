@@ -1,6 +1,7 @@
 // Per-tensor optimizer kernels of the CUDA backend: SGD and Adam/AdamW steps (the per-element math of
 // kernels/common/adam_step.h, shared with the CPU), and the sum of squares and in-place scale behind
 // global-norm gradient clipping. sum_squares reduces in f64 (per-block partials, then one block).
+#include "kernels/cuda/adam_elements.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "runtime/backend/optim.h"
@@ -19,39 +20,10 @@ __global__ void sgd_kernel(T* __restrict__ p, const T* __restrict__ g, T* __rest
   }
 }
 
-// Vec: 16-byte packs of all four arrays (each aligned to them); the update reads four and writes
-// three arrays per element, so its time is their bytes.
-template <class T, bool Vec>
+template <class T>
 __global__ void adam_kernel(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m, T* __restrict__ v, int64_t n,
                             AdamHyper h) {
-  using A = acc_t<T>;
-  constexpr int V = kPackWidth<T>;
-  int64_t start = 0;
-  if constexpr (Vec) {
-    using P = Pack<T, V>;
-    for (int64_t i = global_thread(); i < n / V; i += grid_threads()) {
-      P pp = reinterpret_cast<P*>(p)[i], mp = reinterpret_cast<P*>(m)[i], vp = reinterpret_cast<P*>(v)[i];
-      const P gp = reinterpret_cast<const P*>(g)[i];
-      for (int k = 0; k < V; ++k) {
-        A pv = to_acc(pp.v[k]), mv = to_acc(mp.v[k]), vv = to_acc(vp.v[k]);
-        adam_update<A>(pv, to_acc(gp.v[k]), mv, vv, h);
-        pp.v[k] = from_acc<T>(pv);
-        mp.v[k] = from_acc<T>(mv);
-        vp.v[k] = from_acc<T>(vv);
-      }
-      reinterpret_cast<P*>(p)[i] = pp;
-      reinterpret_cast<P*>(m)[i] = mp;
-      reinterpret_cast<P*>(v)[i] = vp;
-    }
-    start = n / V * V;
-  }
-  for (int64_t i = start + global_thread(); i < n; i += grid_threads()) {
-    A pv = to_acc(p[i]), mv = to_acc(m[i]), vv = to_acc(v[i]);
-    adam_update<A>(pv, to_acc(g[i]), mv, vv, h);
-    p[i] = from_acc<T>(pv);
-    m[i] = from_acc<T>(mv);
-    v[i] = from_acc<T>(vv);
-  }
+  adam_elements<T, T>(p, g, m, v, nullptr, n, h, 1.0, global_thread(), grid_threads());
 }
 
 template <class T>
@@ -113,12 +85,9 @@ void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_a
   if (n == 0) return;
   floating(param.dtype(), "adam_step", [&](auto tag) {
     using T = decltype(tag);
-    const bool vec = aligned16(param.data_ptr()) && aligned16(grad.data_ptr()) && aligned16(exp_avg.data_ptr()) &&
-                     aligned16(exp_avg_sq.data_ptr());
-    TANDEM_LAUNCH(vec ? adam_kernel<T, true> : adam_kernel<T, false>, grid_for(n, kBlock * (vec ? kPackWidth<T> : 1)),
-                  kBlock, 0, stream_for(param.device()), static_cast<T*>(param.data_ptr()),
-                  static_cast<const T*>(grad.data_ptr()), static_cast<T*>(exp_avg.data_ptr()),
-                  static_cast<T*>(exp_avg_sq.data_ptr()), n, h);
+    TANDEM_LAUNCH(adam_kernel<T>, grid_for(n, kBlock * kPackWidth<T>), kBlock, 0, stream_for(param.device()),
+                  static_cast<T*>(param.data_ptr()), static_cast<const T*>(grad.data_ptr()),
+                  static_cast<T*>(exp_avg.data_ptr()), static_cast<T*>(exp_avg_sq.data_ptr()), n, h);
   });
 }
 
