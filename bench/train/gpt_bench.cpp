@@ -98,11 +98,17 @@ int run_gpt_bench(const GptBenchOptions& o) {
   for (int64_t i = 0; i < o.warmup; ++i) step();
   std::vector<double> step_s;
   const double c0 = process_cpu_seconds();
+#ifdef TANDEM_HAVE_CUDA
+  if (o.profile_timed && device.kind == DeviceKind::CUDA) cuda::profiler_start();
+#endif
   for (int64_t i = 0; i < o.steps; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     step();
     step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+#ifdef TANDEM_HAVE_CUDA
+  if (o.profile_timed && device.kind == DeviceKind::CUDA) cuda::profiler_stop();
+#endif
   const double cpu = process_cpu_seconds() - c0;
   std::sort(step_s.begin(), step_s.end());
   const double median = step_s[step_s.size() / 2];

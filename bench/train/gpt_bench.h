@@ -20,6 +20,7 @@ struct GptBenchOptions {
   std::string device = "cpu", amp = "off";
   double peak_tflops = 0;      // GPU: the dense peak to divide by (0: the datasheet's bf16 figure by name)
   bool fused_adamw = false;    // nn::FusedAdamW (one multi-tensor pass) instead of nn::AdamW
+  bool profile_timed = false;  // on a GPU: the profiler's range covers the timed steps only
 };
 
 // Prints one JSON line. mfu = tokens_per_s * flops_per_token / peak, flops_per_token from

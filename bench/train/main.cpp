@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--peak-tflops", gpt.peak_tflops, "gpt on a GPU: the peak for mfu (default: datasheet dense bf16)");
   app.add_flag("--fused-adamw", gpt.fused_adamw, "gpt: the fused multi-tensor AdamW (as torch_gpt.py --fused-adamw)");
+  app.add_flag("--profile-timed", gpt.profile_timed,
+               "gpt on a GPU: open the profiler's range (ncu/nsys --profile-from-start off) for the timed steps only");
   app.add_option("--batch-size", batch, "samples per step")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();

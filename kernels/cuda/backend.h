@@ -20,6 +20,10 @@ void device_free(void* ptr, Device device) noexcept;
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
 // Waits for all work queued on the device's stream.
 void synchronize(Device device);
+// Opens / closes the range a profiler started with collection off records (ncu/nsys
+// --profile-from-start off); SIM: nothing to profile.
+void profiler_start();
+void profiler_stop();
 
 // Orders work between streams/devices without a device-wide sync.
 class Event {

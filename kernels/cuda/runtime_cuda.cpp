@@ -1,5 +1,6 @@
 // Host side of DeviceKind::CUDA: device discovery, one non-blocking stream and a stream-ordered
 // memory pool per device, pinned staging for host->device copies, events, the CUDA allocator.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -212,6 +213,8 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 }
 
 void synchronize(Device device) { CUDA_CHECK(cudaStreamSynchronize(state(device).stream)); }
+void profiler_start() { CUDA_CHECK(cudaProfilerStart()); }
+void profiler_stop() { CUDA_CHECK(cudaProfilerStop()); }
 
 Event::Event(Device device) : device_(device) {
   state(device);
