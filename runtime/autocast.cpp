@@ -32,12 +32,16 @@ struct CacheEntry {
 thread_local std::map<CacheKey, CacheEntry> t_cache;
 thread_local AutocastStats t_stats;
 
-// The differentiable cast itself: the gradient flows back cast to the source dtype.
+// The differentiable cast itself: the gradient flows back cast to the source dtype; to a leaf (a
+// parameter) it flows back as it is, and the leaf's accumulation widens it as it adds it to .grad
+// (one pass over the gradient instead of a cast, then an add).
 Tensor cast_with_grad(const Tensor& t, DType dtype) {
   Tensor out = Tensor::empty(t.shape(), dtype, t.device());
   kernels::cast(t.device())(t, out);
   DType src = t.dtype();
-  return record("AutocastCast", {t}, out, [src](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+  const bool to_leaf = t.is_leaf();
+  return record("AutocastCast", {t}, out, [src, to_leaf](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    if (to_leaf) return {g[0]};
     Tensor back = Tensor::empty(g[0].shape(), src, g[0].device());
     kernels::cast(g[0].device())(g[0], back);
     return {back};

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "runtime/backend/core.h"
+#include "runtime/backend/elementwise.h"
 
 namespace tandem {
 
@@ -16,6 +17,14 @@ std::atomic<uint64_t> g_next_sequence{0};
 thread_local bool t_grad_enabled = true;
 
 TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
+
+// A new tensor holding g's values in `dtype` (a copy even when g already has it).
+Tensor in_dtype(const Tensor& g, DType dtype) {
+  if (g.dtype() == dtype) return g.clone();
+  Tensor out = Tensor::empty(g.shape(), dtype, g.device());
+  kernels::cast(g.device())(g, out);
+  return out;
+}
 
 // A leaf's gradient sink: accumulates into .grad, then runs the leaf's grad-ready hooks.
 class AccumulateGrad final : public Node {
@@ -30,13 +39,13 @@ class AccumulateGrad final : public Node {
     auto impl = leaf_.lock();
     if (!impl) return {};  // the leaf is gone; nothing to accumulate into
     Tensor leaf(impl);
-    const Tensor& g = grads[0];
+    const Tensor& g = grads[0];  // may be narrower than the leaf (an autocast cast's gradient)
     Tensor existing = leaf.grad();
     if (existing.defined()) {
-      // In place, so that gradients living in DDP buckets stay there.
+      // In place, so that gradients living in DDP buckets stay there; widened as it is added.
       kernels::axpy(existing.device())(existing, g, 1.0);
     } else {
-      leaf.set_grad(g.clone());  // own the memory: g may be shared with other leaves' gradients
+      leaf.set_grad(in_dtype(g, leaf.dtype()));  // own the memory: g may be shared with other leaves' gradients
     }
     for (auto& hook : impl->grad_ready_hooks) hook(leaf);
     return {};
@@ -138,11 +147,18 @@ struct CaptureHash {
   size_t operator()(const CaptureKey& k) const { return std::hash<Node*>()(k.node) ^ size_t(k.slot); }
 };
 
-void accumulate_into(Tensor& slot, const Tensor& g) {
+// Sums gradients arriving at one input of a node, in that input's dtype (`dtype`): only a leaf's
+// sink receives gradients narrower than that, and their sum is made wide.
+void accumulate_into(Tensor& slot, const Tensor& g, DType dtype) {
   if (!slot.defined()) {
     slot = g;
+  } else if (slot.dtype() == dtype && g.dtype() == dtype) {
+    // One pass into a new tensor (never write into a gradient another node may still hold).
+    Tensor sum = Tensor::empty(slot.shape(), dtype, slot.device());
+    kernels::binary(sum.device())(kernels::BinaryOp::Add, slot, g, sum);
+    slot = sum;
   } else {
-    Tensor sum = slot.clone();  // never write into a gradient another node may still hold
+    Tensor sum = in_dtype(slot, dtype);
     kernels::axpy(sum.device())(sum, g, 1.0);
     slot = sum;
   }
@@ -180,7 +196,7 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
     Edge e = gradient_edge(r);
     auto& buf = buffers[e.fn.get()];
     buf.resize(e.fn->output_meta().size());
-    accumulate_into(buf[static_cast<size_t>(e.input_nr)], g);
+    accumulate_into(buf[static_cast<size_t>(e.input_nr)], g, e.fn->output_meta()[static_cast<size_t>(e.input_nr)].dtype);
     root_nodes.push_back(e.fn);
   }
 
@@ -220,7 +236,9 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
     if (captures) {
       for (size_t s = 0; s < inputs.size(); ++s) {
         auto it = captures->find({node.get(), static_cast<int>(s)});
-        if (it != captures->end()) it->second = inputs[s];
+        if (it == captures->end()) continue;
+        const DType want = node->output_meta()[s].dtype;  // a leaf's narrower gradient comes back widened
+        it->second = inputs[s].defined() && inputs[s].dtype() != want ? in_dtype(inputs[s], want) : inputs[s];
       }
       if (is_leaf_sink) continue;
     }
@@ -245,7 +263,8 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
         check_gradient(*node, i, out[i], node->input_meta()[i]);
         auto& buf = buffers[e.fn.get()];
         buf.resize(e.fn->output_meta().size());
-        accumulate_into(buf[static_cast<size_t>(e.input_nr)], out[i]);
+        accumulate_into(buf[static_cast<size_t>(e.input_nr)], out[i],
+                        e.fn->output_meta()[static_cast<size_t>(e.input_nr)].dtype);
       }
       if (--dependencies[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
     }

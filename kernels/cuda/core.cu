@@ -45,24 +45,29 @@ __global__ void cast_kernel(const S* __restrict__ src, D* __restrict__ dst, int6
   for (int64_t i = start + global_thread(); i < n; i += grid_threads()) dst[i] = cast_one<S, D>(src[i]);
 }
 
-// dst += alpha * src (autograd's gradient accumulation). Vec: 16-byte packs of both (both aligned).
-template <class T, bool Vec>
-__global__ void axpy_kernel(T* __restrict__ dst, const T* __restrict__ src, int64_t n, acc_t<T> alpha) {
-  constexpr int V = kPackWidth<T>;
+// dst += alpha * src (autograd's gradient accumulation: a 16-bit gradient of an autocast region added
+// to its f32 parameter's gradient in one pass). Vec: V elements a thread access, the wider type's
+// packs 16 bytes (both pointers aligned to their pack).
+template <class D, class S, bool Vec>
+__global__ void axpy_kernel(D* __restrict__ dst, const S* __restrict__ src, int64_t n, acc_t<D> alpha) {
+  constexpr int V = kCastWidth<S, D>;
   int64_t start = 0;
   if constexpr (Vec) {
     const int64_t packs = n / V;
     for (int64_t i = global_thread(); i < packs; i += grid_threads()) {
-      Pack<T, V> d = reinterpret_cast<const Pack<T, V>*>(dst)[i];
-      const Pack<T, V> s = reinterpret_cast<const Pack<T, V>*>(src)[i];
-      for (int k = 0; k < V; ++k) d.v[k] = from_acc<T>(to_acc(d.v[k]) + alpha * to_acc(s.v[k]));
-      reinterpret_cast<Pack<T, V>*>(dst)[i] = d;
+      Pack<D, V> d = reinterpret_cast<const Pack<D, V>*>(dst)[i];
+      const Pack<S, V> s = reinterpret_cast<const Pack<S, V>*>(src)[i];
+      for (int k = 0; k < V; ++k) d.v[k] = from_acc<D>(to_acc(d.v[k]) + alpha * cast_one<S, acc_t<D>>(s.v[k]));
+      reinterpret_cast<Pack<D, V>*>(dst)[i] = d;
     }
     start = packs * V;
   }
   for (int64_t i = start + global_thread(); i < n; i += grid_threads())
-    dst[i] = from_acc<T>(to_acc(dst[i]) + alpha * to_acc(src[i]));
+    dst[i] = from_acc<D>(to_acc(dst[i]) + alpha * cast_one<S, acc_t<D>>(src[i]));
 }
+
+template <class T>
+constexpr bool kFloating = std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 void fill(Tensor& dst, double value) {
   check_on_device("fill", dst.device(), {&dst});
@@ -101,16 +106,28 @@ void cast(const Tensor& src, Tensor& dst) {
 
 void axpy(Tensor& dst, const Tensor& src, double alpha) {
   check_on_device("axpy", dst.device(), {&dst, &src});
-  TANDEM_CHECK(src.dtype() == dst.dtype() && src.numel() == dst.numel(), "axpy: dst {} {} vs src {} {}",
-               dtype_name(dst.dtype()), shape_str(dst.shape()), dtype_name(src.dtype()), shape_str(src.shape()));
+  TANDEM_CHECK(src.numel() == dst.numel() && (src.dtype() == dst.dtype() || (is_floating(src.dtype()) && is_floating(dst.dtype()))),
+               "axpy: dst {} {} vs src {} {} (same numel; dtypes equal or both floating)", dtype_name(dst.dtype()),
+               shape_str(dst.shape()), dtype_name(src.dtype()), shape_str(src.shape()));
   const int64_t n = dst.numel();
   if (n == 0) return;
-  dispatch(dst.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const bool vec = kPackWidth<T> > 1 && aligned16(dst.data_ptr()) && aligned16(src.data_ptr());
-    TANDEM_LAUNCH(vec ? axpy_kernel<T, true> : axpy_kernel<T, false>, grid_for(n, kBlock * (vec ? kPackWidth<T> : 1)),
-                  kBlock, 0, stream_for(dst.device()), static_cast<T*>(dst.data_ptr()),
-                  static_cast<const T*>(src.data_ptr()), n, static_cast<acc_t<T>>(alpha));
+  auto launch = [&](auto dtag, auto stag) {
+    using D = decltype(dtag);
+    using S = decltype(stag);
+    constexpr int V = kCastWidth<S, D>;
+    const bool vec = V > 1 && aligned_to(dst.data_ptr(), V * sizeof(D)) && aligned_to(src.data_ptr(), V * sizeof(S));
+    TANDEM_LAUNCH(vec ? axpy_kernel<D, S, true> : axpy_kernel<D, S, false>, grid_for(n, kBlock * (vec ? V : 1)),
+                  kBlock, 0, stream_for(dst.device()), static_cast<D*>(dst.data_ptr()),
+                  static_cast<const S*>(src.data_ptr()), n, static_cast<acc_t<D>>(alpha));
+  };
+  dispatch(dst.dtype(), [&](auto dtag) {
+    using D = decltype(dtag);
+    if (src.dtype() == dst.dtype()) return launch(dtag, dtag);
+    if constexpr (kFloating<D>) {
+      dispatch(src.dtype(), [&](auto stag) {
+        if constexpr (kFloating<decltype(stag)>) launch(dtag, stag);
+      });
+    }
   });
 }
 

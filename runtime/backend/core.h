@@ -12,7 +12,8 @@ TANDEM_KERNEL(fill, void(Tensor& dst, double value));
 TANDEM_KERNEL(copy, void(const Tensor& src, Tensor& dst));
 // dst[i] = convert(src[i]): same device and numel, any two dtypes.
 TANDEM_KERNEL(cast, void(const Tensor& src, Tensor& dst));
-// dst += alpha * src: same device, dtype and numel (gradient accumulation, optimizers).
+// dst += alpha * src: same device and numel; same dtype, or both floating (src converted: a 16-bit
+// gradient added to an f32 one in one pass). Gradient accumulation, optimizers.
 TANDEM_KERNEL(axpy, void(Tensor& dst, const Tensor& src, double alpha));
 
 }  // namespace tandem::kernels

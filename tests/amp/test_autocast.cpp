@@ -112,3 +112,29 @@ TEST(Autocast, GradientsMatchF32WithinLowPrecision) {
   std::vector<float> g16 = w.grad().to_vector<float>();
   for (size_t i = 0; i < g32.size(); ++i) EXPECT_NEAR(g16[i], g32[i], 2e-2 * (1 + std::abs(g32[i])));
 }
+
+// A parameter's gradient from an autocast region arrives in bf16 and is widened as it is added: equal
+// to the f32 sum of the widened parts, whether .grad exists yet or not, and in grad().
+TEST(Autocast, ParameterGradientsAreWidenedAsTheyAccumulate) {
+  Tensor x = leaf({5, 7}, 21), w = leaf({3, 7}, 22);
+  auto loss_of = [&](bool direct_too) {
+    AutocastGuard guard(DType::bf16);
+    // An f32 use of w recorded first, so that backward delivers the bf16 gradient to w's sink first.
+    Tensor direct = direct_too ? ops::sum(ops::mul(w, 3.0)) : Tensor();  // gradient 3
+    Tensor y = ops::sum(ops::linear(x.detach(), w));  // w cast to bf16; its gradient is bf16
+    return direct_too ? ops::add(direct, y) : y;
+  };
+  // The bf16 part alone, through grad() (widened on the way out).
+  std::vector<Tensor> parts = grad({loss_of(false)}, {w});
+  ASSERT_EQ(parts[0].dtype(), DType::f32);
+  // Each bf16 part is a bf16 value: widening it is exact, so the sums below are exact in f32.
+  std::vector<float> bf = parts[0].to_vector<float>();
+  for (float v : bf) EXPECT_EQ(v, float(bfloat16(v)));
+  loss_of(true).backward();  // no .grad yet: bf16 part + 3 summed in f32
+  std::vector<float> g = w.grad().to_vector<float>();
+  ASSERT_EQ(w.grad().dtype(), DType::f32);
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_EQ(g[i], bf[i] + 3.0f) << i;
+  loss_of(false).backward();  // .grad exists: the bf16 part added to it in place
+  std::vector<float> g2 = w.grad().to_vector<float>();
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_EQ(g2[i], g[i] + bf[i]) << i;
+}

@@ -51,6 +51,31 @@ TEST_P(CoreOps, AxpyMatchesCpu) {
     }
 }
 
+// A 16-bit gradient added to a wider one (autocast's parameters): each element widened exactly, the
+// sum in the destination's type; on the CPU against adding the widened copy.
+TEST_P(CoreOps, AxpyWidensANarrowerSource) {
+  for (DType narrow : {DType::f16, DType::bf16, DType::f32})
+    for (DType wide : {DType::f32, DType::f64})
+      for (int64_t n : edge_sizes()) {
+        if (narrow == wide) continue;
+        SCOPED_TRACE(std::string(dtype_name(narrow)) + " into " + dtype_name(wide));
+        Tensor a = random_tensor({n}, wide, 3), b = random_tensor({n}, narrow, 4);
+        Tensor widened = Tensor::empty({n}, wide);
+        widened.copy_(b);
+        Tensor want = a.clone();
+        kernels::axpy(kCPU)(want, widened, 0.75);
+        Tensor cpu = a.clone();
+        kernels::axpy(kCPU)(cpu, b, 0.75);
+        expect_close(cpu, want, 0, "cpu");
+        Tensor da = a.to(dev());
+        kernels::axpy(dev())(da, b.to(dev()), 0.75);
+        expect_close(da, want, tol(0, ulps(wide)), "device");
+      }
+  Tensor i = Tensor::zeros({4}, DType::i32, dev()), f = Tensor::zeros({4}, DType::f32, dev());
+  EXPECT_THROW(kernels::axpy(dev())(f, i, 1.0), Error) << "an integer source is not widened";
+  EXPECT_THROW(kernels::axpy(kCPU)(f, Tensor::zeros({5}), 1.0), Error) << "numel differs";
+}
+
 TEST_P(CoreOps, DeviceMemoryIsNotHostMemoryOnCuda) {
   Tensor t = Tensor::zeros({5}, DType::f32, dev());
   EXPECT_EQ(t.device().is_host_addressable(), emulated());
