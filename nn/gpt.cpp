@@ -48,8 +48,10 @@ class MLP final : public Cloneable<MLP> {
     register_module("c_fc", std::make_shared<Linear>(c.n_embd, 4 * c.n_embd, true, scratch));
     register_module("c_proj", std::make_shared<Linear>(4 * c.n_embd, c.n_embd, true, scratch));
   }
+  // c_fc and GELU (tanh form) as one op: the GEMM's epilogue adds the bias and applies GELU.
   Tensor forward(const Tensor& x) override {
-    return child<Linear>(children_, 1)(ops::gelu(child<Linear>(children_, 0)(x), /*tanh_approximation=*/true));
+    Linear& fc = child<Linear>(children_, 0);
+    return child<Linear>(children_, 1)(ops::linear_gelu(x, fc.param("weight"), fc.param("bias")));
   }
   std::string type_name() const override { return "MLP"; }
 };

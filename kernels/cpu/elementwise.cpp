@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/eigen.h"
+#include "kernels/cpu/gelu.h"
 #include "runtime/backend/elementwise.h"
 
 namespace tandem::kernels {
@@ -128,26 +129,14 @@ void map2(const Tensor& g, const Tensor& s, Tensor& out, F f) {
 
 template <class X> constexpr X kInvSqrt2 = X(0.70710678118654752440);
 template <class X> constexpr X kInvSqrt2Pi = X(0.39894228040143267794);
-template <class X> constexpr X kSqrt2OverPi = X(0.79788456080286535588);
-template <class X> constexpr X kGeluC = X(0.044715);
 
-// GELU (tanh form) in f32 through Eigen's vectorised tanh: the scalar tanhf (expm1f inside) took a
-// quarter of a small GPT's training step. g == nullptr: forward; else the input gradient for g.
-void gelu_tanh_f32(const Tensor& x, const Tensor* g, Tensor& out) {
+// GELU (tanh form) over a tensor in f32 chunks. g == nullptr: forward; else the input gradient for g.
+void gelu_tanh_tensor_f32(const Tensor& x, const Tensor* g, Tensor& out) {
   const float* px = static_cast<const float*>(x.data_ptr());
   const float* pg = g ? static_cast<const float*>(g->data_ptr()) : nullptr;
   float* po = static_cast<float*>(out.data_ptr());
-  const float c1 = kSqrt2OverPi<float>, c2 = kGeluC<float>;
   parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
-    Eigen::Map<const Eigen::ArrayXf> v(px + lo, hi - lo);
-    Eigen::Map<Eigen::ArrayXf> o(po + lo, hi - lo);
-    Eigen::ArrayXf t = (c1 * (v + c2 * v.cube())).tanh();
-    if (!pg) {
-      o = 0.5f * v * (1.0f + t);
-    } else {
-      Eigen::Map<const Eigen::ArrayXf> gv(pg + lo, hi - lo);
-      o = gv * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * (c1 * (1.0f + 3.0f * c2 * v.square())));
-    }
+    kernels::gelu_tanh_f32(px + lo, pg ? pg + lo : nullptr, po + lo, hi - lo);
   });
 }
 
@@ -170,10 +159,8 @@ void unary_float(UnaryOp op, const Tensor& x, Tensor& y, double alpha) {
     case UnaryOp::GeluErf:
       return map1<T>(x, y, [](X v) { return X(0.5) * v * (X(1) + std::erf(v * kInvSqrt2<X>)); });
     case UnaryOp::GeluTanh:
-      if constexpr (std::is_same_v<T, float>) return gelu_tanh_f32(x, nullptr, y);
-      return map1<T>(x, y, [](X v) {
-        return X(0.5) * v * (X(1) + std::tanh(kSqrt2OverPi<X> * (v + kGeluC<X> * v * v * v)));
-      });
+      if constexpr (std::is_same_v<T, float>) return gelu_tanh_tensor_f32(x, nullptr, y);
+      return map1<T>(x, y, [](X v) { return gelu_tanh(v); });
     case UnaryOp::Tanh: return map1<T>(x, y, [](X v) { return std::tanh(v); });
     case UnaryOp::Sigmoid: return map1<T>(x, y, [](X v) { return X(1) / (X(1) + std::exp(-v)); });
   }
@@ -222,12 +209,8 @@ void unary_backward_float(UnaryOp op, const Tensor& gy, const Tensor& x, const T
         return g * (cdf + v * pdf);
       });
     case UnaryOp::GeluTanh:
-      if constexpr (std::is_same_v<T, float>) return gelu_tanh_f32(x, &gy, gx);
-      return map2<T>(gy, x, gx, [](X g, X v) {
-        X t = std::tanh(kSqrt2OverPi<X> * (v + kGeluC<X> * v * v * v));
-        X dinner = kSqrt2OverPi<X> * (X(1) + X(3) * kGeluC<X> * v * v);
-        return g * (X(0.5) * (X(1) + t) + X(0.5) * v * (X(1) - t * t) * dinner);
-      });
+      if constexpr (std::is_same_v<T, float>) return gelu_tanh_tensor_f32(x, &gy, gx);
+      return map2<T>(gy, x, gx, [](X g, X v) { return gelu_tanh_grad(g, v); });
     case UnaryOp::Exp: return map2<T>(gy, y, gx, [](X g, X o) { return g * o; });
     case UnaryOp::Sqrt: return map2<T>(gy, y, gx, [](X g, X o) { return g / (X(2) * o); });
     case UnaryOp::Relu: return map2<T>(gy, y, gx, [](X g, X o) { return o > X(0) ? g : X(0); });

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "kernels/cpu/eigen.h"
+#include "kernels/cpu/gemm_epilogue.h"
 #include "kernels/cpu/gemm_avx512.h"
 
 #include "runtime/backend/gemm.h"
@@ -65,10 +66,10 @@ void narrow(const float* src, T* dst, int64_t n) {
   convert_host(src, DType::f32, dst, dtype_v<T>, n);
 }
 
-void cpu_gemm(Device, const GemmArgs& g);
+void gemm_product(const GemmArgs& g);
 
 // f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
-// as an f32 GEMM (cpu_gemm picks our kernel or Eigen), rounded once. The copies are left
+// as an f32 GEMM (gemm_product picks our kernel or Eigen), rounded once. The copies are left
 // uninitialised: every element is written before it is read.
 template <class T>
 void gemm_low_precision(const GemmArgs& g) {
@@ -94,7 +95,7 @@ void gemm_low_precision(const GemmArgs& g) {
     for (int64_t r = 0; r < b_rows; ++r) widen(bi + r * g.ldb, b.get() + r * b_cols, b_cols);
     if (g.beta != 0)
       for (int64_t r = 0; r < g.m; ++r) widen(ci + r * g.ldc, c.get() + r * g.n, g.n);
-    cpu_gemm(kCPU, f);
+    gemm_product(f);
     for (int64_t r = 0; r < g.m; ++r) narrow(c.get() + r * g.n, ci + r * g.ldc, g.n);
   }
 }
@@ -102,6 +103,18 @@ void gemm_low_precision(const GemmArgs& g) {
 void cpu_gemm(Device, const GemmArgs& g) {
   TANDEM_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.batch >= 0, "gemm: negative size m={} n={} k={} batch={}",
                g.m, g.n, g.k, g.batch);
+  if (!g.has_epilogue()) return gemm_product(g);
+  check_gemm_epilogue(g);
+  GemmArgs product = g;
+  product.bias = product.pre = product.a_row_sums = nullptr;
+  product.gelu = false;
+  gemm_product(product);
+  cpu_gemm_epilogue(g);
+  cpu_gemm_a_row_sums(g);
+}
+
+// The product alone: C = alpha op(A) op(B) + beta C.
+void gemm_product(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
   if (!eigen_forced()) {
     if ((g.dtype == DType::bf16 || (g.dtype == DType::f32 && g.bf16_products)) && avx512::has_bf16())

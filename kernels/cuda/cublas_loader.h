@@ -1,7 +1,8 @@
-// cuBLAS opened on first use (dlopen) rather than linked: libcublas needs libcublasLt, whose loading
+// cuBLAS and cuBLASLt opened on first use (dlopen) rather than linked: libcublas needs libcublasLt, whose loading
 // alone (relocations and static data) costs every process ~140 MB of resident memory, a CPU-only run
 // included. GPU build only; the emulated build has no cuBLAS.
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 namespace tandem::cuda {
@@ -22,5 +23,23 @@ struct CublasApi {
 // Opens libcublas.so.<major of the headers> once; throws a BackendError naming the library and the
 // loader's message when it cannot be opened or lacks a symbol.
 const CublasApi& cublas();
+
+// The cuBLASLt entry points (GEMMs with fused epilogues: bias, GELU, bias gradient).
+struct CublasLtApi {
+  decltype(&cublasLtCreate) create = nullptr;
+  decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
+  decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
+  decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceCreate) preference_create = nullptr;
+  decltype(&cublasLtMatmulPreferenceDestroy) preference_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) preference_set = nullptr;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&cublasLtMatmul) matmul = nullptr;
+};
+
+// Opens libcublasLt.so.<major> once (libcublas has already loaded it), as cublas() does.
+const CublasLtApi& cublaslt();
 
 }  // namespace tandem::cuda

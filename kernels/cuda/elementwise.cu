@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/gelu.cuh"
 #include "runtime/backend/elementwise.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -103,8 +104,6 @@ struct DivF { template <class X> __host__ __device__ X operator()(X a, X b) cons
 
 template <class X> constexpr double kInvSqrt2 = 0.70710678118654752440;
 template <class X> constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-template <class X> constexpr double kSqrt2OverPi = 0.79788456080286535588;
-template <class X> constexpr double kGeluC = 0.044715;
 
 // One functor for every unary op: op picked at run time inside the kernel would diverge nowhere
 // (uniform), but separate instantiations keep each kernel small.
@@ -122,8 +121,7 @@ struct UnaryF {
     else if constexpr (Op == UnaryOp::Sqrt) return std::sqrt(v);
     else if constexpr (Op == UnaryOp::Relu) return v < X(0) ? X(0) : v;
     else if constexpr (Op == UnaryOp::GeluErf) return X(0.5) * v * (X(1) + std::erf(v * X(kInvSqrt2<X>)));
-    else if constexpr (Op == UnaryOp::GeluTanh)
-      return X(0.5) * v * (X(1) + std::tanh(X(kSqrt2OverPi<X>) * (v + X(kGeluC<X>) * v * v * v)));
+    else if constexpr (Op == UnaryOp::GeluTanh) return gelu_tanh(v);
     else if constexpr (Op == UnaryOp::Tanh) return std::tanh(v);
     else return X(1) / (X(1) + std::exp(-v));  // Sigmoid
   }
@@ -144,9 +142,7 @@ struct UnaryBackF {
       X pdf = X(kInvSqrt2Pi<X>) * std::exp(X(-0.5) * v * v);
       return g * (cdf + v * pdf);
     } else if constexpr (Op == UnaryOp::GeluTanh) {
-      X t = std::tanh(X(kSqrt2OverPi<X>) * (v + X(kGeluC<X>) * v * v * v));
-      X dinner = X(kSqrt2OverPi<X>) * (X(1) + X(3) * X(kGeluC<X>) * v * v);
-      return g * (X(0.5) * (X(1) + t) + X(0.5) * v * (X(1) - t * t) * dinner);
+      return gelu_tanh_grad(g, v);
     } else if constexpr (Op == UnaryOp::Exp) return g * v;
     else if constexpr (Op == UnaryOp::Sqrt) return g / (X(2) * v);
     else if constexpr (Op == UnaryOp::Relu) return v > X(0) ? g : X(0);

@@ -1,11 +1,17 @@
 // GEMM for the CUDA backend: cuBLAS strided-batched GEMM (tensor-op math for f16/bf16, f32
-// accumulation) on the device's stream; under the emulator the CPU GEMM stands in for cuBLAS.
+// accumulation) on the device's stream. A GEMM with an epilogue (bias, GELU, a bias gradient; see
+// GemmArgs) runs as one cuBLASLt matmul with the matching fused epilogue; where cuBLASLt has no
+// algorithm for the case, the product and then our epilogue kernels below. Under the emulator the
+// CPU GEMM stands in for cuBLAS and the epilogue kernels run after it.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/gelu.cuh"
 #include "runtime/backend/gemm.h"
 #ifndef TANDEM_SIMT_EMULATOR
 #include "kernels/cuda/cublas_loader.h"
 #include "runtime/backend/cuda/check.h"
 
+#include <array>
+#include <map>
 #include <mutex>
 #include <vector>
 #endif
@@ -17,6 +23,61 @@ void check_args(const kernels::GemmArgs& a) {
   TANDEM_CHECK(a.m >= 0 && a.n >= 0 && a.k >= 0 && a.batch >= 0, "gemm: negative size m={} n={} k={} batch={}",
                a.m, a.n, a.k, a.batch);
   TANDEM_CHECK(is_floating(a.dtype), "gemm does not support dtype {}", dtype_name(a.dtype));
+  kernels::check_gemm_epilogue(a);
+}
+
+// ---- The epilogue as kernels of its own (the emulator; cases cuBLASLt does not fuse) ----
+
+// C[i, j] (+ bias[j]) -> pre[i, j] -> gelu, on C as the product left it (rounded to T, as the CPU).
+template <class T>
+__global__ void epilogue_kernel(T* __restrict__ c, int64_t ldc, int64_t m, int64_t n, const T* __restrict__ bias,
+                                T* __restrict__ pre, bool gelu) {
+  for (int64_t e = global_thread(); e < m * n; e += grid_threads()) {
+    const int64_t i = e / n, j = e % n, at = i * ldc + j;
+    acc_t<T> v = to_acc(c[at]);
+    if (bias) v += to_acc(bias[j]);
+    if (pre) pre[at] = from_acc<T>(v);
+    if (gelu) v = gelu_tanh(v);
+    c[at] = from_acc<T>(v);
+  }
+}
+
+// sums[i] = sum over p < k of op(A)[i, p]: a thread per row of op(A) (consecutive threads read
+// consecutive elements when A is stored transposed, the bias-gradient case).
+template <class T>
+__global__ void a_row_sums_kernel(const T* __restrict__ a, int64_t lda, bool trans_a, int64_t m, int64_t k,
+                                  T* __restrict__ sums) {
+  for (int64_t i = global_thread(); i < m; i += grid_threads()) {
+    acc_t<T> s = 0;
+    for (int64_t p = 0; p < k; ++p) s += to_acc(trans_a ? a[p * lda + i] : a[i * lda + p]);
+    sums[i] = from_acc<T>(s);
+  }
+}
+
+// The epilogue on C after the product (a.has_epilogue()).
+void run_epilogue_kernels(Device device, const kernels::GemmArgs& a) {
+  dispatch_floating(a.dtype, "gemm epilogue", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_integral_v<T>) {
+      if (a.a_row_sums) {
+        if (a.m > 0)
+          TANDEM_LAUNCH(a_row_sums_kernel<T>, grid_for(a.m, kBlock), kBlock, 0, stream_for(device),
+                        static_cast<const T*>(a.a), a.lda, a.trans_a, a.m, a.k, static_cast<T*>(a.a_row_sums));
+      } else if (a.m * a.n > 0) {
+        TANDEM_LAUNCH(epilogue_kernel<T>, grid_for(a.m * a.n, kBlock), kBlock, 0, stream_for(device),
+                      static_cast<T*>(a.c), a.ldc, a.m, a.n, static_cast<const T*>(a.bias), static_cast<T*>(a.pre),
+                      a.gelu);
+      }
+    }
+  });
+}
+
+kernels::GemmArgs product_only(const kernels::GemmArgs& a) {
+  kernels::GemmArgs p = a;
+  p.bias = nullptr;
+  p.pre = p.a_row_sums = nullptr;
+  p.gelu = false;
+  return p;
 }
 
 #ifdef TANDEM_SIMT_EMULATOR
@@ -24,10 +85,21 @@ void check_args(const kernels::GemmArgs& a) {
 void gemm(Device device, const kernels::GemmArgs& args) {
   TANDEM_CHECK(device.kind == kKind, "gemm: expected a sim device, got {}", device.str());
   check_args(args);
-  kernels::gemm(kCPU)(kCPU, args);  // sim memory is host memory
+  kernels::gemm(kCPU)(kCPU, product_only(args));  // sim memory is host memory
+  if (args.has_epilogue()) run_epilogue_kernels(device, args);
 }
 
 #else
+
+cudaDataType_t cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::f64: return CUDA_R_64F;
+    default: TANDEM_FAIL(NotSupported, "gemm does not support dtype {}", dtype_name(dtype));
+  }
+}
 
 cublasHandle_t handle_for(Device device) {
   static std::mutex mutex;
@@ -44,23 +116,14 @@ cublasHandle_t handle_for(Device device) {
   return h;
 }
 
-void gemm(Device device, const kernels::GemmArgs& a) {
-  TANDEM_CHECK(device.kind == kKind, "gemm: expected a cuda device, got {}", device.str());
-  check_args(a);
+void cublas_product(Device device, const kernels::GemmArgs& a) {
   if (a.m == 0 || a.n == 0 || a.batch == 0) return;
   cublasHandle_t h = handle_for(device);
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
   cublasOperation_t op_a = a.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = a.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cudaDataType_t type = CUDA_R_32F;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  switch (a.dtype) {
-    case DType::f32: type = CUDA_R_32F; break;
-    case DType::f16: type = CUDA_R_16F; break;
-    case DType::bf16: type = CUDA_R_16BF; break;
-    case DType::f64: type = CUDA_R_64F; compute = CUBLAS_COMPUTE_64F; break;
-    default: TANDEM_FAIL(NotSupported, "gemm does not support dtype {}", dtype_name(a.dtype));
-  }
+  const cudaDataType_t type = cuda_type(a.dtype);
+  const cublasComputeType_t compute = a.dtype == DType::f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   const float alpha32 = static_cast<float>(a.alpha), beta32 = static_cast<float>(a.beta);
   const double alpha64 = a.alpha, beta64 = a.beta;
   const void* alpha = a.dtype == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
@@ -69,6 +132,132 @@ void gemm(Device device, const kernels::GemmArgs& a) {
       h, op_b, op_a, static_cast<int>(a.n), static_cast<int>(a.m), static_cast<int>(a.k), alpha, a.b, type,
       static_cast<int>(a.ldb), a.stride_b, a.a, type, static_cast<int>(a.lda), a.stride_a, beta, a.c, type,
       static_cast<int>(a.ldc), a.stride_c, static_cast<int>(a.batch), compute, CUBLAS_GEMM_DEFAULT));
+}
+
+// ---- cuBLASLt: one matmul with the epilogue fused ----
+
+constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;  // what cuBLAS asks for on Hopper
+
+// Descriptors and the heuristic's algorithm for one GEMM shape, made once and kept for the process.
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool supported = false;  // false: cuBLASLt has no algorithm for it; the fallback runs
+};
+
+struct LtDevice {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  std::map<std::array<int64_t, 16>, LtPlan> plans;
+};
+
+// The largest power of two (at most 16) dividing p's address: cuBLASLt picks algorithms by it.
+int64_t alignment(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  for (int64_t b = 16; b > 1; b /= 2)
+    if (v % static_cast<uintptr_t>(b) == 0) return b;
+  return 1;
+}
+
+cublasLtEpilogue_t lt_epilogue(const kernels::GemmArgs& a) {
+  if (a.a_row_sums) return CUBLASLT_EPILOGUE_BGRADB;  // our op(A) is cuBLAS's B (the operands swap)
+  if (a.gelu) {
+    if (a.pre) return a.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    return a.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  }
+  return CUBLASLT_EPILOGUE_BIAS;
+}
+
+template <class V>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const V& value) {
+  CUBLAS_CHECK(cuda::cublaslt().desc_set(desc, attr, &value, sizeof(value)));
+}
+
+// The per-call pointers of the epilogue (the plan's descriptor is reused across calls).
+void set_epilogue_pointers(cublasLtMatmulDesc_t desc, const kernels::GemmArgs& a) {
+  const void* vector = a.a_row_sums ? a.a_row_sums : a.bias;
+  if (vector) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, vector);
+  if (a.pre) set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<const void*>(a.pre));
+}
+
+LtPlan make_plan(const LtDevice& dev, const kernels::GemmArgs& a) {
+  const CublasLtApi& lt = cuda::cublaslt();
+  const cudaDataType_t type = cuda_type(a.dtype);
+  const bool f64 = a.dtype == DType::f64;
+  LtPlan plan;
+  CUBLAS_CHECK(lt.desc_create(&plan.desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, f64 ? CUDA_R_64F : CUDA_R_32F));
+  // Column-major, operands swapped (see cublas_product): cuBLAS's A is our B, its B our A.
+  const int32_t trans_a = a.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_b = a.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  set_desc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, trans_a);
+  set_desc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, trans_b);
+  set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(lt_epilogue(a)));
+  if (a.bias || a.a_row_sums) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(type));
+  if (a.pre) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(a.ldc));
+  set_epilogue_pointers(plan.desc, a);  // the heuristic reads their alignment
+  // Stored shapes, column-major: our B [k, n] (or [n, k]) is [n, k] (or [k, n]); our A likewise.
+  const uint64_t m = static_cast<uint64_t>(a.m), n = static_cast<uint64_t>(a.n), k = static_cast<uint64_t>(a.k);
+  CUBLAS_CHECK(lt.layout_create(&plan.a, type, a.trans_b ? k : n, a.trans_b ? n : k, a.ldb));
+  CUBLAS_CHECK(lt.layout_create(&plan.b, type, a.trans_a ? m : k, a.trans_a ? k : m, a.lda));
+  CUBLAS_CHECK(lt.layout_create(&plan.c, type, n, m, a.ldc));
+  cublasLtMatmulPreference_t pref;
+  CUBLAS_CHECK(lt.preference_create(&pref));
+  const uint64_t workspace = kLtWorkspaceBytes;
+  CUBLAS_CHECK(lt.preference_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  // No algorithm (NOT_SUPPORTED, or none returned) is an answer, not an error: the fallback runs.
+  const cublasStatus_t status =
+      lt.heuristic(dev.handle, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1, &result, &found);
+  CUBLAS_CHECK(lt.preference_destroy(pref));
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(status);
+  plan.supported = status == CUBLAS_STATUS_SUCCESS && found > 0;
+  plan.algo = result.algo;
+  return plan;
+}
+
+// Runs the GEMM with its epilogue through cuBLASLt; false when cuBLASLt has no algorithm for it.
+bool lt_gemm(Device device, const kernels::GemmArgs& a) {
+  // GELU's stored input needs a leading dimension that is a multiple of 8 (cuBLASLt's rule). f64
+  // stays on our kernels: cuBLASLt's f64 GELU differs from tanh's by ~1e-10 (seen on an H200).
+  if ((a.pre && a.ldc % 8 != 0) || a.dtype == DType::f64) return false;
+  static std::mutex mutex;
+  static std::vector<LtDevice> devices;
+  Stream stream = stream_for(device);  // makes the device current
+  std::lock_guard<std::mutex> lock(mutex);
+  if (devices.size() <= static_cast<size_t>(device.index)) devices.resize(static_cast<size_t>(device.index) + 1);
+  LtDevice& dev = devices[static_cast<size_t>(device.index)];
+  if (!dev.handle) {
+    CUBLAS_CHECK(cuda::cublaslt().create(&dev.handle));
+    dev.workspace = device_alloc(kLtWorkspaceBytes, device);  // kept for the process
+  }
+  const std::array<int64_t, 16> key{static_cast<int64_t>(a.dtype), a.trans_a, a.trans_b, a.m, a.n, a.k, a.lda, a.ldb,
+                                    a.ldc, static_cast<int64_t>(lt_epilogue(a)), alignment(a.a), alignment(a.b),
+                                    alignment(a.c), alignment(a.a_row_sums ? a.a_row_sums : a.bias),
+                                    alignment(a.pre), 0};
+  auto it = dev.plans.find(key);
+  if (it == dev.plans.end()) it = dev.plans.emplace(key, make_plan(dev, a)).first;
+  const LtPlan& plan = it->second;
+  if (!plan.supported) return false;
+  set_epilogue_pointers(plan.desc, a);
+  const float alpha32 = static_cast<float>(a.alpha), beta32 = static_cast<float>(a.beta);
+  const double alpha64 = a.alpha, beta64 = a.beta;
+  const bool f64 = a.dtype == DType::f64;
+  const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
+  CUBLAS_CHECK(cuda::cublaslt().matmul(dev.handle, plan.desc, alpha, a.b, plan.a, a.a, plan.b, beta, a.c, plan.c, a.c,
+                                       plan.c, &plan.algo, dev.workspace, kLtWorkspaceBytes, stream));
+  return true;
+}
+
+void gemm(Device device, const kernels::GemmArgs& a) {
+  TANDEM_CHECK(device.kind == kKind, "gemm: expected a cuda device, got {}", device.str());
+  check_args(a);
+  if (!a.has_epilogue()) return cublas_product(device, a);
+  if (a.m == 0 || (a.n == 0 && !a.a_row_sums)) return;
+  if (a.n > 0 && a.k > 0 && lt_gemm(device, a)) return;
+  cublas_product(device, product_only(a));
+  run_epilogue_kernels(device, a);
 }
 
 #endif

@@ -29,7 +29,21 @@ struct GemmArgs {
   bool bf16_products = false;
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries (0: shared)
+
+  // Epilogue (batch == 1 only), in this order on each element of C before it is stored:
+  //   v = alpha * op(A) op(B) + beta * C  (+ bias[j])  -> pre[i, j] = v  -> C[i, j] = gelu_tanh(v)
+  const void* bias = nullptr;  // [n] in `dtype`, added to every row (a linear layer's bias)
+  void* pre = nullptr;         // [m, n] with row stride ldc: v before GELU (its backward's input)
+  bool gelu = false;           // GELU, tanh approximation (GPT-2's)
+  // [m] in `dtype`: the sums over k of op(A) (a linear layer's bias gradient, made by its weight-
+  // gradient GEMM dW = g^T x from g's columns). Excludes bias, pre and gelu.
+  void* a_row_sums = nullptr;
+
+  bool has_epilogue() const { return bias || pre || gelu || a_row_sums; }
 };
+
+// Checks the epilogue fields' combinations (a bad one is a bug in the caller: Internal).
+void check_gemm_epilogue(const GemmArgs& args);
 
 TANDEM_KERNEL(gemm, void(Device device, const GemmArgs& args));
 

@@ -1,9 +1,10 @@
-// matmul and linear entries over the backend's GEMM; their backward is GEMMs too (and one column
-// sum for linear's bias).
+// matmul, linear and linear_gelu over the backend's GEMM; their backward is GEMMs too. A linear's
+// bias (and GELU) ride in the GEMM's epilogue, its bias gradient in the weight gradient's GEMM.
 #include "runtime/ops/matmul.h"
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/backend/elementwise.h"
 #include "runtime/backend/gemm.h"
 #include "runtime/backend/reduce.h"
 #include "runtime/ops/op_checks.h"
@@ -11,16 +12,30 @@
 namespace tandem::ops {
 namespace {
 
+// The epilogue of one GEMM (kernels::GemmArgs): tensors in C's dtype, undefined when unused.
+struct Epilogue {
+  Tensor bias;        // [n], added to every row
+  Tensor pre;         // [m, n]: GELU's input
+  bool gelu = false;
+  Tensor a_row_sums;  // [m]: sums over k of op(A)
+};
+
 // C[m, n] (+)= op(A) @ op(B) on contiguous row-major operands, `batch` times with the given
-// element strides. Handles the empty cases itself (k == 0 leaves zeros, or C untouched with beta 1).
+// element strides, then the epilogue (batch 1). Handles the empty cases itself (k == 0 leaves
+// zeros, or C untouched with beta 1; callers with an epilogue handle k == 0 themselves).
 void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, int64_t m, int64_t n, int64_t k,
-          double beta = 0.0, int64_t batch = 1, int64_t stride_a = 0, int64_t stride_b = 0, int64_t stride_c = 0) {
+          double beta = 0.0, int64_t batch = 1, int64_t stride_a = 0, int64_t stride_b = 0, int64_t stride_c = 0,
+          const Epilogue& epilogue = {}) {
   if (m == 0 || n == 0 || batch == 0) return;
   if (k == 0) {
     if (beta == 0.0) c.zero_();
     return;
   }
   kernels::GemmArgs args;
+  args.bias = epilogue.bias.defined() ? epilogue.bias.data_ptr() : nullptr;
+  args.pre = epilogue.pre.defined() ? epilogue.pre.data_ptr() : nullptr;
+  args.gelu = epilogue.gelu;
+  args.a_row_sums = epilogue.a_row_sums.defined() ? epilogue.a_row_sums.data_ptr() : nullptr;
   args.dtype = c.dtype();
   args.trans_a = ta;
   args.trans_b = tb;
@@ -91,50 +106,85 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   });
 }
 
-Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in) {
-  detail::check_defined(x_in, "linear", "x");
-  detail::check_defined(w_in, "linear", "weight");
+namespace {
+
+// The gradients of y = x W^T + b from g = dL/dy (for linear_gelu, dL/d(its GELU's input)): dx = g W,
+// dW = g^T x with db = g's column sums made by the same GEMM's epilogue.
+std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Shape& sx,
+                                    const Shape& sw, bool gx, bool gw, bool gbias) {
+  const int64_t out_f = sw[0], in = sw[1], M = g.numel() / std::max<int64_t>(out_f, 1);
+  Tensor dx, dw, db;
+  if (gx) {  // dx [M, in] = g [M, out] @ W [out, in]
+    dx = Tensor::empty(sx, g.dtype(), g.device());
+    gemm(g, false, w, false, dx, M, in, out_f);
+  }
+  if (gbias) db = Tensor::empty({out_f}, g.dtype(), g.device());
+  if (gw) {  // dW [out, in] = g^T [out, M] @ x [M, in]; db [out] = sums over M of g^T's rows
+    dw = Tensor::empty(sw, g.dtype(), g.device());
+    Epilogue e;
+    if (gbias && in > 0 && M > 0) e.a_row_sums = db;
+    gemm(g, true, x, false, dw, out_f, in, M, 0.0, 1, 0, 0, 0, e);
+    if (gbias && !e.a_row_sums.defined()) kernels::sum_to(g.device())(g, db, 1.0);
+  } else if (gbias) {
+    kernels::sum_to(g.device())(g, db, 1.0);
+  }
+  return {dx, dw, db};
+}
+
+// linear and linear_gelu: the bias (and GELU) in the GEMM's epilogue.
+Tensor linear_op(const char* op, const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in, bool gelu) {
+  detail::check_defined(x_in, op, "x");
+  detail::check_defined(w_in, op, "weight");
   Tensor x = autocast_arg(x_in, AutocastCategory::LowPrecision);
   Tensor w = autocast_arg(w_in, AutocastCategory::LowPrecision);
   Tensor bias = bias_in.defined() ? autocast_arg(bias_in, AutocastCategory::LowPrecision) : Tensor();
-  check_gemm_operands("linear", x, w);
-  TANDEM_CHECK(w.dim() == 2, "linear: weight must be [out, in], got {}", shape_str(w.shape()));
+  check_gemm_operands(op, x, w);
+  TANDEM_CHECK(w.dim() == 2, "{}: weight must be [out, in], got {}", op, shape_str(w.shape()));
   TANDEM_CHECK(x.dim() >= 1 && x.size(-1) == w.size(1),
-               "linear: input {} does not match weight {} (input's last dim must equal in = {})",
+               "{}: input {} does not match weight {} (input's last dim must equal in = {})", op,
                shape_str(x.shape()), shape_str(w.shape()), w.size(1));
   const int64_t in = w.size(1), out_f = w.size(0), M = x.numel() / std::max<int64_t>(in, 1);
   if (bias.defined()) {
-    detail::check_compatible("linear", w, bias);
-    TANDEM_CHECK(bias.shape() == Shape{out_f}, "linear: bias must be [{}] for weight {}, got {}", out_f,
+    detail::check_compatible(op, w, bias);
+    TANDEM_CHECK(bias.shape() == Shape{out_f}, "{}: bias must be [{}] for weight {}, got {}", op, out_f,
                  shape_str(w.shape()), shape_str(bias.shape()));
   }
+  const bool grad = needs_grad({&x, &w, &bias});
   Shape out_shape = x.shape();
   out_shape.back() = out_f;
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
-  if (bias.defined()) kernels::expand(y.device())(bias, y, 1.0);  // y = b, then y += x W^T
-  gemm(x, false, w, true, y, M, out_f, in, bias.defined() ? 1.0 : 0.0);
-  if (!needs_grad({&x, &w, &bias})) return y;
+  Epilogue e;
+  e.bias = bias;
+  e.gelu = gelu;
+  if (gelu && grad) e.pre = Tensor::empty(out_shape, x.dtype(), x.device());
+  if (in == 0) {  // no product: y is the bias (or zeros), GELU'd
+    y.zero_();
+    if (bias.defined()) kernels::expand(y.device())(bias, y, 1.0);
+    if (e.pre.defined()) e.pre.copy_(y);
+    if (gelu) kernels::unary(y.device())(kernels::UnaryOp::GeluTanh, y.clone(), y, 0.0);
+  } else {
+    gemm(x, false, w, true, y, M, out_f, in, 0.0, 1, 0, 0, 0, e);
+  }
+  if (!grad) return y;
 
   const bool gx = x.requires_grad(), gw = w.requires_grad(), gbias = bias.defined() && bias.requires_grad();
-  Tensor x_saved = gw ? x.detach() : Tensor(), w_saved = gx ? w.detach() : Tensor();
+  Tensor x_saved = gw ? x.detach() : Tensor(), w_saved = gx ? w.detach() : Tensor(), pre = e.pre;
   const Shape sx = x.shape(), sw = w.shape();
-  return record("LinearBackward", {x, w, bias}, y, [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
-    const Tensor& g = grads[0];  // [..., out]
-    Tensor dx, dw, db;
-    if (gx) {  // dx [M, in] = g [M, out] @ W [out, in]
-      dx = Tensor::empty(sx, g.dtype(), g.device());
-      gemm(g, false, w_saved, false, dx, M, in, out_f);
-    }
-    if (gw) {  // dW [out, in] = g^T [out, M] @ x [M, in]
-      dw = Tensor::empty(sw, g.dtype(), g.device());
-      gemm(g, true, x_saved, false, dw, out_f, in, M);
-    }
-    if (gbias) {  // db [out] = column sums of g
-      db = Tensor::empty({out_f}, g.dtype(), g.device());
-      kernels::sum_to(g.device())(g, db, 1.0);
-    }
-    return {dx, dw, db};
+  return record(gelu ? "LinearGeluBackward" : "LinearBackward", {x, w, bias}, y,
+                [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+    if (!gelu) return linear_backward(grads[0], x_saved, w_saved, sx, sw, gx, gw, gbias);
+    Tensor g_pre = Tensor::empty(pre.shape(), grads[0].dtype(), grads[0].device());
+    kernels::unary_backward(pre.device())(kernels::UnaryOp::GeluTanh, grads[0], pre, Tensor(), g_pre, 0.0);
+    return linear_backward(g_pre, x_saved, w_saved, sx, sw, gx, gw, gbias);
   });
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) { return linear_op("linear", x, w, bias, false); }
+
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  return linear_op("linear_gelu", x, w, bias, true);
 }
 
 }  // namespace tandem::ops

@@ -1,4 +1,4 @@
-// Matrix products through the backend's GEMM (Eigen on CPU, cuBLAS on CUDA).
+// Matrix products through the backend's GEMM (ours or Eigen on CPU, cuBLAS(Lt) on CUDA).
 #pragma once
 #include "runtime/tensor.h"
 
@@ -8,5 +8,8 @@ namespace tandem::ops {
 Tensor matmul(const Tensor& a, const Tensor& b);
 // x [..., in] , weight [out, in], bias [out] (optional) -> [..., out]   (y = x W^T + b)
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// gelu(linear(x, weight, bias), tanh approximation) as one op: the GEMM's epilogue adds the bias and
+// applies GELU (cuBLASLt on CUDA), keeping GELU's input for the backward. A transformer's MLP.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 }  // namespace tandem::ops

@@ -1,0 +1,42 @@
+// GELU in its tanh form (GPT-2's), forward and input gradient, for the elementwise op and the GEMM
+// epilogue: one formula for both, so a fused linear + GELU equals the two ops on the CPU.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cpu/eigen.h"
+
+namespace tandem::kernels {
+
+template <class X> constexpr X kSqrt2OverPi = X(0.79788456080286535588);
+template <class X> constexpr X kGeluC = X(0.044715);
+
+template <class X>
+X gelu_tanh(X v) {
+  return X(0.5) * v * (X(1) + std::tanh(kSqrt2OverPi<X> * (v + kGeluC<X> * v * v * v)));
+}
+
+template <class X>
+X gelu_tanh_grad(X g, X v) {
+  X t = std::tanh(kSqrt2OverPi<X> * (v + kGeluC<X> * v * v * v));
+  X dinner = kSqrt2OverPi<X> * (X(1) + X(3) * kGeluC<X> * v * v);
+  return g * (X(0.5) * (X(1) + t) + X(0.5) * v * (X(1) - t * t) * dinner);
+}
+
+// f32 spans through Eigen's vectorised tanh (the scalar tanhf, expm1f inside, took a quarter of a
+// small GPT's training step). g == nullptr: out = gelu(x); else out = the input gradient for g.
+// out may alias x.
+inline void gelu_tanh_f32(const float* x, const float* g, float* out, int64_t n) {
+  const float c1 = kSqrt2OverPi<float>, c2 = kGeluC<float>;
+  Eigen::Map<const Eigen::ArrayXf> v(x, n);
+  Eigen::Map<Eigen::ArrayXf> o(out, n);
+  Eigen::ArrayXf t = (c1 * (v + c2 * v.cube())).tanh();
+  if (!g) {
+    o = 0.5f * v * (1.0f + t);
+  } else {
+    Eigen::Map<const Eigen::ArrayXf> gv(g, n);
+    o = gv * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * (c1 * (1.0f + 3.0f * c2 * v.square())));
+  }
+}
+
+}  // namespace tandem::kernels

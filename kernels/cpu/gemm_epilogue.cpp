@@ -1,0 +1,84 @@
+// GemmArgs' epilogue on the CPU: rows of C widened to the accumulation type, the bias added, the
+// pre-activation stored, GELU applied, rounded once on store. The CUDA backend runs cuBLASLt's
+// epilogues instead (or its own kernels where cuBLASLt has none); both are tested against this.
+#include "kernels/cpu/gemm_epilogue.h"
+
+#include <vector>
+
+#include "kernels/cpu/gelu.h"
+#include "runtime/tensor.h"
+
+namespace tandem::kernels {
+
+void check_gemm_epilogue(const GemmArgs& g) {
+  if (!g.has_epilogue()) return;
+  TANDEM_CHECK(g.batch == 1, "gemm: an epilogue needs batch 1, got {}", g.batch);
+  TANDEM_CHECK(!g.a_row_sums || (!g.bias && !g.pre && !g.gelu), "gemm: a_row_sums excludes bias, pre and gelu");
+  TANDEM_CHECK(!g.pre || g.gelu, "gemm: pre is GELU's input; it needs gelu");
+}
+
+namespace {
+
+constexpr int64_t kParallelMinElements = 1 << 15;
+
+template <class T>
+void epilogue_rows(const GemmArgs& g) {
+  using X = acc_t<T>;
+  T* c = static_cast<T*>(g.c);
+  T* pre = static_cast<T*>(g.pre);
+  const T* bias = static_cast<const T*>(g.bias);
+  const int64_t m = g.m, n = g.n;
+#pragma omp parallel if (m * n >= kParallelMinElements)
+  {
+    std::vector<X> row(static_cast<size_t>(n));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      T* ci = c + i * g.ldc;
+      for (int64_t j = 0; j < n; ++j) row[j] = static_cast<X>(ci[j]) + (bias ? static_cast<X>(bias[j]) : X(0));
+      if (pre)
+        for (int64_t j = 0; j < n; ++j) pre[i * g.ldc + j] = T(row[j]);
+      if (g.gelu) {
+        if constexpr (std::is_same_v<X, float>) gelu_tanh_f32(row.data(), nullptr, row.data(), n);
+        else
+          for (int64_t j = 0; j < n; ++j) row[j] = gelu_tanh(row[j]);
+      }
+      for (int64_t j = 0; j < n; ++j) ci[j] = T(row[j]);
+    }
+  }
+}
+
+}  // namespace
+
+void cpu_gemm_epilogue(const GemmArgs& g) {
+  check_gemm_epilogue(g);
+  if (!g.bias && !g.pre && !g.gelu) return;
+  dispatch_floating(g.dtype, "gemm epilogue", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_integral_v<T>) epilogue_rows<T>(g);
+  });
+}
+
+void cpu_gemm_a_row_sums(const GemmArgs& g) {
+  check_gemm_epilogue(g);
+  if (!g.a_row_sums) return;
+  dispatch_floating(g.dtype, "gemm a_row_sums", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_integral_v<T>) {
+      using X = acc_t<T>;
+      const T* a = static_cast<const T*>(g.a);
+      T* out = static_cast<T*>(g.a_row_sums);
+      // op(A)[i, p] is a[p * lda + i] when A is stored transposed ([k, m]), else a[i * lda + p].
+      std::vector<X> sums(static_cast<size_t>(g.m), X(0));
+      if (g.trans_a) {
+        for (int64_t p = 0; p < g.k; ++p)
+          for (int64_t i = 0; i < g.m; ++i) sums[i] += static_cast<X>(a[p * g.lda + i]);
+      } else {
+        for (int64_t i = 0; i < g.m; ++i)
+          for (int64_t p = 0; p < g.k; ++p) sums[i] += static_cast<X>(a[i * g.lda + p]);
+      }
+      for (int64_t i = 0; i < g.m; ++i) out[i] = T(sums[i]);
+    }
+  });
+}
+
+}  // namespace tandem::kernels
