@@ -9,6 +9,7 @@
 #include "nn/layers/embedding.h"
 #include "nn/layers/layer_norm.h"
 #include "nn/layers/linear.h"
+#include "runtime/autocast.h"
 #include "runtime/error.h"
 #include "runtime/ops.h"
 #include "runtime/ops/attention.h"
@@ -142,6 +143,14 @@ Tensor GPT::hidden(const Tensor& ids) {
                "GPT: token ids have dtype {}; expected i64 or i32", dtype_name(ids.dtype()));
   const int64_t t = ids.size(1);
   TANDEM_CHECK(t >= 1 && t <= cfg_.context, "GPT: sequence of {} tokens; the context holds 1 to {}", t, cfg_.context);
+  // Under autocast, the weights the linears (and the tied head) cast, in one launch: every linear's
+  // weight and bias and wte; not the LayerNorms' (f32 ops) nor wpe (an embedding lookup).
+  if (autocast_dtype()) {
+    std::vector<Tensor> low;
+    for (auto& [name, p] : named_parameters())
+      if (name.find("ln_") == std::string::npos && name.rfind("wpe.", 0) != 0) low.push_back(p);
+    autocast_prefetch(low);
+  }
   Tensor pos = Tensor::arange(t, DType::i64, ids.device());
   Tensor h = (*children_[0].second)(ids) + (*children_[1].second)(pos);  // [B, T, C] + [T, C]
   for (int64_t i = 0; i < cfg_.n_layer; ++i) h = (*children_[static_cast<size_t>(2 + i)].second)(h);

@@ -5,11 +5,13 @@
 // cached for the outermost scope, so a weight used by several ops is cast once per step.
 #include "runtime/autocast.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
 #include "runtime/autograd.h"
 #include "runtime/backend/core.h"
+#include "runtime/backend/multi_tensor.h"
 
 namespace tandem {
 
@@ -35,9 +37,7 @@ thread_local AutocastStats t_stats;
 // The differentiable cast itself: the gradient flows back cast to the source dtype; to a leaf (a
 // parameter) it flows back as it is, and the leaf's accumulation widens it as it adds it to .grad
 // (one pass over the gradient instead of a cast, then an add).
-Tensor cast_with_grad(const Tensor& t, DType dtype) {
-  Tensor out = Tensor::empty(t.shape(), dtype, t.device());
-  kernels::cast(t.device())(t, out);
+Tensor record_cast(const Tensor& t, const Tensor& out) {
   DType src = t.dtype();
   const bool to_leaf = t.is_leaf();
   return record("AutocastCast", {t}, out, [src, to_leaf](const std::vector<Tensor>& g) -> std::vector<Tensor> {
@@ -48,7 +48,17 @@ Tensor cast_with_grad(const Tensor& t, DType dtype) {
   });
 }
 
+Tensor cast_with_grad(const Tensor& t, DType dtype) {
+  Tensor out = Tensor::empty(t.shape(), dtype, t.device());
+  kernels::cast(t.device())(t, out);
+  return record_cast(t, out);
+}
+
 bool eligible(const Tensor& t) { return t.defined() && is_floating(t.dtype()) && t.dtype() != DType::f64; }
+// Parameters: their casts live until the outermost guard exits.
+bool cacheable(const Tensor& t) {
+  return t_depth > 0 && t.is_leaf() && t.requires_grad() && t.dtype() == DType::f32;
+}
 }  // namespace
 
 std::optional<DType> autocast_dtype() { return t_autocast; }
@@ -62,8 +72,7 @@ Tensor autocast_arg(const Tensor& t, AutocastCategory category) {
   if (!t_autocast || !eligible(t)) return t;
   DType want = autocast_target(t.dtype(), category);
   if (want == t.dtype()) return t;
-  bool cacheable = t_depth > 0 && t.is_leaf() && t.requires_grad() && t.dtype() == DType::f32;
-  if (!cacheable) {
+  if (!cacheable(t)) {
     ++t_stats.casts;
     return cast_with_grad(t, want);
   }
@@ -77,6 +86,37 @@ Tensor autocast_arg(const Tensor& t, AutocastCategory category) {
   Tensor c = cast_with_grad(t, want);
   t_cache[key] = CacheEntry{t.impl_ptr(), c};
   return c;
+}
+
+void autocast_prefetch(const std::vector<Tensor>& params) {
+  if (!t_autocast) return;
+  const DType want = *t_autocast;
+  std::vector<Tensor> todo;
+  for (const Tensor& t : params) {
+    if (!eligible(t) || !cacheable(t)) continue;
+    auto it = t_cache.find(CacheKey{t.impl(), want, GradMode::is_enabled()});
+    if (it == t_cache.end() || it->second.source.lock() != t.impl_ptr()) todo.push_back(t);
+  }
+  while (!todo.empty()) {  // one list per device
+    const Device device = todo[0].device();
+    std::vector<Tensor> src, dst, rest;
+    for (const Tensor& t : todo) {
+      if (t.device() != device) {
+        rest.push_back(t);
+      } else if (std::find_if(src.begin(), src.end(), [&](const Tensor& s) { return s.impl() == t.impl(); }) ==
+                 src.end()) {
+        src.push_back(t);
+        dst.push_back(Tensor::empty(t.shape(), want, device));
+      }
+    }
+    kernels::multi_tensor_cast(device)(src, dst);
+    for (size_t i = 0; i < src.size(); ++i) {
+      ++t_stats.casts;
+      t_cache[CacheKey{src[i].impl(), want, GradMode::is_enabled()}] = CacheEntry{src[i].impl_ptr(),
+                                                                                 record_cast(src[i], dst[i])};
+    }
+    todo = std::move(rest);
+  }
 }
 
 void autocast_clear_cache() { t_cache.clear(); }

@@ -3,6 +3,7 @@
 // norms and reductions in f32. Op entry points call autocast_arg on each floating input.
 #pragma once
 #include <optional>
+#include <vector>
 
 #include "runtime/tensor.h"
 
@@ -18,6 +19,11 @@ std::optional<DType> autocast_dtype();
 // Casts of f32 leaves that require grad (parameters) are cached until the outermost guard exits, so
 // wrap the forward pass (not backward and the optimizer step) in the guard, as in PyTorch.
 Tensor autocast_arg(const Tensor& t, AutocastCategory category);
+
+// Casts, in one multi-tensor launch per device, those of `params` that autocast_arg would cast and
+// cache for a LowPrecision op (f32 leaves requiring grad), and caches them: a model of many small
+// weights pays one launch for their casts instead of one each. Nothing outside a guard.
+void autocast_prefetch(const std::vector<Tensor>& params);
 
 // The dtype an input of dtype `input` gets for an op of `category` under the current state.
 DType autocast_target(DType input, AutocastCategory category);

@@ -28,7 +28,35 @@ void check_multi_tensor_lists(const char* what, const std::vector<Tensor>& param
   }
 }
 
+void check_multi_tensor_cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) {
+  TANDEM_CHECK(src.size() == dst.size(), "multi_tensor_cast: {} sources for {} destinations", src.size(), dst.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    const Tensor &s = src[i], &d = dst[i];
+    TANDEM_CHECK(s.defined() && d.defined() && s.numel() == d.numel() && s.device() == d.device(),
+                 "multi_tensor_cast: pair {} is {} on {} -> {} on {}", i, s.defined() ? shape_str(s.shape()) : "undefined",
+                 s.defined() ? s.device().str() : "-", d.defined() ? shape_str(d.shape()) : "undefined",
+                 d.defined() ? d.device().str() : "-");
+    TANDEM_CHECK(is_floating(s.dtype()) && is_floating(d.dtype()) && s.dtype() == src[0].dtype() &&
+                     d.dtype() == dst[0].dtype() && s.device() == src[0].device(),
+                 "multi_tensor_cast: pair {} is {} -> {} on {}; the list casts floating {} -> {} on {}", i,
+                 dtype_name(s.dtype()), dtype_name(d.dtype()), s.device().str(), dtype_name(src[0].dtype()),
+                 dtype_name(dst[0].dtype()), src[0].device().str());
+  }
+}
+
 namespace {
+
+void cpu_cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) {
+  check_multi_tensor_cast(src, dst);
+  std::vector<TensorChunk> chunks = make_chunks(src);
+#pragma omp parallel for schedule(static) if (chunks.size() > 1)
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const TensorChunk& ch = chunks[c];
+    const Tensor &s = src[static_cast<size_t>(ch.tensor)], &d = dst[static_cast<size_t>(ch.tensor)];
+    convert_host(static_cast<const char*>(s.data_ptr()) + ch.start * int64_t(s.element_size()), s.dtype(),
+                 static_cast<char*>(d.data_ptr()) + ch.start * int64_t(d.element_size()), d.dtype(), ch.length);
+  }
+}
 
 void set_found_inf(Tensor& found_inf) {
   TANDEM_CHECK(found_inf.defined() && found_inf.numel() == 1 && found_inf.dtype() == DType::f32,
@@ -197,6 +225,7 @@ void cpu_sgd(const MultiTensorSgdArgs& a) {
 }
 
 TANDEM_REGISTER_KERNEL(multi_tensor_zero, DeviceKind::CPU, cpu_zero);
+TANDEM_REGISTER_KERNEL(multi_tensor_cast, DeviceKind::CPU, cpu_cast);
 TANDEM_REGISTER_KERNEL(multi_tensor_unscale, DeviceKind::CPU, cpu_unscale);
 TANDEM_REGISTER_KERNEL(multi_tensor_sum_squares_check, DeviceKind::CPU, cpu_sum_squares_check);
 TANDEM_REGISTER_KERNEL(multi_tensor_adam, DeviceKind::CPU, cpu_adam);

@@ -63,6 +63,11 @@ struct MultiTensorSgdArgs {
 TANDEM_KERNEL(multi_tensor_adam, void(const MultiTensorAdamArgs& args));
 TANDEM_KERNEL(multi_tensor_sgd, void(const MultiTensorSgdArgs& args));
 
+// dst[i] = src[i] converted, for each pair (equal numel, one device; every src of one floating dtype,
+// every dst of another). Autocast's casts of a model's parameters: one launch instead of one each.
+TANDEM_KERNEL(multi_tensor_cast, void(const std::vector<Tensor>& src, const std::vector<Tensor>& dst));
+void check_multi_tensor_cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst);
+
 // Checks shared by the backends: lists of equal length, matching numel, one device.
 void check_multi_tensor_lists(const char* what, const std::vector<Tensor>& params,
                               const std::vector<const std::vector<Tensor>*>& others, size_t hypers);

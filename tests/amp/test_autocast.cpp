@@ -3,6 +3,8 @@
 // enabled=false.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/ops.h"
@@ -137,4 +139,37 @@ TEST(Autocast, ParameterGradientsAreWidenedAsTheyAccumulate) {
   loss_of(false).backward();  // .grad exists: the bf16 part added to it in place
   std::vector<float> g2 = w.grad().to_vector<float>();
   for (size_t i = 0; i < g.size(); ++i) EXPECT_EQ(g2[i], g[i] + bf[i]) << i;
+}
+
+// autocast_prefetch casts the parameters LowPrecision ops will cast, in one list, and caches them:
+// the ops then hit the cache, and values and gradients equal those without the prefetch.
+TEST(Autocast, PrefetchCachesTheCastsAndChangesNoResult) {
+  Tensor x = Tensor::ones({3, 6});
+  auto run = [&](bool prefetch) {
+    Tensor w1 = leaf({5, 6}, 31), b1 = leaf({5}, 32), w2 = leaf({4, 5}, 33);
+    Tensor frozen = leaf({4}, 34).detach();  // no grad: never cached, so not prefetched
+    autocast_reset_stats();
+    Tensor loss;
+    {
+      AutocastGuard guard(DType::bf16);
+      if (prefetch) autocast_prefetch({w1, b1, w2, frozen, w1});
+      loss = ops::sum(ops::linear(ops::linear(x, w1, b1), w2, frozen));
+    }
+    AutocastStats s = autocast_stats();
+    loss.backward();
+    return std::make_tuple(s, loss.item(), w1.grad().to_vector<float>(), b1.grad().to_vector<float>(),
+                           w2.grad().to_vector<float>());
+  };
+  auto [s0, l0, gw1_0, gb1_0, gw2_0] = run(false);
+  auto [s1, l1, gw1_1, gb1_1, gw2_1] = run(true);
+  EXPECT_EQ(s0.cache_hits, 0);
+  EXPECT_EQ(s1.cache_hits, 3) << "w1, b1 and w2 come from the prefetch";
+  EXPECT_EQ(s1.casts, s0.casts) << "the same casts, made earlier (w1 listed twice is cast once)";
+  EXPECT_EQ(l1, l0);
+  EXPECT_EQ(gw1_1, gw1_0);
+  EXPECT_EQ(gb1_1, gb1_0);
+  EXPECT_EQ(gw2_1, gw2_0);
+  autocast_reset_stats();
+  autocast_prefetch({leaf({2, 2}, 35)});  // outside a guard: nothing
+  EXPECT_EQ(autocast_stats().casts, 0);
 }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "nn/optim/adam.h"
 #include "nn/optim/fused_adam.h"
@@ -70,6 +71,40 @@ TEST(MultiTensorSim, ZeroClearsEveryTensorOnBothBackends) {
         EXPECT_EQ(after[k], before[k]) << dev.str() << " neighbour " << k;
       }
   }
+}
+
+// Each pair cast as the single-tensor cast does it, on both backends, f32 <-> bf16/f16 and f64 -> f32;
+// a destination that is a view at an odd element offset (no 16-byte packs) leaves its neighbours.
+TEST(MultiTensorSim, CastMatchesTheSingleTensorCast) {
+  const std::vector<std::pair<DType, DType>> pairs{
+      {DType::f32, DType::bf16}, {DType::f32, DType::f16}, {DType::bf16, DType::f32}, {DType::f64, DType::f32}};
+  for (auto [from, to] : pairs)
+    for (Device dev : {kCPU, kSim}) {
+      SCOPED_TRACE(std::string(dtype_name(from)) + " -> " + dtype_name(to) + " on " + dev.str());
+      std::vector<Tensor> src = randoms(kShapes, from, 9, -300, 300), dst;
+      for (Tensor& t : src) {
+        t = t.to(dev);
+        dst.push_back(Tensor::empty(t.shape(), to, dev));
+      }
+      Tensor outer = Tensor::full({40}, 5.0, to, dev);
+      const size_t esize = outer.element_size();
+      src.push_back(randoms({{30}}, from, 10)[0].to(dev));
+      dst.push_back(Tensor::from_blob(static_cast<char*>(outer.data_ptr()) + 3 * esize, {30}, to, dev, nullptr));
+      kernels::multi_tensor_cast(dev)(src, dst);
+      for (size_t i = 0; i < src.size(); ++i) {
+        Tensor want = Tensor::empty(src[i].shape(), to);
+        want.copy_(src[i].to(kCPU));  // the single-tensor cast, on the CPU
+        Tensor got = dst[i].to(kCPU);
+        EXPECT_EQ(std::memcmp(got.data_ptr(), want.data_ptr(), want.nbytes()), 0) << "pair " << i;
+      }
+      std::vector<double> o = outer.to(kCPU).to_vector<double>();
+      for (size_t k = 0; k < o.size(); ++k)
+        if (k < 3 || k >= 33) EXPECT_EQ(o[k], 5.0) << "neighbour " << k;
+    }
+  Tensor a = Tensor::zeros({4}), b = Tensor::zeros({4}, DType::bf16), c = Tensor::zeros({4}, DType::f16);
+  EXPECT_THROW(kernels::multi_tensor_cast(kCPU)({a, a}, {b, c}), Error) << "two destination dtypes";
+  EXPECT_THROW(kernels::multi_tensor_cast(kSim)({a.to(kSim)}, {Tensor::zeros({5}, DType::bf16, kSim)}), Error)
+      << "numel differs";
 }
 
 TEST(MultiTensorSim, UnscaleAndSumSquaresMatchCpu) {
