@@ -428,6 +428,81 @@ __global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __
   }
 }
 
+// dx as ln_backward_dx_warp_kernel, and in the same pass over x and dy the weight's and bias's
+// gradient terms (dy * xhat, dy) summed per column: a lane keeps its columns' sums over the rows its
+// warp visits (at most kFusedColumns / 32 a lane: D <= kFusedColumns); the block's warps add theirs
+// in warp order in shared memory; block b writes column d's sums at part[d * gridDim.x + b], which
+// sum_splits_kernel adds in block order. The grid, and so the order, depends on M alone. Saves the
+// second read of x and dy that ln_backward_params_kernel makes.
+constexpr int kFusedColumns = 1024;
+constexpr int kFusedMaxBlocks = 256;
+
+template <class T, class S, int V>
+__global__ void ln_backward_fused_warp_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+                                              int64_t M, int64_t D, const S* __restrict__ mean,
+                                              const S* __restrict__ rstd, const S* __restrict__ weight,
+                                              S* __restrict__ part_w, S* __restrict__ part_b) {
+  using P = Pack<T, V>;
+  constexpr int kPacks = kFusedColumns / 32 / V;  // a lane's packs at most
+  __shared__ S sum_w[kFusedColumns], sum_b[kFusedColumns];
+  const int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), warps = int(blockDim.x / 32);
+  const int64_t packs = D / V;
+  S aw[kPacks][V], ab[kPacks][V];
+  for (int j = 0; j < kPacks; ++j)
+    for (int k = 0; k < V; ++k) aw[j][k] = ab[j][k] = S(0);
+  for (int64_t m = int64_t(blockIdx.x) * warps + warp; m < M; m += int64_t(gridDim.x) * warps) {
+    const P* xi = reinterpret_cast<const P*>(x + m * D);
+    const P* di = reinterpret_cast<const P*>(dy + m * D);
+    const S mu = mean[m], r = rstd[m];
+    S sg = S(0), sgx = S(0);
+    for (int64_t i = lane; i < packs; i += 32) {
+      const P xp = xi[i], dp = di[i];
+      for (int k = 0; k < V; ++k) {
+        const S g = static_cast<S>(to_acc(dp.v[k])) * (weight ? weight[i * V + k] : S(1));
+        sg += g;
+        sgx += g * (static_cast<S>(to_acc(xp.v[k])) - mu) * r;
+      }
+    }
+    const S inv_d = S(1) / static_cast<S>(D), a = warp_reduce(sg, SumOp{}) * inv_d,
+            bb = warp_reduce(sgx, SumOp{}) * inv_d;
+    P* out = reinterpret_cast<P*>(dx + m * D);
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      const int64_t i = lane + 32 * int64_t(j);
+      if (i >= packs) continue;
+      const P xp = xi[i], dp = di[i];
+      P o;
+      for (int k = 0; k < V; ++k) {
+        const S xhat = (static_cast<S>(to_acc(xp.v[k])) - mu) * r, dyv = static_cast<S>(to_acc(dp.v[k]));
+        const S g = dyv * (weight ? weight[i * V + k] : S(1));
+        o.v[k] = from_acc<T>(r * (g - a - xhat * bb));
+        aw[j][k] += dyv * xhat;
+        ab[j][k] += dyv;
+      }
+      out[i] = o;
+    }
+  }
+  for (int64_t d = threadIdx.x; d < D; d += blockDim.x) sum_w[d] = sum_b[d] = S(0);
+  __syncthreads();
+  for (int w = 0; w < warps; ++w) {
+    if (w == warp)
+#pragma unroll
+      for (int j = 0; j < kPacks; ++j) {
+        const int64_t i = lane + 32 * int64_t(j);
+        if (i >= packs) continue;
+        for (int k = 0; k < V; ++k) {
+          sum_w[i * V + k] += aw[j][k];
+          sum_b[i * V + k] += ab[j][k];
+        }
+      }
+    __syncthreads();
+  }
+  for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+    part_w[d * gridDim.x + blockIdx.x] = sum_w[d];
+    part_b[d * gridDim.x + blockIdx.x] = sum_b[d];
+  }
+}
+
 // f(std::integral_constant<int, V>) with V = T's 16-byte pack width when D is a multiple of it and
 // every row pointer is aligned to it, else 1.
 template <class T, class F>
@@ -530,6 +605,28 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     const DType sd = dtype_v<S>;
     const int64_t M = mean.numel(), D = M ? x.numel() / M : (dweight.defined() ? dweight.numel() : 0);
     Tensor ms = as_stat(mean, sd), rs = as_stat(rstd, sd), w = as_stat(weight, sd);
+    const bool params = (dweight.defined() || dbias.defined()) && D > 0;
+    if (dx.defined() && params && M > 0 && D <= kFusedColumns) {  // everything in one pass
+      Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
+      const int64_t blocks = std::min<int64_t>(grid_for(M, kRowWarps), kFusedMaxBlocks);
+      Tensor pw = Tensor::empty({D * blocks}, sd, dev), pb = Tensor::empty({D * blocks}, sd, dev);
+      with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
+        TANDEM_LAUNCH(ln_backward_fused_warp_kernel<T, S, decltype(v)::value>, dim3(static_cast<unsigned>(blocks)),
+                      kRowWarps * 32, 0, stream_for(dev), static_cast<const T*>(dy.data_ptr()),
+                      static_cast<const T*>(x.data_ptr()), static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms),
+                      ptr_or_null<S>(rs), ptr_or_null<S>(w), static_cast<S*>(pw.data_ptr()),
+                      static_cast<S*>(pb.data_ptr()));
+      });
+      if (gw.defined())
+        TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
+                      static_cast<const S*>(pw.data_ptr()), D, blocks, static_cast<S*>(gw.data_ptr()));
+      if (gb.defined())
+        TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
+                      static_cast<const S*>(pb.data_ptr()), D, blocks, static_cast<S*>(gb.data_ptr()));
+      store_stat(gw, dweight);
+      store_stat(gb, dbias);
+      return;
+    }
     if (dx.defined() && M > 0 && D <= kWarpRowMax) {
       with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
         TANDEM_LAUNCH(ln_backward_dx_warp_kernel<T, S, decltype(v)::value>, grid_for(M, kRowWarps), kRowWarps * 32, 0,
@@ -541,7 +638,7 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
                     static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()),
                     static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w));
     }
-    if ((dweight.defined() || dbias.defined()) && D > 0) {
+    if (params) {
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
       const int64_t splits = column_splits(M, D);
       Tensor pw = Tensor::empty({D * splits}, sd, dev), pb = Tensor::empty({D * splits}, sd, dev);
