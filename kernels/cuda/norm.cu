@@ -431,9 +431,9 @@ __global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __
 // dx as ln_backward_dx_warp_kernel, and in the same pass over x and dy the weight's and bias's
 // gradient terms (dy * xhat, dy) summed per column: a lane keeps its columns' sums over the rows its
 // warp visits (at most kFusedColumns / 32 a lane: D <= kFusedColumns); the block's warps add theirs
-// in warp order in shared memory; block b writes column d's sums at part[d * gridDim.x + b], which
-// sum_splits_kernel adds in block order. The grid, and so the order, depends on M alone. Saves the
-// second read of x and dy that ln_backward_params_kernel makes.
+// in warp order in shared memory; block b writes row b of part [blocks, 2D] (the weight's D columns,
+// then the bias's), which ln_params_from_blocks_kernel sums in block order. The grid, and so the
+// order, depends on M alone. Saves the second read of x and dy that ln_backward_params_kernel makes.
 constexpr int kFusedColumns = 1024;
 constexpr int kFusedMaxBlocks = 256;
 
@@ -441,7 +441,7 @@ template <class T, class S, int V>
 __global__ void ln_backward_fused_warp_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
                                               int64_t M, int64_t D, const S* __restrict__ mean,
                                               const S* __restrict__ rstd, const S* __restrict__ weight,
-                                              S* __restrict__ part_w, S* __restrict__ part_b) {
+                                              S* __restrict__ part) {
   using P = Pack<T, V>;
   constexpr int kPacks = kFusedColumns / 32 / V;  // a lane's packs at most
   __shared__ S sum_w[kFusedColumns], sum_b[kFusedColumns];
@@ -497,9 +497,33 @@ __global__ void ln_backward_fused_warp_kernel(const T* __restrict__ dy, const T*
       }
     __syncthreads();
   }
+  S* row = part + int64_t(blockIdx.x) * 2 * D;
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
-    part_w[d * gridDim.x + blockIdx.x] = sum_w[d];
-    part_b[d * gridDim.x + blockIdx.x] = sum_b[d];
+    row[d] = sum_w[d];
+    row[D + d] = sum_b[d];
+  }
+}
+
+// dweight[c] and dbias[c] from part [rows, 2D] (ln_backward_fused_warp_kernel's per-block sums):
+// column sums as reduce.cuh's (32 columns a block, kColumnRowLanes row lanes each adding its rows in
+// order, then the lanes in order). Either output may be null.
+template <class S>
+__global__ void ln_params_from_blocks_kernel(const S* __restrict__ part, int64_t rows, int64_t D,
+                                             S* __restrict__ dweight, S* __restrict__ dbias) {
+  __shared__ S lanes[kColumnRowLanes][33];
+  const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
+  S acc = S(0);
+  if (c < 2 * D)
+    for (int64_t r = threadIdx.y; r < rows; r += kColumnRowLanes) acc += part[r * 2 * D + c];
+  lanes[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < 2 * D) {
+    for (int l = 1; l < kColumnRowLanes; ++l) acc += lanes[l][threadIdx.x];
+    if (c < D) {
+      if (dweight) dweight[c] = acc;
+    } else if (dbias) {
+      dbias[c - D] = acc;
+    }
   }
 }
 
@@ -609,20 +633,17 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     if (dx.defined() && params && M > 0 && D <= kFusedColumns) {  // everything in one pass
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
       const int64_t blocks = std::min<int64_t>(grid_for(M, kRowWarps), kFusedMaxBlocks);
-      Tensor pw = Tensor::empty({D * blocks}, sd, dev), pb = Tensor::empty({D * blocks}, sd, dev);
+      Tensor part = Tensor::empty({blocks * 2 * D}, sd, dev);
       with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
         TANDEM_LAUNCH(ln_backward_fused_warp_kernel<T, S, decltype(v)::value>, dim3(static_cast<unsigned>(blocks)),
                       kRowWarps * 32, 0, stream_for(dev), static_cast<const T*>(dy.data_ptr()),
                       static_cast<const T*>(x.data_ptr()), static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms),
-                      ptr_or_null<S>(rs), ptr_or_null<S>(w), static_cast<S*>(pw.data_ptr()),
-                      static_cast<S*>(pb.data_ptr()));
+                      ptr_or_null<S>(rs), ptr_or_null<S>(w), static_cast<S*>(part.data_ptr()));
       });
-      if (gw.defined())
-        TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
-                      static_cast<const S*>(pw.data_ptr()), D, blocks, static_cast<S*>(gw.data_ptr()));
-      if (gb.defined())
-        TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
-                      static_cast<const S*>(pb.data_ptr()), D, blocks, static_cast<S*>(gb.data_ptr()));
+      TANDEM_LAUNCH(ln_params_from_blocks_kernel<S>, dim3(static_cast<unsigned>((2 * D + 31) / 32)),
+                    dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const S*>(part.data_ptr()), blocks, D,
+                    gw.defined() ? static_cast<S*>(gw.data_ptr()) : nullptr,
+                    gb.defined() ? static_cast<S*>(gb.data_ptr()) : nullptr);
       store_stat(gw, dweight);
       store_stat(gb, dbias);
       return;
