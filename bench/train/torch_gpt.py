@@ -16,9 +16,25 @@ import math
 import os
 import sys
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+def _blas_threads_from_argv(argv):
+    """A BLAS that keeps its own thread pool (Debian's OpenBLAS pthreads) sizes it from
+    OPENBLAS_NUM_THREADS / OMP_NUM_THREADS when torch is imported, and torch.set_num_threads does not
+    reach it: without this, --threads 1 measured PyTorch on both cores of a 2-core VM (5,524 tokens/s
+    instead of 3,434). --threads N sets both before the import unless the caller set them."""
+    for i, arg in enumerate(argv):
+        value = arg.split("=", 1)[1] if arg.startswith("--threads=") else (
+            argv[i + 1] if arg == "--threads" and i + 1 < len(argv) else None)
+        if value:
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", value)
+            os.environ.setdefault("OMP_NUM_THREADS", value)
+
+
+_blas_threads_from_argv(sys.argv[1:])
+
+import torch  # noqa: E402  (after the BLAS thread count is set)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_step  # noqa: E402  (the shared timing loop)
