@@ -392,6 +392,25 @@ __global__ void ln_forward_warp_kernel(const T* __restrict__ x, T* __restrict__ 
   }
 }
 
+// The two row means of LayerNorm's dx, over a warp's row in packs of V: a = mean(g) and
+// bb = mean(g * xhat), g = dy * weight. Every lane gets both.
+template <class T, class S, int V>
+__device__ __forceinline__ void row_means(const Pack<T, V>* xi, const Pack<T, V>* di, int64_t packs, int lane, S mu,
+                                          S r, const S* __restrict__ weight, int64_t D, S& a, S& bb) {
+  S sg = S(0), sgx = S(0);
+  for (int64_t i = lane; i < packs; i += 32) {
+    const Pack<T, V> xp = xi[i], dp = di[i];
+    for (int k = 0; k < V; ++k) {
+      const S g = static_cast<S>(to_acc(dp.v[k])) * (weight ? weight[i * V + k] : S(1));
+      sg += g;
+      sgx += g * (static_cast<S>(to_acc(xp.v[k])) - mu) * r;
+    }
+  }
+  const S inv_d = S(1) / static_cast<S>(D);
+  a = warp_reduce(sg, SumOp{}) * inv_d;
+  bb = warp_reduce(sgx, SumOp{}) * inv_d;
+}
+
 template <class T, class S, int V>
 __global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
                                            int64_t M, int64_t D, const S* __restrict__ mean,
@@ -403,17 +422,8 @@ __global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __
     const P* xi = reinterpret_cast<const P*>(x + m * D);
     const P* di = reinterpret_cast<const P*>(dy + m * D);
     const S mu = mean[m], r = rstd[m];
-    S sg = S(0), sgx = S(0);
-    for (int64_t i = lane; i < packs; i += 32) {
-      const P xp = xi[i], dp = di[i];
-      for (int k = 0; k < V; ++k) {
-        const S g = static_cast<S>(to_acc(dp.v[k])) * (weight ? weight[i * V + k] : S(1));
-        sg += g;
-        sgx += g * (static_cast<S>(to_acc(xp.v[k])) - mu) * r;
-      }
-    }
-    const S inv_d = S(1) / static_cast<S>(D), a = warp_reduce(sg, SumOp{}) * inv_d,
-            bb = warp_reduce(sgx, SumOp{}) * inv_d;
+    S a, bb;
+    row_means<T, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
     P* out = reinterpret_cast<P*>(dx + m * D);
     for (int64_t i = lane; i < packs; i += 32) {
       const P xp = xi[i], dp = di[i];
@@ -454,17 +464,8 @@ __global__ void ln_backward_fused_warp_kernel(const T* __restrict__ dy, const T*
     const P* xi = reinterpret_cast<const P*>(x + m * D);
     const P* di = reinterpret_cast<const P*>(dy + m * D);
     const S mu = mean[m], r = rstd[m];
-    S sg = S(0), sgx = S(0);
-    for (int64_t i = lane; i < packs; i += 32) {
-      const P xp = xi[i], dp = di[i];
-      for (int k = 0; k < V; ++k) {
-        const S g = static_cast<S>(to_acc(dp.v[k])) * (weight ? weight[i * V + k] : S(1));
-        sg += g;
-        sgx += g * (static_cast<S>(to_acc(xp.v[k])) - mu) * r;
-      }
-    }
-    const S inv_d = S(1) / static_cast<S>(D), a = warp_reduce(sg, SumOp{}) * inv_d,
-            bb = warp_reduce(sgx, SumOp{}) * inv_d;
+    S a, bb;
+    row_means<T, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
     P* out = reinterpret_cast<P*>(dx + m * D);
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
