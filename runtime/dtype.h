@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "runtime/backend/common/half.h"
 #include "runtime/error.h"
@@ -42,6 +43,8 @@ template <class T> struct acc_type { using type = T; };
 template <> struct acc_type<half> { using type = float; };
 template <> struct acc_type<bfloat16> { using type = float; };
 template <class T> using acc_t = typename acc_type<T>::type;
+// Whether T is one of the floating storage types (f16, bf16, f32, f64).
+template <class T> constexpr bool is_floating_type_v = std::is_floating_point_v<acc_t<T>>;
 
 enum class DTypeSet { All, Floating, Float32Or64 };
 

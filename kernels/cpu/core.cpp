@@ -32,14 +32,8 @@ void cpu_cast(const Tensor& src, Tensor& dst) {
   convert_host(src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), src.numel());
 }
 
-template <class T>
-constexpr bool kFloating = std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
-
 void cpu_axpy(Tensor& dst, const Tensor& src, double alpha) {
-  TANDEM_CHECK(src.numel() == dst.numel() && (src.dtype() == dst.dtype() || (is_floating(src.dtype()) && is_floating(dst.dtype()))),
-               "axpy: dst {} {} vs src {} {} (same numel; dtypes equal or both floating)", dtype_name(dst.dtype()),
-               shape_str(dst.shape()), dtype_name(src.dtype()), shape_str(src.shape()));
-  auto run = [&](auto dtag, auto stag) {
+  dispatch_axpy(dst, src, [&](auto dtag, auto stag) {
     using D = decltype(dtag);
     using S = decltype(stag);
     using A = acc_t<D>;
@@ -48,15 +42,6 @@ void cpu_axpy(Tensor& dst, const Tensor& src, double alpha) {
     const A a = static_cast<A>(alpha);
     const int64_t n = dst.numel();
     for (int64_t i = 0; i < n; ++i) d[i] = D(static_cast<A>(d[i]) + a * static_cast<A>(static_cast<acc_t<S>>(s[i])));
-  };
-  dispatch(dst.dtype(), [&](auto dtag) {
-    using D = decltype(dtag);
-    if (src.dtype() == dst.dtype()) return run(dtag, dtag);
-    if constexpr (kFloating<D>) {
-      dispatch(src.dtype(), [&](auto stag) {
-        if constexpr (kFloating<decltype(stag)>) run(dtag, stag);
-      });
-    }
   });
 }
 

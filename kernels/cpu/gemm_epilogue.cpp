@@ -54,7 +54,7 @@ void cpu_gemm_epilogue(const GemmArgs& g) {
   if (!g.bias && !g.pre && !g.gelu) return;
   dispatch_floating(g.dtype, "gemm epilogue", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!std::is_integral_v<T>) epilogue_rows<T>(g);
+    if constexpr (is_floating_type_v<T>) epilogue_rows<T>(g);
   });
 }
 
@@ -63,7 +63,7 @@ void cpu_gemm_a_row_sums(const GemmArgs& g) {
   if (!g.a_row_sums) return;
   dispatch_floating(g.dtype, "gemm a_row_sums", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!std::is_integral_v<T>) {
+    if constexpr (is_floating_type_v<T>) {
       using X = acc_t<T>;
       const T* a = static_cast<const T*>(g.a);
       T* out = static_cast<T*>(g.a_row_sums);

@@ -73,4 +73,38 @@ T scalar_as(double v) {
   else return static_cast<T>(v);
 }
 
+// One element converted as the CPU backend converts it (convert_host: 16-bit floats through float).
+template <class S, class D>
+__device__ __forceinline__ D cast_one(S x) {
+  if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16>) return D(static_cast<float>(x));
+  else if constexpr (std::is_same_v<S, half> || std::is_same_v<S, bfloat16>) return static_cast<D>(static_cast<float>(x));
+  else return static_cast<D>(x);
+}
+
+// Elements of a conversion S -> D a thread moves at once: the wider type's 16-byte pack (the f32 <->
+// bf16 casts of a bf16 step move twice to four times the bytes of a one-element load).
+template <class S, class D>
+constexpr int kCastWidth = kPackWidth<S> < kPackWidth<D> ? kPackWidth<S> : kPackWidth<D>;
+
+// dst[i] = cast_one(src[i]) for i < n, thread t of `threads` taking every threads-th item: packs of
+// kCastWidth elements where `packed` (both pointers aligned to their packs), then the tail. The cast
+// kernel (a grid over one tensor) and the multi-tensor one (a block per chunk) both run it.
+template <class S, class D>
+__device__ __forceinline__ void cast_elements(const S* __restrict__ src, D* __restrict__ dst, int64_t n, bool packed,
+                                              int64_t t, int64_t threads) {
+  constexpr int V = kCastWidth<S, D>;
+  int64_t start = 0;
+  if (V > 1 && packed) {
+    const int64_t packs = n / V;
+    for (int64_t i = t; i < packs; i += threads) {
+      const Pack<S, V> in = reinterpret_cast<const Pack<S, V>*>(src)[i];
+      Pack<D, V> out;
+      for (int k = 0; k < V; ++k) out.v[k] = cast_one<S, D>(in.v[k]);
+      reinterpret_cast<Pack<D, V>*>(dst)[i] = out;
+    }
+    start = packs * V;
+  }
+  for (int64_t i = start + t; i < n; i += threads) dst[i] = cast_one<S, D>(src[i]);
+}
+
 }  // namespace tandem::TANDEM_CUDA_NS

@@ -14,35 +14,9 @@ void check_on_device(const char* what, Device device, std::initializer_list<cons
 
 namespace {
 
-// One element converted as the CPU backend converts it (convert_host: 16-bit floats through float).
-template <class S, class D>
-__device__ __forceinline__ D cast_one(S x) {
-  if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16>) return D(static_cast<float>(x));
-  else if constexpr (std::is_same_v<S, half> || std::is_same_v<S, bfloat16>) return static_cast<D>(static_cast<float>(x));
-  else return static_cast<D>(x);
-}
-
-// Vec: V elements a thread access, packs of the wider type 16 bytes (both pointers aligned to their
-// pack): the f32 <-> bf16 casts of a bf16 step (the [tokens, vocab] logits among them) move twice
-// to four times the bytes of a load instruction of one element.
-template <class S, class D>
-constexpr int kCastWidth = kPackWidth<S> < kPackWidth<D> ? kPackWidth<S> : kPackWidth<D>;
-
 template <class S, class D, bool Vec>
 __global__ void cast_kernel(const S* __restrict__ src, D* __restrict__ dst, int64_t n) {
-  constexpr int V = kCastWidth<S, D>;
-  int64_t start = 0;
-  if constexpr (Vec) {
-    const int64_t packs = n / V;
-    for (int64_t i = global_thread(); i < packs; i += grid_threads()) {
-      const Pack<S, V> in = reinterpret_cast<const Pack<S, V>*>(src)[i];
-      Pack<D, V> out;
-      for (int k = 0; k < V; ++k) out.v[k] = cast_one<S, D>(in.v[k]);
-      reinterpret_cast<Pack<D, V>*>(dst)[i] = out;
-    }
-    start = packs * V;
-  }
-  for (int64_t i = start + global_thread(); i < n; i += grid_threads()) dst[i] = cast_one<S, D>(src[i]);
+  cast_elements(src, dst, n, Vec, global_thread(), grid_threads());
 }
 
 // dst += alpha * src (autograd's gradient accumulation: a 16-bit gradient of an autocast region added
@@ -65,9 +39,6 @@ __global__ void axpy_kernel(D* __restrict__ dst, const S* __restrict__ src, int6
   for (int64_t i = start + global_thread(); i < n; i += grid_threads())
     dst[i] = from_acc<D>(to_acc(dst[i]) + alpha * cast_one<S, acc_t<D>>(src[i]));
 }
-
-template <class T>
-constexpr bool kFloating = std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 void fill(Tensor& dst, double value) {
   check_on_device("fill", dst.device(), {&dst});
@@ -106,28 +77,16 @@ void cast(const Tensor& src, Tensor& dst) {
 
 void axpy(Tensor& dst, const Tensor& src, double alpha) {
   check_on_device("axpy", dst.device(), {&dst, &src});
-  TANDEM_CHECK(src.numel() == dst.numel() && (src.dtype() == dst.dtype() || (is_floating(src.dtype()) && is_floating(dst.dtype()))),
-               "axpy: dst {} {} vs src {} {} (same numel; dtypes equal or both floating)", dtype_name(dst.dtype()),
-               shape_str(dst.shape()), dtype_name(src.dtype()), shape_str(src.shape()));
   const int64_t n = dst.numel();
-  if (n == 0) return;
-  auto launch = [&](auto dtag, auto stag) {
+  kernels::dispatch_axpy(dst, src, [&](auto dtag, auto stag) {
     using D = decltype(dtag);
     using S = decltype(stag);
+    if (n == 0) return;
     constexpr int V = kCastWidth<S, D>;
     const bool vec = V > 1 && aligned_to(dst.data_ptr(), V * sizeof(D)) && aligned_to(src.data_ptr(), V * sizeof(S));
     TANDEM_LAUNCH(vec ? axpy_kernel<D, S, true> : axpy_kernel<D, S, false>, grid_for(n, kBlock * (vec ? V : 1)),
                   kBlock, 0, stream_for(dst.device()), static_cast<D*>(dst.data_ptr()),
                   static_cast<const S*>(src.data_ptr()), n, static_cast<acc_t<D>>(alpha));
-  };
-  dispatch(dst.dtype(), [&](auto dtag) {
-    using D = decltype(dtag);
-    if (src.dtype() == dst.dtype()) return launch(dtag, dtag);
-    if constexpr (kFloating<D>) {
-      dispatch(src.dtype(), [&](auto stag) {
-        if constexpr (kFloating<decltype(stag)>) launch(dtag, stag);
-      });
-    }
   });
 }
 

@@ -58,7 +58,7 @@ __global__ void a_row_sums_kernel(const T* __restrict__ a, int64_t lda, bool tra
 void run_epilogue_kernels(Device device, const kernels::GemmArgs& a) {
   dispatch_floating(a.dtype, "gemm epilogue", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!std::is_integral_v<T>) {
+    if constexpr (is_floating_type_v<T>) {
       if (a.a_row_sums) {
         if (a.m > 0)
           TANDEM_LAUNCH(a_row_sums_kernel<T>, grid_for(a.m, kBlock), kBlock, 0, stream_for(device),
@@ -101,6 +101,19 @@ cudaDataType_t cuda_type(DType dtype) {
   }
 }
 
+// alpha and beta in the scale type (f64 for f64 GEMMs, f32 otherwise), as the host pointers cuBLAS
+// and cuBLASLt read.
+struct Scales {
+  explicit Scales(const kernels::GemmArgs& a)
+      : f64(a.dtype == DType::f64), a32(static_cast<float>(a.alpha)), b32(static_cast<float>(a.beta)),
+        a64(a.alpha), b64(a.beta) {}
+  const void* alpha() const { return f64 ? static_cast<const void*>(&a64) : &a32; }
+  const void* beta() const { return f64 ? static_cast<const void*>(&b64) : &b32; }
+  bool f64;
+  float a32, b32;
+  double a64, b64;
+};
+
 cublasHandle_t handle_for(Device device) {
   static std::mutex mutex;
   static std::vector<cublasHandle_t> handles;
@@ -124,13 +137,10 @@ void cublas_product(Device device, const kernels::GemmArgs& a) {
   cublasOperation_t op_b = a.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cudaDataType_t type = cuda_type(a.dtype);
   const cublasComputeType_t compute = a.dtype == DType::f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-  const float alpha32 = static_cast<float>(a.alpha), beta32 = static_cast<float>(a.beta);
-  const double alpha64 = a.alpha, beta64 = a.beta;
-  const void* alpha = a.dtype == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = a.dtype == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
+  const Scales scales(a);
   CUBLAS_CHECK(cuda::cublas().gemm_strided_batched_ex(
-      h, op_b, op_a, static_cast<int>(a.n), static_cast<int>(a.m), static_cast<int>(a.k), alpha, a.b, type,
-      static_cast<int>(a.ldb), a.stride_b, a.a, type, static_cast<int>(a.lda), a.stride_a, beta, a.c, type,
+      h, op_b, op_a, static_cast<int>(a.n), static_cast<int>(a.m), static_cast<int>(a.k), scales.alpha(), a.b, type,
+      static_cast<int>(a.ldb), a.stride_b, a.a, type, static_cast<int>(a.lda), a.stride_a, scales.beta(), a.c, type,
       static_cast<int>(a.ldc), a.stride_c, static_cast<int>(a.batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -149,7 +159,7 @@ struct LtPlan {
 struct LtDevice {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
-  std::map<std::array<int64_t, 16>, LtPlan> plans;
+  std::map<std::array<int64_t, 15>, LtPlan> plans;
 };
 
 // The largest power of two (at most 16) dividing p's address: cuBLASLt picks algorithms by it.
@@ -231,22 +241,18 @@ bool lt_gemm(Device device, const kernels::GemmArgs& a) {
     CUBLAS_CHECK(cuda::cublaslt().create(&dev.handle));
     dev.workspace = device_alloc(kLtWorkspaceBytes, device);  // kept for the process
   }
-  const std::array<int64_t, 16> key{static_cast<int64_t>(a.dtype), a.trans_a, a.trans_b, a.m, a.n, a.k, a.lda, a.ldb,
+  const std::array<int64_t, 15> key{static_cast<int64_t>(a.dtype), a.trans_a, a.trans_b, a.m, a.n, a.k, a.lda, a.ldb,
                                     a.ldc, static_cast<int64_t>(lt_epilogue(a)), alignment(a.a), alignment(a.b),
                                     alignment(a.c), alignment(a.a_row_sums ? a.a_row_sums : a.bias),
-                                    alignment(a.pre), 0};
+                                    alignment(a.pre)};
   auto it = dev.plans.find(key);
   if (it == dev.plans.end()) it = dev.plans.emplace(key, make_plan(dev, a)).first;
   const LtPlan& plan = it->second;
   if (!plan.supported) return false;
   set_epilogue_pointers(plan.desc, a);
-  const float alpha32 = static_cast<float>(a.alpha), beta32 = static_cast<float>(a.beta);
-  const double alpha64 = a.alpha, beta64 = a.beta;
-  const bool f64 = a.dtype == DType::f64;
-  const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
-  CUBLAS_CHECK(cuda::cublaslt().matmul(dev.handle, plan.desc, alpha, a.b, plan.a, a.a, plan.b, beta, a.c, plan.c, a.c,
-                                       plan.c, &plan.algo, dev.workspace, kLtWorkspaceBytes, stream));
+  const Scales scales(a);
+  CUBLAS_CHECK(cuda::cublaslt().matmul(dev.handle, plan.desc, scales.alpha(), a.b, plan.a, a.a, plan.b, scales.beta(),
+                                       a.c, plan.c, a.c, plan.c, &plan.algo, dev.workspace, kLtWorkspaceBytes, stream));
   return true;
 }
 

@@ -30,8 +30,6 @@ constexpr int kMaxBlocks = 8;
 constexpr int64_t kChunk = kernels::kMultiTensorChunk;
 constexpr int kMaxTensors = 160;
 constexpr int kMaxBlocks = 1024;
-static_assert(sizeof(void*) * 5 * kMaxTensors + 12 * kMaxTensors + 16 * kMaxBlocks < 32764,
-              "ListMeta<5> must fit a kernel's argument");
 #endif
 
 // One launch's worth of work, passed by value. D: tensors per entry (param, grad, state, ...).
@@ -44,6 +42,7 @@ struct ListMeta {
   int32_t block_chunk[kMaxBlocks];  // chunk number over the whole list (sum-of-squares partials)
   int64_t block_start[kMaxBlocks];
 };
+static_assert(sizeof(ListMeta<5>) <= 32764, "a launch's list must fit a kernel's argument (32,764 bytes)");
 
 // Splits the list into launches; launch_fn(meta, blocks) issues one.
 template <int D, class F>
@@ -125,27 +124,16 @@ __global__ void zero_kernel(ListMeta<1> m) {
   for (int64_t i = head + threadIdx.x; i < len; i += blockDim.x) x[i] = U(0);
 }
 
-// D = 2: source, destination. Packs of V elements where both chunk starts are aligned to them.
+// D = 2: source, destination; converted as the single-tensor cast does (cast_elements).
 template <class S, class D>
 __global__ void cast_chunk_kernel(ListMeta<2> m) {
   const int slot = m.block_tensor[blockIdx.x];
   const int64_t start = m.block_start[blockIdx.x];
-  const int64_t len = chunk_length(m.numel[slot], start);
   const S* src = static_cast<const S*>(m.addr[0][slot]) + start;
   D* dst = static_cast<D*>(m.addr[1][slot]) + start;
-  constexpr int V = kPackWidth<S> < kPackWidth<D> ? kPackWidth<S> : kPackWidth<D>;
-  int64_t head = 0;
-  if (V > 1 && aligned_to(src, V * sizeof(S)) && aligned_to(dst, V * sizeof(D))) {
-    for (int64_t i = threadIdx.x; i < len / V; i += blockDim.x) {
-      const Pack<S, V> in = reinterpret_cast<const Pack<S, V>*>(src)[i];
-      Pack<D, V> out;
-      for (int k = 0; k < V; ++k) out.v[k] = from_acc<D>(static_cast<acc_t<D>>(to_acc(in.v[k])));
-      reinterpret_cast<Pack<D, V>*>(dst)[i] = out;
-    }
-    head = len / V * V;
-  }
-  for (int64_t i = head + threadIdx.x; i < len; i += blockDim.x)
-    dst[i] = from_acc<D>(static_cast<acc_t<D>>(to_acc(src[i])));
+  constexpr int V = kCastWidth<S, D>;
+  cast_elements(src, dst, chunk_length(m.numel[slot], start),
+                aligned_to(src, V * sizeof(S)) && aligned_to(dst, V * sizeof(D)), threadIdx.x, blockDim.x);
 }
 
 template <class T>
@@ -226,9 +214,6 @@ struct DeviceArray {
   DeviceArray& operator=(const DeviceArray&) = delete;
 };
 
-// dispatch() instantiates every dtype's branch; only the floating ones reach the kernels.
-template <class T>
-constexpr bool kFloating = std::is_floating_point_v<acc_t<T>>;
 
 // The tensors among `tensors` (all on `dev`) that `pick` selects, as one-pointer lists for
 // for_each_launch. False when there are none.
@@ -274,7 +259,7 @@ void dispatch_pg(DType param, DType grad, const char* what, F&& f) {
     using P = decltype(pt);  // named here: decltype(pt) inside the inner lambda is not P under g++
     dispatch_floating(grad, what, [&](auto gt) {
       using G = decltype(gt);
-      if constexpr (kFloating<P> && kFloating<G>) f(P{}, G{});
+      if constexpr (is_floating_type_v<P> && is_floating_type_v<G>) f(P{}, G{});
     });
   });
 }
@@ -310,7 +295,7 @@ void unscale(const std::vector<Tensor>& grads, double inv_scale, Tensor& found_i
     if (!gather_dtype(grads, dt, dev, "multi_tensor_unscale", ptrs, numels)) continue;
     dispatch_floating(dt, "multi_tensor_unscale", [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (kFloating<T>) for_each_launch<1>(ptrs, numels, [&](const ListMeta<1>& m, int blocks) {
+      if constexpr (is_floating_type_v<T>) for_each_launch<1>(ptrs, numels, [&](const ListMeta<1>& m, int blocks) {
         TANDEM_LAUNCH(unscale_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kBlock), 0, stream_for(dev), m,
                       inv_scale, found);
       });
@@ -331,7 +316,7 @@ double sum_squares_check(const std::vector<Tensor>& grads, Tensor& found_inf) {
     Tensor partial = Tensor::zeros({chunks}, DType::f64, dev);
     dispatch_floating(dt, "multi_tensor_sum_squares_check", [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (kFloating<T>) for_each_launch<1>(ptrs, numels, [&](const ListMeta<1>& m, int blocks) {
+      if constexpr (is_floating_type_v<T>) for_each_launch<1>(ptrs, numels, [&](const ListMeta<1>& m, int blocks) {
         TANDEM_LAUNCH(sum_squares_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kBlock), 0, stream_for(dev),
                       m, static_cast<double*>(partial.data_ptr()), found);
       });

@@ -411,6 +411,21 @@ __device__ __forceinline__ void row_means(const Pack<T, V>* xi, const Pack<T, V>
   bb = warp_reduce(sgx, SumOp{}) * inv_d;
 }
 
+// One pack of dx = r * (g - a - xhat * bb), g = dy * weight, for pack i of a row; each element's
+// dy and xhat also go to on_element(k, dy, xhat) (the one-pass kernel's parameter sums).
+template <class T, class S, int V, class F>
+__device__ __forceinline__ Pack<T, V> dx_pack(const Pack<T, V>& xp, const Pack<T, V>& dp, int64_t i, S mu, S r, S a,
+                                              S bb, const S* __restrict__ weight, F&& on_element) {
+  Pack<T, V> o;
+  for (int k = 0; k < V; ++k) {
+    const S xhat = (static_cast<S>(to_acc(xp.v[k])) - mu) * r, dyv = static_cast<S>(to_acc(dp.v[k]));
+    const S g = dyv * (weight ? weight[i * V + k] : S(1));
+    o.v[k] = from_acc<T>(r * (g - a - xhat * bb));
+    on_element(k, dyv, xhat);
+  }
+  return o;
+}
+
 template <class T, class S, int V>
 __global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
                                            int64_t M, int64_t D, const S* __restrict__ mean,
@@ -425,16 +440,8 @@ __global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __
     S a, bb;
     row_means<T, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
     P* out = reinterpret_cast<P*>(dx + m * D);
-    for (int64_t i = lane; i < packs; i += 32) {
-      const P xp = xi[i], dp = di[i];
-      P o;
-      for (int k = 0; k < V; ++k) {
-        const S xhat = (static_cast<S>(to_acc(xp.v[k])) - mu) * r;
-        const S g = static_cast<S>(to_acc(dp.v[k])) * (weight ? weight[i * V + k] : S(1));
-        o.v[k] = from_acc<T>(r * (g - a - xhat * bb));
-      }
-      out[i] = o;
-    }
+    for (int64_t i = lane; i < packs; i += 32)
+      out[i] = dx_pack<T, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {});
   }
 }
 
@@ -471,16 +478,10 @@ __global__ void ln_backward_fused_warp_kernel(const T* __restrict__ dy, const T*
     for (int j = 0; j < kPacks; ++j) {
       const int64_t i = lane + 32 * int64_t(j);
       if (i >= packs) continue;
-      const P xp = xi[i], dp = di[i];
-      P o;
-      for (int k = 0; k < V; ++k) {
-        const S xhat = (static_cast<S>(to_acc(xp.v[k])) - mu) * r, dyv = static_cast<S>(to_acc(dp.v[k]));
-        const S g = dyv * (weight ? weight[i * V + k] : S(1));
-        o.v[k] = from_acc<T>(r * (g - a - xhat * bb));
+      out[i] = dx_pack<T, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [&](int k, S dyv, S xhat) {
         aw[j][k] += dyv * xhat;
         ab[j][k] += dyv;
-      }
-      out[i] = o;
+      });
     }
   }
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) sum_w[d] = sum_b[d] = S(0);

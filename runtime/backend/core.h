@@ -16,4 +16,23 @@ TANDEM_KERNEL(cast, void(const Tensor& src, Tensor& dst));
 // gradient added to an f32 one in one pass). Gradient accumulation, optimizers.
 TANDEM_KERNEL(axpy, void(Tensor& dst, const Tensor& src, double alpha));
 
+// axpy's argument check and type dispatch, shared by the backends: f(D{}, S{}) with the C++ types of
+// dst and src (equal, or both floating).
+template <class F>
+void dispatch_axpy(const Tensor& dst, const Tensor& src, F&& f) {
+  TANDEM_CHECK(src.numel() == dst.numel() &&
+                   (src.dtype() == dst.dtype() || (is_floating(src.dtype()) && is_floating(dst.dtype()))),
+               "axpy: dst {} {} vs src {} {} (same numel; dtypes equal or both floating)", dtype_name(dst.dtype()),
+               shape_str(dst.shape()), dtype_name(src.dtype()), shape_str(src.shape()));
+  dispatch(dst.dtype(), [&](auto dtag) {
+    using D = decltype(dtag);
+    if (src.dtype() == dst.dtype()) return f(dtag, dtag);
+    if constexpr (is_floating_type_v<D>) {
+      dispatch(src.dtype(), [&](auto stag) {
+        if constexpr (is_floating_type_v<decltype(stag)>) f(dtag, stag);
+      });
+    }
+  });
+}
+
 }  // namespace tandem::kernels
