@@ -1,6 +1,7 @@
 // GELU in its tanh form (GPT-2's), forward and input gradient, for the elementwise op and the GEMM
 // epilogue: one formula for both, so a fused linear + GELU equals the two ops on the CPU.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -24,18 +25,26 @@ X gelu_tanh_grad(X g, X v) {
 }
 
 // f32 spans through Eigen's vectorised tanh (the scalar tanhf, expm1f inside, took a quarter of a
-// small GPT's training step). g == nullptr: out = gelu(x); else out = the input gradient for g.
-// out may alias x.
+// small GPT's training step), in L1-sized pieces: tanh's values live in a stack buffer, not in a
+// heap array the size of the span (4 MB for a GPT MLP's activations: an mmap and its page faults at
+// every call, and every pass over it out of cache). g == nullptr: out = gelu(x); else out = the input
+// gradient for g. out may alias x.
 inline void gelu_tanh_f32(const float* x, const float* g, float* out, int64_t n) {
+  constexpr int64_t kPiece = 1024;
   const float c1 = kSqrt2OverPi<float>, c2 = kGeluC<float>;
-  Eigen::Map<const Eigen::ArrayXf> v(x, n);
-  Eigen::Map<Eigen::ArrayXf> o(out, n);
-  Eigen::ArrayXf t = (c1 * (v + c2 * v.cube())).tanh();
-  if (!g) {
-    o = 0.5f * v * (1.0f + t);
-  } else {
-    Eigen::Map<const Eigen::ArrayXf> gv(g, n);
-    o = gv * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * (c1 * (1.0f + 3.0f * c2 * v.square())));
+  alignas(64) float tbuf[kPiece];
+  for (int64_t lo = 0; lo < n; lo += kPiece) {
+    const int64_t len = std::min(kPiece, n - lo);
+    Eigen::Map<const Eigen::ArrayXf> v(x + lo, len);
+    Eigen::Map<Eigen::ArrayXf> o(out + lo, len);
+    Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64> t(tbuf, len);
+    t = (c1 * (v + c2 * v.cube())).tanh();
+    if (!g) {
+      o = 0.5f * v * (1.0f + t);
+    } else {
+      Eigen::Map<const Eigen::ArrayXf> gv(g + lo, len);
+      o = gv * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * (c1 * (1.0f + 3.0f * c2 * v.square())));
+    }
   }
 }
 

@@ -69,27 +69,19 @@ uint16_t bf16_bits(Src v) {
   else return v.bits;
 }
 
-// One panel of W rows (element (r, p) of the operand at x[r * rs + p * ps], r < rows, p < kc) in the
-// packed layout [kcg][W][KG]; missing rows and the odd-K tail are zero.
+// One panel of W rows (element (r, p) of the operand at x[r * rs + p * ps], r < rows, p < kc, rs != 1:
+// pack_block packs transposed operands) in the packed layout [kcg][W][KG]; missing rows and the odd-K
+// tail are zero.
 template <int W, class Pk, class Src>
 void pack_panel(const Src* x, int64_t rs, int64_t ps, int rows, int64_t kc, Pk* out) {
   if constexpr (std::is_same_v<Pk, float>) {
     if (ps == 1)
       pack_transpose32<W>(reinterpret_cast<const char*>(x), rs * 4, rows, kc, reinterpret_cast<uint32_t*>(out));
-    else if (rs == 1)
-      pack_rows_f32<W>(x, ps, rows, kc, out);
     else
       for (int64_t p = 0; p < kc; ++p)
         for (int r = 0; r < W; ++r) out[p * W + r] = r < rows ? x[r * rs + p * ps] : 0.f;
   } else {
     const int64_t kcg = (kc + 1) / 2;
-    if (rs == 1) {
-      if constexpr (std::is_same_v<Src, float>)
-        pack_rows_bf16<W>(x, ps, rows, kc, out);
-      else
-        pack_rows_bf16<W>(reinterpret_cast<const uint16_t*>(x), ps, rows, kc, out);
-      return;
-    }
     int64_t g0 = 0;
     if (ps == 1) {  // bf16 pairs adjacent in memory (after rounding, for f32): a transpose of 32-bit units
       if constexpr (std::is_same_v<Src, float>) {
@@ -110,6 +102,33 @@ void pack_panel(const Src* x, int64_t rs, int64_t ps, int rows, int64_t kc, Pk* 
           out[(g * W + r) * 2 + e] = r < rows && p < kc ? bf16_bits(x[r * rs + p * ps]) : uint16_t(0);
         }
   }
+}
+
+// The np panels of a block: panel q holds rows [q * h, min(q * h + h, rows)) of the operand (element
+// (r, p) at x[r * rs + p * ps]) and starts at out + q * (packed panel size). Rows contiguous in memory
+// (rs == 1, a transposed operand): threads split K and each streams whole source rows across all panels;
+// otherwise threads split the panels.
+template <int W, class Pk, class Src>
+void pack_block(const Src* x, int64_t rs, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t kc, Pk* out,
+                int nt) {
+  constexpr int KG = std::is_same_v<Pk, float> ? 1 : 2;
+  const int64_t kcg = (kc + KG - 1) / KG, pstride = kcg * KG * W;
+  if (rs == 1) {
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && kcg >= 2 * nt)
+    for (int64_t t = 0; t < nt; ++t) {
+      const int64_t lo = kcg * t / nt, hi = kcg * (t + 1) / nt;
+      if constexpr (std::is_same_v<Pk, float>)
+        pack_rows_f32<W>(x, ps, rows, h, np, lo, hi, out, pstride);
+      else if constexpr (std::is_same_v<Src, float>)
+        pack_rows_bf16<W>(x, ps, rows, h, np, kc, lo, hi, out, pstride);
+      else
+        pack_rows_bf16<W>(reinterpret_cast<const uint16_t*>(x), ps, rows, h, np, kc, lo, hi, out, pstride);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && np > 1)
+  for (int64_t q = 0; q < np; ++q)
+    pack_panel<W>(x + q * h * rs, rs, ps, static_cast<int>(std::min(h, rows - q * h)), kc, out + q * pstride);
 }
 
 // C = beta * C when K is empty.
@@ -154,20 +173,14 @@ void run(const GemmArgs& g, const KernelTable<Pk>& kernels) {
         const int64_t kc = std::min(kKC, K - pc), kcg = (kc + KG - 1) / KG;
         const int64_t brs = g.trans_b ? g.ldb : 1, bps = g.trans_b ? 1 : g.ldb;
         const Src* bsrc = B + jc * brs + pc * bps;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && npan > 1)
-        for (int64_t q = 0; q < npan; ++q)
-          pack_panel<kNR>(bsrc + q * kNR * brs, brs, bps, static_cast<int>(std::min<int64_t>(kNR, nc - q * kNR)), kc,
-                          bp + q * kcg * KG * kNR);
+        pack_block<kNR>(bsrc, brs, bps, nc, kNR, npan, kc, bp, nt);
         for (int64_t ic = 0; ic < M; ic += kMC) {
           const int64_t mc = std::min(kMC, M - ic);
           // Rows split evenly over the panels (128 rows: 10 panels of 13 and 11, not 9 x 14 + 2).
           const int64_t mpan = (mc + kMR - 1) / kMR, h = (mc + mpan - 1) / mpan;
           const int64_t ars = g.trans_a ? 1 : g.lda, aps = g.trans_a ? g.lda : 1;
           const Src* asrc = A + ic * ars + pc * aps;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && mpan > 1)
-          for (int64_t q = 0; q < mpan; ++q)
-            pack_panel<kMR>(asrc + q * h * ars, ars, aps, static_cast<int>(std::min(h, mc - q * h)), kc,
-                            ap + q * kcg * KG * kMR);
+          pack_block<kMR>(asrc, ars, aps, mc, h, mpan, kc, ap, nt);
           TileOut base;
           base.ldc = g.ldc;
           base.ldw = nc_max;

@@ -172,14 +172,22 @@ TANDEM_AVX512 void pack_transpose32(const char* src, int64_t rs_bytes, int rows,
   }
 }
 
-// f32 panel whose source is contiguous along the panel's rows: row r of unit p at src[p * ps + r].
+// Panels whose source is contiguous along their rows (a transposed operand): unit p of source row r
+// at src[p * ps + r]. Panel q holds rows [q * h, q * h + h) of `rows` and is stored at out + q * pstride.
+// Units [p0, p1) of every panel are packed with units outermost, so each source row is read once, in
+// order, across all panels: panel by panel, the reads would stride by ps (often 4 KB) through the
+// same few L1 sets.
 template <int W>
-TANDEM_AVX512 void pack_rows_f32(const float* src, int64_t ps, int rows, int64_t kc, float* out) {
-  const __mmask16 m0 = low_mask16(rows), m1 = low_mask16(rows - 16);
-  for (int64_t p = 0; p < kc; ++p) {
-    _mm512_mask_storeu_ps(out + p * W, low_mask16(W), _mm512_maskz_loadu_ps(m0, src + p * ps));
-    if (W > 16) _mm512_mask_storeu_ps(out + p * W + 16, low_mask16(W - 16), _mm512_maskz_loadu_ps(m1, src + p * ps + 16));
-  }
+TANDEM_AVX512 void pack_rows_f32(const float* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t p0,
+                                 int64_t p1, float* out, int64_t pstride) {
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t q = 0; q < np; ++q) {
+      const int r = static_cast<int>(rows - q * h < h ? rows - q * h : h);
+      const float* s = src + p * ps + q * h;
+      float* o = out + q * pstride + p * W;
+      _mm512_mask_storeu_ps(o, low_mask16(W), _mm512_maskz_loadu_ps(low_mask16(r), s));
+      if (W > 16) _mm512_mask_storeu_ps(o + 16, low_mask16(W - 16), _mm512_maskz_loadu_ps(low_mask16(r - 16), s + 16));
+    }
 }
 
 // 32 bf16 of a source row (bf16, or f32 rounded to bf16) with lanes >= rows zero.
@@ -203,21 +211,25 @@ TANDEM_AVX512 void rows_to_bf16(const float* x, int64_t rs, int rows, int64_t kc
     }
 }
 
-// bf16 panel whose source is contiguous along the panel's rows: element (r, p) at src[p * ps + r];
-// out[(g * W + r) * 2 + e] = element (r, 2g + e), odd kc padded with zero.
+// bf16 panels as pack_rows_f32 (pair groups [g0, g1) of every panel, groups outermost): out[(g * W +
+// r) * 2 + e] of panel q = element (q * h + r, 2g + e); an odd kc's last pair is padded with zero.
 template <int W, class Src>
-TANDEM_AVX512 void pack_rows_bf16(const Src* src, int64_t ps, int rows, int64_t kc, uint16_t* out) {
+TANDEM_AVX512 void pack_rows_bf16(const Src* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t kc,
+                                  int64_t g0, int64_t g1, uint16_t* out, int64_t pstride) {
   alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
                                                    8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
   const __m512i lo_idx = _mm512_load_si512(kLo), hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
-  for (int64_t g = 0; 2 * g < kc; ++g) {
-    const __m512i r0 = row_bf16(src + 2 * g * ps, rows);
-    const __m512i r1 = 2 * g + 1 < kc ? row_bf16(src + (2 * g + 1) * ps, rows) : _mm512_setzero_si512();
-    uint16_t* o = out + g * W * 2;
-    _mm512_mask_storeu_epi16(o, W >= 16 ? __mmask32(0xffffffffu) : __mmask32((1u << (2 * W)) - 1),
-                             _mm512_permutex2var_epi16(r0, lo_idx, r1));
-    if (W > 16) _mm512_storeu_si512(o + 32, _mm512_permutex2var_epi16(r0, hi_idx, r1));
-  }
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t q = 0; q < np; ++q) {
+      const int r = static_cast<int>(rows - q * h < h ? rows - q * h : h);
+      const Src* s = src + 2 * g * ps + q * h;
+      const __m512i r0 = row_bf16(s, r);
+      const __m512i r1 = 2 * g + 1 < kc ? row_bf16(s + ps, r) : _mm512_setzero_si512();
+      uint16_t* o = out + q * pstride + g * W * 2;
+      _mm512_mask_storeu_epi16(o, W >= 16 ? __mmask32(0xffffffffu) : __mmask32((1u << (2 * W)) - 1),
+                               _mm512_permutex2var_epi16(r0, lo_idx, r1));
+      if (W > 16) _mm512_storeu_si512(o + 32, _mm512_permutex2var_epi16(r0, hi_idx, r1));
+    }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // epilogues instead (or its own kernels where cuBLASLt has none); both are tested against this.
 #include "kernels/cpu/gemm_epilogue.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/gelu.h"
@@ -28,6 +29,25 @@ void epilogue_rows(const GemmArgs& g) {
   T* pre = static_cast<T*>(g.pre);
   const T* bias = static_cast<const T*>(g.bias);
   const int64_t m = g.m, n = g.n;
+  if constexpr (std::is_same_v<X, T>) {
+    // C already holds the accumulation type: the biased value goes straight to pre (or C) and GELU
+    // reads it from there, two passes over a row instead of a copy out, a copy to pre and a copy back.
+#pragma omp parallel for schedule(static) if (m * n >= kParallelMinElements)
+    for (int64_t i = 0; i < m; ++i) {
+      T* ci = c + i * g.ldc;
+      T* v = pre ? pre + i * g.ldc : ci;
+      if (bias)
+        for (int64_t j = 0; j < n; ++j) v[j] = ci[j] + bias[j];
+      else if (pre)
+        std::copy(ci, ci + n, v);
+      if (g.gelu) {
+        if constexpr (std::is_same_v<X, float>) gelu_tanh_f32(v, nullptr, ci, n);
+        else
+          for (int64_t j = 0; j < n; ++j) ci[j] = gelu_tanh(v[j]);
+      }
+    }
+    return;
+  }
 #pragma omp parallel if (m * n >= kParallelMinElements)
   {
     std::vector<X> row(static_cast<size_t>(n));
