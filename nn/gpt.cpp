@@ -61,9 +61,10 @@ class MLP final : public Cloneable<MLP> {
 class Block final : public Cloneable<Block> {
  public:
   Block(const GPTConfig& c, Generator& scratch) {
-    register_module("ln_1", std::make_shared<LayerNorm>(Shape{c.n_embd}));
+    // The LayerNorms feed linears only: under autocast they write the low-precision dtype.
+    register_module("ln_1", std::make_shared<LayerNorm>(Shape{c.n_embd}, 1e-5, true, true));
     register_module("attn", std::make_shared<CausalSelfAttention>(c, scratch));
-    register_module("ln_2", std::make_shared<LayerNorm>(Shape{c.n_embd}));
+    register_module("ln_2", std::make_shared<LayerNorm>(Shape{c.n_embd}, 1e-5, true, true));
     register_module("mlp", std::make_shared<MLP>(c, scratch));
   }
   Tensor forward(const Tensor& x) override {
@@ -123,7 +124,7 @@ GPT::GPT(const GPTConfig& config, Generator& gen) : cfg_(config) {
   register_module("wpe", std::make_shared<Embedding>(cfg_.context, cfg_.n_embd, scratch));
   for (int64_t i = 0; i < cfg_.n_layer; ++i)
     register_module(fmt::format("h.{}", i), std::make_shared<Block>(cfg_, scratch));
-  register_module("ln_f", std::make_shared<LayerNorm>(Shape{cfg_.n_embd}));
+  register_module("ln_f", std::make_shared<LayerNorm>(Shape{cfg_.n_embd}, 1e-5, true, true));
 
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layer));
   for (auto& [name, p] : named_parameters()) {

@@ -348,8 +348,24 @@ TANDEM_REGISTER_KERNEL(batch_norm_backward_elemt, DeviceKind::CPU, cpu_bn_backwa
 
 // ---- layer norm: x viewed as [M, D] ----
 
+// A narrower y (f16/bf16 for f32 x) is computed in x's dtype and rounded once into y; a narrower dy
+// is widened first. The CUDA kernels read and write them directly; the values are the same.
+Tensor in_dtype_of(const Tensor& t, DType dt) {
+  if (t.dtype() == dt) return t;
+  Tensor out = Tensor::empty(t.shape(), dt, t.device());
+  convert_host(t.data_ptr(), t.dtype(), out.data_ptr(), dt, t.numel());
+  return out;
+}
+
 void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
                     Tensor& mean, Tensor& rstd) {
+  check_layer_norm_output_dtype("layer_norm", x.dtype(), y.dtype());
+  if (y.dtype() != x.dtype()) {
+    Tensor full = Tensor::empty(y.shape(), x.dtype(), y.device());
+    cpu_ln_forward(x, weight, bias, eps, full, mean, rstd);
+    convert_host(full.data_ptr(), full.dtype(), y.data_ptr(), y.dtype(), y.numel());
+    return;
+  }
   with_types(x.dtype(), "layer_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
@@ -378,8 +394,10 @@ void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, d
   });
 }
 
-void cpu_ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                      const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  check_layer_norm_output_dtype("layer_norm backward", x.dtype(), dy_in.dtype());
+  const Tensor dy = in_dtype_of(dy_in, x.dtype());
   with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
@@ -434,4 +452,11 @@ TANDEM_REGISTER_KERNEL(layer_norm_forward, DeviceKind::CPU, cpu_ln_forward);
 TANDEM_REGISTER_KERNEL(layer_norm_backward, DeviceKind::CPU, cpu_ln_backward);
 
 }  // namespace
+
+void check_layer_norm_output_dtype(const char* what, DType x, DType y) {
+  TANDEM_CHECK(y == x || (x == DType::f32 && (y == DType::bf16 || y == DType::f16)),
+               "{}: {} output for {} input; expected the input's dtype (or f16/bf16 for f32)", what, dtype_name(y),
+               dtype_name(x));
+}
+
 }  // namespace tandem::kernels

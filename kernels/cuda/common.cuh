@@ -8,6 +8,13 @@
 #include "kernels/cuda/backend.h"
 #include "runtime/dtype.h"
 
+// A loop unrolled by nvcc, and by the host compiler under the emulator (which ignores nvcc's pragma).
+#if defined(TANDEM_SIMT_EMULATOR)
+#define TANDEM_UNROLL _Pragma("GCC unroll 16")
+#else
+#define TANDEM_UNROLL _Pragma("unroll")
+#endif
+
 namespace tandem::TANDEM_CUDA_NS {
 
 constexpr int kBlock = 256;  // threads per block of the elementwise kernels (a multiple of 32)

@@ -46,6 +46,18 @@ Tensor stat_out(const Tensor& out, DType s) {
 template <class S>
 const S* ptr_or_null(const Tensor& t) { return t.defined() ? static_cast<const S*>(t.data_ptr()) : nullptr; }
 
+// f(Y{}) with the element type of LayerNorm's y (or its backward's dy): T's, or f16/bf16 for f32 x
+// (layer_norm_output_dtype_ok), written and read by the kernels directly: no cast launch after the
+// forward nor before the backward.
+template <class T, class F>
+void with_narrow(DType y, F&& f) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (y == DType::bf16) return f(bfloat16{});
+    if (y == DType::f16) return f(half{});
+  }
+  f(T{});
+}
+
 struct Nci {
   int64_t n, c, inner;
 };
@@ -316,8 +328,8 @@ void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, co
 
 // ---- layer norm: x as [M, D] ----
 
-template <class T, class S>
-__global__ void ln_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t M, int64_t D, S eps,
+template <class T, class Y, class S>
+__global__ void ln_forward_kernel(const T* __restrict__ x, Y* __restrict__ y, int64_t M, int64_t D, S eps,
                                   const S* __restrict__ weight, const S* __restrict__ bias, S* __restrict__ mean,
                                   S* __restrict__ rstd) {
   for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
@@ -334,7 +346,7 @@ __global__ void ln_forward_kernel(const T* __restrict__ x, T* __restrict__ y, in
     sq = block_sum(sq);
     const S r = S(1) / std::sqrt(sq / static_cast<S>(D > 1 ? D : 1) + eps);
     for (int64_t d = threadIdx.x; d < D; d += blockDim.x)
-      y[m * D + d] = from_acc<T>((static_cast<S>(to_acc(in[d])) - mu) * r * (weight ? weight[d] : S(1)) +
+      y[m * D + d] = from_acc<Y>((static_cast<S>(to_acc(in[d])) - mu) * r * (weight ? weight[d] : S(1)) +
                                  (bias ? bias[d] : S(0)));
     if (threadIdx.x == 0) {
       mean[m] = mu;
@@ -350,8 +362,8 @@ __global__ void ln_forward_kernel(const T* __restrict__ x, T* __restrict__ y, in
 constexpr int64_t kWarpRowMax = 8192;
 constexpr int kRowWarps = 8;
 
-template <class T, class S, int V>
-__global__ void ln_forward_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t M, int64_t D, S eps,
+template <class T, class Y, class S, int V>
+__global__ void ln_forward_warp_kernel(const T* __restrict__ x, Y* __restrict__ y, int64_t M, int64_t D, S eps,
                                        const S* __restrict__ weight, const S* __restrict__ bias,
                                        S* __restrict__ mean, S* __restrict__ rstd) {
   using P = Pack<T, V>;
@@ -374,13 +386,13 @@ __global__ void ln_forward_warp_kernel(const T* __restrict__ x, T* __restrict__ 
       }
     }
     const S r = S(1) / std::sqrt(warp_reduce(sq, SumOp{}) / static_cast<S>(D > 1 ? D : 1) + eps);
-    P* out = reinterpret_cast<P*>(y + m * D);
+    Pack<Y, V>* out = reinterpret_cast<Pack<Y, V>*>(y + m * D);
     for (int64_t i = lane; i < packs; i += 32) {
       const P p = in[i];
-      P o;
+      Pack<Y, V> o;
       for (int k = 0; k < V; ++k) {
         const int64_t d = i * V + k;
-        o.v[k] = from_acc<T>((static_cast<S>(to_acc(p.v[k])) - mu) * r * (weight ? weight[d] : S(1)) +
+        o.v[k] = from_acc<Y>((static_cast<S>(to_acc(p.v[k])) - mu) * r * (weight ? weight[d] : S(1)) +
                              (bias ? bias[d] : S(0)));
       }
       out[i] = o;
@@ -394,12 +406,13 @@ __global__ void ln_forward_warp_kernel(const T* __restrict__ x, T* __restrict__ 
 
 // The two row means of LayerNorm's dx, over a warp's row in packs of V: a = mean(g) and
 // bb = mean(g * xhat), g = dy * weight. Every lane gets both.
-template <class T, class S, int V>
-__device__ __forceinline__ void row_means(const Pack<T, V>* xi, const Pack<T, V>* di, int64_t packs, int lane, S mu,
+template <class T, class DY, class S, int V>
+__device__ __forceinline__ void row_means(const Pack<T, V>* xi, const Pack<DY, V>* di, int64_t packs, int lane, S mu,
                                           S r, const S* __restrict__ weight, int64_t D, S& a, S& bb) {
   S sg = S(0), sgx = S(0);
   for (int64_t i = lane; i < packs; i += 32) {
-    const Pack<T, V> xp = xi[i], dp = di[i];
+    const Pack<T, V> xp = xi[i];
+    const Pack<DY, V> dp = di[i];
     for (int k = 0; k < V; ++k) {
       const S g = static_cast<S>(to_acc(dp.v[k])) * (weight ? weight[i * V + k] : S(1));
       sg += g;
@@ -413,8 +426,8 @@ __device__ __forceinline__ void row_means(const Pack<T, V>* xi, const Pack<T, V>
 
 // One pack of dx = r * (g - a - xhat * bb), g = dy * weight, for pack i of a row; each element's
 // dy and xhat also go to on_element(k, dy, xhat) (the one-pass kernel's parameter sums).
-template <class T, class S, int V, class F>
-__device__ __forceinline__ Pack<T, V> dx_pack(const Pack<T, V>& xp, const Pack<T, V>& dp, int64_t i, S mu, S r, S a,
+template <class T, class DY, class S, int V, class F>
+__device__ __forceinline__ Pack<T, V> dx_pack(const Pack<T, V>& xp, const Pack<DY, V>& dp, int64_t i, S mu, S r, S a,
                                               S bb, const S* __restrict__ weight, F&& on_element) {
   Pack<T, V> o;
   for (int k = 0; k < V; ++k) {
@@ -426,8 +439,8 @@ __device__ __forceinline__ Pack<T, V> dx_pack(const Pack<T, V>& xp, const Pack<T
   return o;
 }
 
-template <class T, class S, int V>
-__global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+template <class T, class DY, class S, int V>
+__global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
                                            int64_t M, int64_t D, const S* __restrict__ mean,
                                            const S* __restrict__ rstd, const S* __restrict__ weight) {
   using P = Pack<T, V>;
@@ -435,13 +448,13 @@ __global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __
   const int64_t packs = D / V;
   for (int64_t m = int64_t(blockIdx.x) * warps + threadIdx.x / 32; m < M; m += int64_t(gridDim.x) * warps) {
     const P* xi = reinterpret_cast<const P*>(x + m * D);
-    const P* di = reinterpret_cast<const P*>(dy + m * D);
+    const Pack<DY, V>* di = reinterpret_cast<const Pack<DY, V>*>(dy + m * D);
     const S mu = mean[m], r = rstd[m];
     S a, bb;
-    row_means<T, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
+    row_means<T, DY, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
     P* out = reinterpret_cast<P*>(dx + m * D);
     for (int64_t i = lane; i < packs; i += 32)
-      out[i] = dx_pack<T, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {});
+      out[i] = dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {});
   }
 }
 
@@ -454,8 +467,8 @@ __global__ void ln_backward_dx_warp_kernel(const T* __restrict__ dy, const T* __
 constexpr int kFusedColumns = 1024;
 constexpr int kFusedMaxBlocks = 256;
 
-template <class T, class S, int V>
-__global__ void ln_backward_fused_warp_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+template <class T, class DY, class S, int V>
+__global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
                                               int64_t M, int64_t D, const S* __restrict__ mean,
                                               const S* __restrict__ rstd, const S* __restrict__ weight,
                                               S* __restrict__ part) {
@@ -469,16 +482,16 @@ __global__ void ln_backward_fused_warp_kernel(const T* __restrict__ dy, const T*
     for (int k = 0; k < V; ++k) aw[j][k] = ab[j][k] = S(0);
   for (int64_t m = int64_t(blockIdx.x) * warps + warp; m < M; m += int64_t(gridDim.x) * warps) {
     const P* xi = reinterpret_cast<const P*>(x + m * D);
-    const P* di = reinterpret_cast<const P*>(dy + m * D);
+    const Pack<DY, V>* di = reinterpret_cast<const Pack<DY, V>*>(dy + m * D);
     const S mu = mean[m], r = rstd[m];
     S a, bb;
-    row_means<T, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
+    row_means<T, DY, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
     P* out = reinterpret_cast<P*>(dx + m * D);
-#pragma unroll
+    TANDEM_UNROLL
     for (int j = 0; j < kPacks; ++j) {
       const int64_t i = lane + 32 * int64_t(j);
       if (i >= packs) continue;
-      out[i] = dx_pack<T, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [&](int k, S dyv, S xhat) {
+      out[i] = dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [&](int k, S dyv, S xhat) {
         aw[j][k] += dyv * xhat;
         ab[j][k] += dyv;
       });
@@ -488,7 +501,7 @@ __global__ void ln_backward_fused_warp_kernel(const T* __restrict__ dy, const T*
   __syncthreads();
   for (int w = 0; w < warps; ++w) {
     if (w == warp)
-#pragma unroll
+      TANDEM_UNROLL
       for (int j = 0; j < kPacks; ++j) {
         const int64_t i = lane + 32 * int64_t(j);
         if (i >= packs) continue;
@@ -603,19 +616,24 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
     const DType sd = dtype_v<S>;
     const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
     if (M == 0) return;
+    kernels::check_layer_norm_output_dtype("layer_norm", x.dtype(), y.dtype());
     Tensor w = as_stat(weight, sd), b = as_stat(bias, sd), ms = stat_out(mean, sd), rs = stat_out(rstd, sd);
-    if (D <= kWarpRowMax) {
-      with_row_pack<T>(D, {x.data_ptr(), y.data_ptr()}, [&](auto v) {
-        TANDEM_LAUNCH(ln_forward_warp_kernel<T, S, decltype(v)::value>, grid_for(M, kRowWarps), kRowWarps * 32, 0,
-                      stream_for(x.device()), static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), M, D,
-                      static_cast<S>(eps), ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()),
+    with_narrow<T>(y.dtype(), [&](auto yt) {
+      using Y = decltype(yt);
+      if (D <= kWarpRowMax) {
+        with_row_pack<T>(D, {x.data_ptr(), y.data_ptr()}, [&](auto v) {
+          TANDEM_LAUNCH(ln_forward_warp_kernel<T, Y, S, decltype(v)::value>, grid_for(M, kRowWarps), kRowWarps * 32, 0,
+                        stream_for(x.device()), static_cast<const T*>(x.data_ptr()), static_cast<Y*>(y.data_ptr()), M,
+                        D, static_cast<S>(eps), ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()),
+                        static_cast<S*>(rs.data_ptr()));
+        });
+      } else {
+        TANDEM_LAUNCH(ln_forward_kernel<T, Y, S>, grid_for(M, 1), threads_for(D), 0, stream_for(x.device()),
+                      static_cast<const T*>(x.data_ptr()), static_cast<Y*>(y.data_ptr()), M, D, static_cast<S>(eps),
+                      ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()),
                       static_cast<S*>(rs.data_ptr()));
-      });
-    } else {
-      TANDEM_LAUNCH(ln_forward_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(x.device()),
-                    static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), M, D, static_cast<S>(eps),
-                    ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()), static_cast<S*>(rs.data_ptr()));
-    }
+      }
+    });
     store_stat(ms, mean);
     store_stat(rs, rstd);
   });
@@ -630,17 +648,22 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     using S = decltype(s);
     const DType sd = dtype_v<S>;
     const int64_t M = mean.numel(), D = M ? x.numel() / M : (dweight.defined() ? dweight.numel() : 0);
+    kernels::check_layer_norm_output_dtype("layer_norm backward", x.dtype(), dy.dtype());
     Tensor ms = as_stat(mean, sd), rs = as_stat(rstd, sd), w = as_stat(weight, sd);
     const bool params = (dweight.defined() || dbias.defined()) && D > 0;
     if (dx.defined() && params && M > 0 && D <= kFusedColumns) {  // everything in one pass
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
       const int64_t blocks = std::min<int64_t>(grid_for(M, kRowWarps), kFusedMaxBlocks);
       Tensor part = Tensor::empty({blocks * 2 * D}, sd, dev);
-      with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
-        TANDEM_LAUNCH(ln_backward_fused_warp_kernel<T, S, decltype(v)::value>, dim3(static_cast<unsigned>(blocks)),
-                      kRowWarps * 32, 0, stream_for(dev), static_cast<const T*>(dy.data_ptr()),
-                      static_cast<const T*>(x.data_ptr()), static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms),
-                      ptr_or_null<S>(rs), ptr_or_null<S>(w), static_cast<S*>(part.data_ptr()));
+      with_narrow<T>(dy.dtype(), [&](auto dyt) {
+        using DY = decltype(dyt);
+        with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
+          TANDEM_LAUNCH(ln_backward_fused_warp_kernel<T, DY, S, decltype(v)::value>,
+                        dim3(static_cast<unsigned>(blocks)), kRowWarps * 32, 0, stream_for(dev),
+                        static_cast<const DY*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()),
+                        static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
+                        ptr_or_null<S>(w), static_cast<S*>(part.data_ptr()));
+        });
       });
       TANDEM_LAUNCH(ln_params_from_blocks_kernel<S>, dim3(static_cast<unsigned>((2 * D + 31) / 32)),
                     dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const S*>(part.data_ptr()), blocks, D,
@@ -650,15 +673,24 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
       store_stat(gb, dbias);
       return;
     }
+    // The one-pass and warp dx kernels read a narrower dy as it is; the others a copy in x's dtype.
+    Tensor dy_x = dy;
+    const auto same_dy = [&]() -> const T* {
+      if (dy_x.dtype() != x.dtype()) dy_x = as_stat(dy, x.dtype());
+      return static_cast<const T*>(dy_x.data_ptr());
+    };
     if (dx.defined() && M > 0 && D <= kWarpRowMax) {
-      with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
-        TANDEM_LAUNCH(ln_backward_dx_warp_kernel<T, S, decltype(v)::value>, grid_for(M, kRowWarps), kRowWarps * 32, 0,
-                      stream_for(dev), static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()),
-                      static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w));
+      with_narrow<T>(dy.dtype(), [&](auto dyt) {
+        using DY = decltype(dyt);
+        with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
+          TANDEM_LAUNCH(ln_backward_dx_warp_kernel<T, DY, S, decltype(v)::value>, grid_for(M, kRowWarps),
+                        kRowWarps * 32, 0, stream_for(dev), static_cast<const DY*>(dy.data_ptr()),
+                        static_cast<const T*>(x.data_ptr()), static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms),
+                        ptr_or_null<S>(rs), ptr_or_null<S>(w));
+        });
       });
     } else if (dx.defined() && M > 0) {
-      TANDEM_LAUNCH(ln_backward_dx_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(dev),
-                    static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()),
+      TANDEM_LAUNCH(ln_backward_dx_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(dev), same_dy(), static_cast<const T*>(x.data_ptr()),
                     static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w));
     }
     if (params) {
@@ -666,8 +698,8 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
       const int64_t splits = column_splits(M, D);
       Tensor pw = Tensor::empty({D * splits}, sd, dev), pb = Tensor::empty({D * splits}, sd, dev);
       TANDEM_LAUNCH(ln_backward_params_kernel<T, S>, dim3(static_cast<unsigned>((D + 31) / 32), static_cast<unsigned>(splits)),
-                    dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const T*>(dy.data_ptr()),
-                    static_cast<const T*>(x.data_ptr()), M, D, splits, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
+                    dim3(32, kColumnRowLanes), 0, stream_for(dev), same_dy(), static_cast<const T*>(x.data_ptr()), M,
+                    D, splits, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
                     static_cast<S*>(pw.data_ptr()), static_cast<S*>(pb.data_ptr()));
       if (gw.defined())
         TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),

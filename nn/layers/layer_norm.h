@@ -6,7 +6,11 @@ namespace tandem::nn {
 
 class LayerNorm : public Cloneable<LayerNorm> {
  public:
-  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  // autocast_output: under autocast, the output comes in the autocast dtype (computed in f32, rounded
+  // once), for a LayerNorm whose output feeds only low-precision ops (a GPT block's linears): what
+  // the next op would cast it to anyway, without the cast's launch and f32 round trip.
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+                     bool autocast_output = false);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "LayerNorm"; }
   const Shape& normalized_shape() const { return shape_; }
@@ -15,6 +19,7 @@ class LayerNorm : public Cloneable<LayerNorm> {
   Shape shape_;
   double eps_;
   bool affine_;
+  bool autocast_output_;
 };
 
 }  // namespace tandem::nn

@@ -72,13 +72,17 @@ TANDEM_KERNEL(batch_norm_backward_fused,
 
 // Layer norm: x viewed as [M, D] (D = the normalised trailing dims); weight/bias [D] optional.
 // y = (x - mean[m]) * rstd[m] * weight + bias, mean/rstd [M] stat dtype (saved for backward),
-// rstd = 1 / sqrt(biased var + eps).
+// rstd = 1 / sqrt(biased var + eps). y has x's dtype, or f16/bf16 for f32 x (a LayerNorm feeding a
+// low-precision op: computed in f32, rounded once on store).
 TANDEM_KERNEL(layer_norm_forward, void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                                        Tensor& y, Tensor& mean, Tensor& rstd));
-// dx [M, D], dweight [D], dbias [D]: each computed only when defined. dweight/dbias sum over M in
-// a fixed order (deterministic).
+// dx [M, D] in x's dtype, dweight [D], dbias [D]: each computed only when defined; dy has y's dtype.
+// dweight/dbias sum over M in a fixed order (deterministic).
 TANDEM_KERNEL(layer_norm_backward,
               void(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                    const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias));
+
+// Throws unless y (or dy) may have dtype y for a LayerNorm of x: x's own, or f16/bf16 for f32.
+void check_layer_norm_output_dtype(const char* what, DType x, DType y);
 
 }  // namespace tandem::kernels

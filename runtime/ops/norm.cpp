@@ -189,7 +189,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
 }
 
 Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
-                  double eps) {
+                  double eps, std::optional<DType> out_dtype) {
   detail::check_defined(x_in, "layer_norm", "input");
   Tensor x = autocast_arg(x_in, AutocastCategory::Float32);
   detail::check_floating("layer_norm", x);
@@ -207,8 +207,9 @@ Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& wei
                  p == &weight ? "weight" : "bias", detail::describe(*p), detail::describe(x));
   }
   const int64_t d = shape_numel(norm_shape), m = d ? x.numel() / d : 0;
-  const DType sd = batch_norm_stat_dtype(x.dtype());
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  const DType sd = batch_norm_stat_dtype(x.dtype()), yd = out_dtype.value_or(x.dtype());
+  kernels::check_layer_norm_output_dtype("layer_norm", x.dtype(), yd);
+  Tensor y = Tensor::empty(x.shape(), yd, x.device());
   Tensor mean = Tensor::empty({m}, sd, x.device()), rstd = Tensor::empty({m}, sd, x.device());
   kernels::layer_norm_forward(x.device())(x, weight, bias, eps, y, mean, rstd);
   if (!needs_grad({&x, &weight, &bias})) return y;
@@ -220,7 +221,7 @@ Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& wei
   return record("LayerNormBackward", {x, weight, bias}, y,
                 [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
                   const Tensor& dy = grads[0];
-                  Tensor dx = gx ? Tensor::empty(x_saved.shape(), dy.dtype(), dy.device()) : Tensor();
+                  Tensor dx = gx ? Tensor::empty(x_saved.shape(), x_saved.dtype(), dy.device()) : Tensor();
                   Tensor dw = gw ? Tensor::empty(norm_shape, wdt, dy.device()) : Tensor();
                   Tensor db = gb ? Tensor::empty(norm_shape, bdt, dy.device()) : Tensor();
                   kernels::layer_norm_backward(dy.device())(dy, x_saved, mean, rstd, w_saved, dx, dw, db);

@@ -1,6 +1,7 @@
 // Normalisation: batch norm (with its fused epilogue and the building blocks SyncBatchNorm uses), layer norm.
 #pragma once
 #include <array>
+#include <optional>
 
 #include "runtime/tensor.h"
 
@@ -25,8 +26,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, Ten
                   Tensor running_var, bool training, double momentum = 0.1, double eps = 1e-5,
                   const BatchNormEpilogue& epilogue = {});
 // Normalises over the last `normalized_dims` dimensions; weight/bias have those dims' shape (optional).
+// out_dtype: the output's dtype when not the (autocast) input's: f16 or bf16 for an f32 input, for a
+// LayerNorm that feeds a low-precision op (computed in f32, rounded once; its gradient comes back in
+// that dtype and reaches x in x's).
 Tensor layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
-                  double eps = 1e-5);
+                  double eps = 1e-5, std::optional<DType> out_dtype = std::nullopt);
 
 // ---- Batch-norm building blocks (not differentiable: they record nothing), for SyncBatchNorm,
 // which all-reduces between them. x is [N, C] or [N, C, H, W]; "stat" tensors are [C] of

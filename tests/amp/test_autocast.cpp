@@ -5,6 +5,7 @@
 
 #include <tuple>
 
+#include "nn/layers/layer_norm.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/ops.h"
@@ -143,6 +144,35 @@ TEST(Autocast, ParameterGradientsAreWidenedAsTheyAccumulate) {
 
 // autocast_prefetch casts the parameters LowPrecision ops will cast, in one list, and caches them:
 // the ops then hit the cache, and values and gradients equal those without the prefetch.
+// A GPT block's LayerNorm writes the autocast dtype itself (nn::LayerNorm's autocast_output): the
+// loss and every gradient are those of a plain LayerNorm whose output each linear casts.
+TEST(Autocast, LayerNormWritingTheLowPrecisionChangesNoResult) {
+  auto run = [&](bool autocast_output) {
+    Tensor x = leaf({6, 8}, 41), w = leaf({5, 8}, 42), b = leaf({5}, 43);
+    nn::LayerNorm ln(Shape{8}, 1e-5, true, autocast_output);
+    autocast_reset_stats();
+    Tensor loss;
+    {
+      AutocastGuard guard(DType::bf16);
+      Tensor h = ln(x);
+      EXPECT_EQ(h.dtype(), autocast_output ? DType::bf16 : DType::f32);
+      loss = ops::sum(ops::mul(ops::linear(h, w, b), ops::linear(h, w, b)));
+    }
+    const int64_t casts = autocast_stats().casts;
+    loss.backward();
+    return std::make_tuple(casts, loss.item(), x.grad().to_vector<float>(), w.grad().to_vector<float>(),
+                           ln.param("weight").grad().to_vector<float>(), ln.param("bias").grad().to_vector<float>());
+  };
+  auto [c0, l0, gx0, gw0, glw0, glb0] = run(false);
+  auto [c1, l1, gx1, gw1, glw1, glb1] = run(true);
+  EXPECT_EQ(c1, c0 - 2) << "the LayerNorm output's casts, one at each linear (an activation is not cached)";
+  EXPECT_EQ(l1, l0);
+  EXPECT_EQ(gx1, gx0);
+  EXPECT_EQ(gw1, gw0);
+  EXPECT_EQ(glw1, glw0);
+  EXPECT_EQ(glb1, glb0);
+}
+
 TEST(Autocast, PrefetchCachesTheCastsAndChangesNoResult) {
   Tensor x = Tensor::ones({3, 6});
   auto run = [&](bool prefetch) {

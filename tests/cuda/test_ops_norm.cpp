@@ -1,6 +1,7 @@
 // batch norm (statistics, finalize, apply, backward) and layer norm on the CUDA backend vs the CPU
 // backend.
 #include "runtime/backend/norm.h"
+#include "runtime/ops/shape.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {
@@ -101,6 +102,70 @@ TEST_P(NormOps, LayerNormMatchesCpu) {
           expect_close(ob, gb, rtol * 10, what + " dbias without dx");
         }
       }
+}
+
+// y narrower than x (bf16/f16 for f32 x, a LayerNorm feeding a low-precision op) and a dy of that
+// dtype, read and written by the kernels directly: the values of the f32 kernels followed by a cast
+// (y) and preceded by one (dy), to an FMA's rounding (the host compiler contracts each kernel
+// instantiation on its own under the emulator), on the one-pass backward (768, 24), the warp kernels with one
+// element a load (70) and the block-per-row kernels, which widen dy first (9000).
+TEST_P(NormOps, LayerNormNarrowOutputEqualsCastOfF32) {
+  for (DType nd : {DType::bf16, DType::f16})
+    for (auto [M, D] : std::vector<std::pair<int64_t, int64_t>>{{5, 768}, {300, 70}, {2, 9000}, {2100, 24}, {0, 5}})
+      for (bool affine : {true, false}) {
+        std::string what = std::string(dtype_name(nd)) + " [" + std::to_string(M) + "," + std::to_string(D) + "]";
+        Tensor x = random_tensor({M, D}, DType::f32, 131, -2, 3).to(dev());
+        Tensor w = affine ? random_tensor({D}, DType::f32, 133, 0.5, 1.5).to(dev()) : Tensor();
+        Tensor b = affine ? random_tensor({D}, DType::f32, 134).to(dev()) : Tensor();
+        Tensor dyn = ops::cast(random_tensor({M, D}, DType::f32, 132), nd).to(dev());
+        Tensor y32 = Tensor::empty({M, D}, DType::f32, dev()), yn = Tensor::empty({M, D}, nd, dev());
+        Tensor mean = Tensor::empty({M}, DType::f32, dev()), rstd = Tensor::empty({M}, DType::f32, dev());
+        Tensor mean_n = Tensor::empty({M}, DType::f32, dev()), rstd_n = Tensor::empty({M}, DType::f32, dev());
+        kernels::layer_norm_forward(dev())(x, w, b, 1e-5, y32, mean, rstd);
+        kernels::layer_norm_forward(dev())(x, w, b, 1e-5, yn, mean_n, rstd_n);
+        expect_close(yn, ops::cast(y32, nd), ulps(nd), what + " y");
+        expect_close(mean_n, mean, 0, what + " mean");
+        expect_close(rstd_n, rstd, 0, what + " rstd");
+        // The CPU backend (a cast after its f32 kernel) gives the device's values.
+        Tensor yc = Tensor::empty({M, D}, nd), mc = Tensor::empty({M}, DType::f32), rc = Tensor::empty({M}, DType::f32);
+        kernels::layer_norm_forward(kCPU)(x.to(kCPU), w.defined() ? w.to(kCPU) : w, b.defined() ? b.to(kCPU) : b, 1e-5,
+                                          yc, mc, rc);
+        expect_close(yn, yc, ulps(nd), what + " y vs cpu");
+
+        const Tensor dy32 = ops::cast(dyn, DType::f32);
+        for (bool with_dx : {true, false}) {
+          Tensor dx32 = with_dx ? Tensor::empty({M, D}, DType::f32, dev()) : Tensor();
+          Tensor dxn = with_dx ? Tensor::empty({M, D}, DType::f32, dev()) : Tensor();
+          Tensor gw32 = affine ? Tensor::empty({D}, DType::f32, dev()) : Tensor(), gb32 = gw32.defined() ? Tensor::empty({D}, DType::f32, dev()) : Tensor();
+          Tensor gwn = affine ? Tensor::empty({D}, DType::f32, dev()) : Tensor(), gbn = gwn.defined() ? Tensor::empty({D}, DType::f32, dev()) : Tensor();
+          if (!with_dx && !affine) continue;
+          kernels::layer_norm_backward(dev())(dy32, x, mean, rstd, w, dx32, gw32, gb32);
+          kernels::layer_norm_backward(dev())(dyn, x, mean, rstd, w, dxn, gwn, gbn);
+          const std::string how = what + (with_dx ? "" : " without dx");
+          if (with_dx) expect_close(dxn, dx32, ulps(DType::f32), how + " dx");
+          if (affine) {
+            expect_close(gwn, gw32, ulps(DType::f32), how + " dweight");
+            expect_close(gbn, gb32, ulps(DType::f32), how + " dbias");
+          }
+          if (with_dx) {  // the CPU backend widens dy first: its values, to rounding
+            Tensor dxc = Tensor::empty({M, D}, DType::f32), none;
+            kernels::layer_norm_backward(kCPU)(dyn.to(kCPU), x.to(kCPU), mc, rc, w.defined() ? w.to(kCPU) : w, dxc,
+                                               none, none);
+            expect_close(dxn, dxc, 1e-4, how + " dx vs cpu");
+          }
+        }
+      }
+  // Only the input's dtype, or f16/bf16 for f32, on both backends.
+  for (Device d : {kCPU, dev()}) {
+    Tensor x = random_tensor({3, 8}, DType::f32, 135).to(d), x64 = random_tensor({3, 8}, DType::f64, 135).to(d);
+    Tensor mean = Tensor::empty({3}, DType::f32, d), rstd = Tensor::empty({3}, DType::f32, d);
+    Tensor mean64 = Tensor::empty({3}, DType::f64, d), rstd64 = Tensor::empty({3}, DType::f64, d);
+    Tensor y64 = Tensor::empty({3, 8}, DType::f64, d), ybf = Tensor::empty({3, 8}, DType::bf16, d), none;
+    EXPECT_THROW(kernels::layer_norm_forward(d)(x, none, none, 1e-5, y64, mean, rstd), Error);
+    EXPECT_THROW(kernels::layer_norm_forward(d)(x64, none, none, 1e-5, ybf, mean64, rstd64), Error);
+    Tensor dx = Tensor::empty({3, 8}, DType::f32, d);
+    EXPECT_THROW(kernels::layer_norm_backward(d)(y64, x, mean, rstd, none, dx, none, none), Error);
+  }
 }
 
 TANDEM_BACKEND_SUITE(NormOps);

@@ -2,6 +2,10 @@
 // blocks, and layer_norm: against PyTorch, gradcheck in f64, errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "nn/layers/layer_norm.h"
+#include "runtime/autocast.h"
 #include "runtime/backend/common/welford.h"
 #include "runtime/ops.h"
 #include "tests/ops_nn/helpers.h"
@@ -146,6 +150,50 @@ TEST(LayerNorm, Errors) {
   Tensor x = Tensor::zeros({2, 3, 4});
   expect_value_error([&] { ops::layer_norm(x, 1, Tensor::ones({3}), Tensor()); }, {"weight", "[4]", "[3]"});
   expect_value_error([&] { ops::layer_norm(x, 4, Tensor(), Tensor()); }, {"normalized_dims"});
+}
+
+// out_dtype f16/bf16 for f32 input: the f32 result rounded once, and the gradients of the f32 op
+// followed by a cast (what autocast did before), bit for bit.
+TEST(LayerNorm, NarrowOutputEqualsCastOfF32Result) {
+  std::vector<double> xv, rv;
+  for (int i = 0; i < 4 * 6; ++i) {
+    xv.push_back(std::sin(0.7 * i) * 3 + 0.1 * i);
+    rv.push_back(std::cos(1.3 * i));
+  }
+  const std::vector<double> wv{0.5, 1.5, 1.0, 0.75, 1.25, 2.0}, bv{0.1, -0.2, 0.3, 0.0, -0.5, 0.25};
+  for (DType nd : {DType::bf16, DType::f16}) {
+    std::vector<Tensor> n{ref(xv, {4, 6}, DType::f32, true), ref(wv, {6}, DType::f32, true), ref(bv, {6}, DType::f32, true)};
+    std::vector<Tensor> c{ref(xv, {4, 6}, DType::f32, true), ref(wv, {6}, DType::f32, true), ref(bv, {6}, DType::f32, true)};
+    Tensor yn = ops::layer_norm(n[0], 1, n[1], n[2], 1e-5, nd);
+    Tensor yc = ops::cast(ops::layer_norm(c[0], 1, c[1], c[2], 1e-5), nd);
+    ASSERT_EQ(yn.dtype(), nd);
+    EXPECT_EQ(yn.to_vector<double>(), yc.to_vector<double>()) << dtype_name(nd);
+    auto gn = grads_of(yn, n, rv), gc = grads_of(yc, c, rv);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(gn[i].dtype(), DType::f32);
+      EXPECT_EQ(gn[i].to_vector<double>(), gc[i].to_vector<double>()) << dtype_name(nd) << " gradient " << i;
+    }
+  }
+  expect_value_error([] { ops::layer_norm(Tensor::zeros({2, 3}), 1, Tensor(), Tensor(), 1e-5, DType::f64); },
+                     {"layer_norm", "f64", "f32"});
+  expect_value_error(
+      [] { ops::layer_norm(Tensor::zeros({2, 3}, DType::f64), 1, Tensor(), Tensor(), 1e-5, DType::bf16); },
+      {"layer_norm", "bf16", "f64"});
+}
+
+// nn::LayerNorm(autocast_output): the autocast dtype under autocast (f64 stays f64), else the input's.
+TEST(LayerNorm, ModuleAutocastOutput) {
+  nn::LayerNorm ln(Shape{3}, 1e-5, true, true), plain(Shape{3});
+  Tensor x = Tensor::from_vector(std::vector<double>{1, 2, 4, -1, 0, 3}, {2, 3}, DType::f32);
+  EXPECT_EQ(ln(x).dtype(), DType::f32);
+  {
+    AutocastGuard guard(DType::bf16);
+    EXPECT_EQ(ln(x).dtype(), DType::bf16);
+    EXPECT_EQ(plain(x).dtype(), DType::f32);  // PyTorch's policy: layer_norm outputs f32
+    EXPECT_EQ(ln(ops::cast(x, DType::f16)).dtype(), DType::bf16);
+    nn::LayerNorm ln64(Shape{3}, 1e-5, false, true);
+    EXPECT_EQ(ln64(ops::cast(x, DType::f64)).dtype(), DType::f64);
+  }
 }
 
 // No rows: the output is empty and the parameter gradients are zeros of the parameters' shape.
