@@ -15,6 +15,9 @@ TANDEM_KERNEL(cast, void(const Tensor& src, Tensor& dst));
 // dst += alpha * src: same device and numel; same dtype, or both floating (src converted: a 16-bit
 // gradient added to an f32 one in one pass). Gradient accumulation, optimizers.
 TANDEM_KERNEL(axpy, void(Tensor& dst, const Tensor& src, double alpha));
+// out = a + alpha * src: axpy into another tensor (a and out: same dtype and numel; src as axpy's).
+// A residual stream's f32 plus an autocast branch's 16-bit output in one pass, without the cast.
+TANDEM_KERNEL(axpy_out, void(const Tensor& a, const Tensor& src, double alpha, Tensor& out));
 
 // axpy's argument check and type dispatch, shared by the backends: f(D{}, S{}) with the C++ types of
 // dst and src (equal, or both floating).
@@ -33,6 +36,12 @@ void dispatch_axpy(const Tensor& dst, const Tensor& src, F&& f) {
       });
     }
   });
+}
+
+// axpy_out's check beyond axpy's (out as dst): a has out's dtype and numel.
+inline void check_axpy_out(const Tensor& a, const Tensor& out) {
+  TANDEM_CHECK(a.dtype() == out.dtype() && a.numel() == out.numel(), "axpy_out: a {} {} vs out {} {} (same dtype and numel)",
+               dtype_name(a.dtype()), shape_str(a.shape()), dtype_name(out.dtype()), shape_str(out.shape()));
 }
 
 }  // namespace tandem::kernels

@@ -3,6 +3,7 @@
 #include "runtime/ops/elementwise.h"
 
 #include "runtime/autograd.h"
+#include "runtime/backend/core.h"
 #include "runtime/backend/elementwise.h"
 #include "runtime/ops/op_checks.h"
 #include "runtime/ops/shape.h"
@@ -29,11 +30,32 @@ DType promote_floating(DType a, DType b) {
   return DType::f32;
 }
 
+// wide + narrow (a narrower floating dtype, same shape and device) in one pass, the
+// narrow one widened as it is read: the residual stream (f32) plus an autocast branch's output
+// (bf16) without a cast launch and an f32 copy of the branch. The values of the cast-then-add path;
+// each gradient comes back in its input's dtype, as that path's.
+Tensor add_widening(const Tensor& wide, const Tensor& narrow) {
+  Tensor out = Tensor::empty(wide.shape(), wide.dtype(), wide.device());
+  kernels::axpy_out(wide.device())(wide, narrow, 1.0, out);
+  if (!needs_grad({&wide, &narrow})) return out;
+  const bool gw = wide.requires_grad(), gn = narrow.requires_grad();
+  const DType nd = narrow.dtype();
+  return record("AddBackward", {wide, narrow}, out, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {gw ? g[0] : Tensor(), gn ? cast(g[0], nd) : Tensor()};
+  });
+}
+
 Tensor binary_entry(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   const char* name = kernels::binary_op_name(op);
   detail::check_defined(a_in, name, "a");
   detail::check_defined(b_in, name, "b");
   Tensor a = a_in, b = b_in;
+  if (op == BinaryOp::Add && a.dtype() != b.dtype() && is_floating(a.dtype()) && is_floating(b.dtype()) &&
+      a.shape() == b.shape() && a.device() == b.device()) {
+    const DType t = promote_floating(a.dtype(), b.dtype());
+    if (t == a.dtype()) return add_widening(a, b);
+    if (t == b.dtype()) return add_widening(b, a);  // addition commutes exactly
+  }
   if (a.dtype() != b.dtype() && is_floating(a.dtype()) && is_floating(b.dtype())) {
     const DType t = promote_floating(a.dtype(), b.dtype());
     a = cast(a, t);  // differentiable: gradients come back in each input's own dtype

@@ -76,6 +76,40 @@ TEST_P(CoreOps, AxpyWidensANarrowerSource) {
   EXPECT_THROW(kernels::axpy(kCPU)(f, Tensor::zeros({5}), 1.0), Error) << "numel differs";
 }
 
+// out = a + alpha * src into another tensor (the residual stream plus a 16-bit branch): axpy's values,
+// a and src untouched; misaligned views take the one-element path.
+TEST_P(CoreOps, AxpyOutEqualsAxpyOnACopy) {
+  for (auto [wide, narrow] : {std::pair{DType::f32, DType::bf16}, std::pair{DType::f32, DType::f16},
+                              std::pair{DType::f32, DType::f32}, std::pair{DType::f64, DType::f32}})
+    for (int64_t n : edge_sizes())
+      for (int64_t offset : {0, 1}) {
+        SCOPED_TRACE(std::string(dtype_name(narrow)) + " into " + dtype_name(wide) + " n " + std::to_string(n) +
+                     " offset " + std::to_string(offset));
+        Tensor a = random_tensor({n + offset}, wide, 5), b = random_tensor({n + offset}, narrow, 6);
+        Tensor want = a.clone();
+        kernels::axpy(kCPU)(want, b, -0.5);
+        Tensor cpu = Tensor::empty({n + offset}, wide);
+        kernels::axpy_out(kCPU)(a, b, -0.5, cpu);
+        expect_close(cpu, want, 0, "cpu");
+        Tensor da = a.to(dev()), db = b.to(dev()), dout = Tensor::zeros({n + offset}, wide, dev());
+        const auto tail = [&](const Tensor& t) {  // elements [offset, n + offset): a view
+          return Tensor::from_blob(static_cast<char*>(t.data_ptr()) + offset * t.element_size(), {n}, t.dtype(),
+                                   t.device(), nullptr);
+        };
+        Tensor vo = tail(dout);
+        kernels::axpy_out(dev())(tail(da), tail(db), -0.5, vo);
+        std::vector<double> got = dout.to(kCPU).to_vector<double>(), exp = want.to_vector<double>();
+        if (offset) exp[0] = 0;  // outside the view: untouched
+        expect_close(Tensor::from_vector(got, {n + offset}, DType::f64), Tensor::from_vector(exp, {n + offset}, DType::f64),
+                     tol(0, ulps(wide)), "device");
+        expect_close(da, a, 0, "a untouched");
+      }
+  Tensor f = Tensor::zeros({4}, DType::f32, dev()), d = Tensor::zeros({4}, DType::f64, dev());
+  EXPECT_THROW(kernels::axpy_out(dev())(d, f, 1.0, f), Error) << "a's dtype differs from out's";
+  Tensor four = Tensor::zeros({4});
+  EXPECT_THROW(kernels::axpy_out(kCPU)(Tensor::zeros({5}), Tensor::zeros({4}), 1.0, four), Error) << "a's numel differs";
+}
+
 TEST_P(CoreOps, DeviceMemoryIsNotHostMemoryOnCuda) {
   Tensor t = Tensor::zeros({5}, DType::f32, dev());
   EXPECT_EQ(t.device().is_host_addressable(), emulated());

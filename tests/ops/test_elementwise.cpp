@@ -90,6 +90,37 @@ TEST(Elementwise, FloatingPromotion) {
   EXPECT_EQ((Tensor::zeros({2}, DType::f32) - Tensor::zeros({2}, DType::f64)).dtype(), DType::f64);
 }
 
+// An add of a wider and a narrower floating tensor of one shape runs in one pass (the narrow one
+// widened as it is read): the values and gradients of casting it first, bit for bit, in both orders;
+// a broadcast add still casts.
+TEST(Elementwise, WideningAddEqualsCastThenAdd) {
+  std::vector<double> av, bv;
+  for (int i = 0; i < 2 * 37; ++i) {
+    av.push_back(std::sin(0.37 * i) * 5);
+    bv.push_back(std::cos(0.91 * i) * 3 + 1e-3 * i);
+  }
+  for (auto [wide, narrow] : {std::pair{DType::f32, DType::bf16}, std::pair{DType::f32, DType::f16},
+                              std::pair{DType::f64, DType::f32}, std::pair{DType::f64, DType::bf16}})
+    for (bool narrow_first : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(narrow)) + " + " + dtype_name(wide) + (narrow_first ? ", narrow first" : ""));
+      Tensor w = leaf(Tensor::from_vector<double>(av, {2, 37}, wide)), n = leaf(Tensor::from_vector<double>(bv, {2, 37}, narrow));
+      Tensor w2 = leaf(w.detach().clone()), n2 = leaf(n.detach().clone());
+      Tensor y = narrow_first ? n + w : w + n;
+      Tensor y2 = narrow_first ? ops::cast(n2, wide) + w2 : w2 + ops::cast(n2, wide);
+      EXPECT_EQ(y.dtype(), wide);
+      EXPECT_EQ(y.to_vector<double>(), y2.to_vector<double>());
+      Tensor r = Tensor::from_vector<double>(bv, {2, 37}, wide);
+      ops::sum(y * r).backward();
+      ops::sum(y2 * r).backward();
+      EXPECT_EQ(n.grad().dtype(), narrow);
+      EXPECT_EQ(n.grad().to_vector<double>(), n2.grad().to_vector<double>());
+      EXPECT_EQ(w.grad().to_vector<double>(), w2.grad().to_vector<double>());
+    }
+  Tensor row = Tensor::from_vector<double>({1, 2, 3}, {3}, DType::bf16);
+  Tensor m = Tensor::from_vector<double>({0.5, 0.25, 4, 1, 1, 1}, {2, 3}, DType::f32);
+  expect_close(m + row, {1.5, 2.25, 7, 2, 3, 4});
+}
+
 TEST(Elementwise, IntegerAddSubMul) {
   for (DType dt : {DType::i32, DType::i64}) {
     Tensor a = Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3}, dt);
