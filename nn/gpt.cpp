@@ -25,7 +25,7 @@ M& child(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& chi
   return static_cast<M&>(*children[i].second);
 }
 
-// x [B, T, C] -> q, k, v [B, H, T, D] -> attention -> [B, T, C] -> c_proj.
+// x [B, T, C] -> c_attn -> q, k, v [B, H, T, D] -> attention -> [B, T, C] -> c_proj.
 class CausalSelfAttention final : public Cloneable<CausalSelfAttention> {
  public:
   CausalSelfAttention(const GPTConfig& c, Generator& scratch) : n_head_(c.n_head) {
@@ -33,9 +33,8 @@ class CausalSelfAttention final : public Cloneable<CausalSelfAttention> {
     register_module("c_proj", std::make_shared<Linear>(c.n_embd, c.n_embd, true, scratch));
   }
   Tensor forward(const Tensor& x) override {
-    auto qkv = ops::split_qkv(child<Linear>(children_, 0)(x), n_head_);  // [B, T, 3C] -> 3 x [B, H, T, D]
-    Tensor y = ops::causal_attention(qkv[0], qkv[1], qkv[2]);
-    return child<Linear>(children_, 1)(ops::merge_heads(y));           // [B, T, C]
+    Tensor y = ops::causal_self_attention(child<Linear>(children_, 0)(x), n_head_);  // [B, T, 3C] -> [B, T, C]
+    return child<Linear>(children_, 1)(y);
   }
   std::string type_name() const override { return "CausalSelfAttention"; }
 

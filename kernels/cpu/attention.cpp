@@ -160,8 +160,14 @@ const T* ptr(const Tensor& t) { return static_cast<const T*>(t.data_ptr()); }
 template <class T>
 T* mptr(Tensor& t) { return static_cast<T*>(t.data_ptr()); }
 
+void check_contiguous_heads(const AttentionShape& s) {
+  TANDEM_CHECK_KIND(NotSupported, !s.token_major(),
+                    "causal_attention on the CPU takes contiguous [b, h, t, d] heads, not token-major rows");
+}
+
 void cpu_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& lse,
                            const AttentionShape& s) {
+  check_contiguous_heads(s);
   dispatch_floating(q.dtype(), "causal_attention", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -177,6 +183,7 @@ void cpu_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Te
 
 void cpu_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                             const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, const AttentionShape& s) {
+  check_contiguous_heads(s);
   dispatch_floating(q.dtype(), "causal_attention backward", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

@@ -58,19 +58,21 @@ Plan make_plan(int64_t d, size_t elem, int row_tiles, int stream_tiles, int extr
               elem);
 }
 
-// rows [r0, r0 + n) of x [t, d] into tile [n, d + 1] as X, zero past t, in steps of W elements
+// rows [r0, r0 + n) of x (t rows of d elements, ld apart) into tile [n, d + 1] as X, zero past t, in
+// steps of W elements
 // (one load of W * sizeof(T) bytes). A thread's (row, step) advances by blockDim.x steps without a
 // division in the loop: a 64-bit division per element cost about as many instructions as the
 // scores and sums of the tile themselves. (reduce.cuh's RowCursor does the same in 64 bits; here
 // 32-bit counters keep dQ's kernel at 128 registers, where RowCursor took it to 164.)
 template <int W, class T, class X, class S>
-__device__ void load_tile_by(const T* __restrict__ x, int64_t t, int64_t d, int64_t r0, int64_t n, S tile) {
+__device__ void load_tile_by(const T* __restrict__ x, int64_t ld, int64_t t, int64_t d, int64_t r0, int64_t n,
+                             S tile) {
   const int steps = int(d) / W, ni = int(n), tid = int(threadIdx.x), stride = int(blockDim.x);
   const int stride_r = stride / steps, stride_c = stride % steps;
   const int64_t pitch = d + 1;
   for (int r = tid / steps, c = tid % steps; r < ni;) {
     Pack<T, W> p;
-    if (r0 + r < t) p = reinterpret_cast<const Pack<T, W>*>(x + (r0 + r) * d)[c];
+    if (r0 + r < t) p = reinterpret_cast<const Pack<T, W>*>(x + (r0 + r) * ld)[c];
     for (int k = 0; k < W; ++k) tile[r * pitch + c * W + k] = r0 + r < t ? X(to_acc(p.v[k])) : X(0);
     r += stride_r;
     c += stride_c;
@@ -81,15 +83,15 @@ __device__ void load_tile_by(const T* __restrict__ x, int64_t t, int64_t d, int6
   }
 }
 
-// Four elements a load where the rows allow it (d a multiple of 4, x aligned to four elements):
+// Four elements a load where the rows allow it (d and ld multiples of 4, x aligned to four elements):
 // a quarter of the load instructions the tiles took one element at a time.
 template <class T, class X, class S>
-__device__ void load_tile(const T* __restrict__ x, int64_t t, int64_t d, int64_t r0, int64_t n, S tile) {
+__device__ void load_tile(const T* __restrict__ x, int64_t ld, int64_t t, int64_t d, int64_t r0, int64_t n, S tile) {
   constexpr int kVec = 4;
-  if (d % kVec == 0 && reinterpret_cast<uintptr_t>(x) % (kVec * sizeof(T)) == 0)
-    load_tile_by<kVec, T, X>(x, t, d, r0, n, tile);
+  if (d % kVec == 0 && ld % kVec == 0 && reinterpret_cast<uintptr_t>(x) % (kVec * sizeof(T)) == 0)
+    load_tile_by<kVec, T, X>(x, ld, t, d, r0, n, tile);
   else
-    load_tile_by<1, T, X>(x, t, d, r0, n, tile);
+    load_tile_by<1, T, X>(x, ld, t, d, r0, n, tile);
 }
 
 // out[r] = rows[r] . item for the kRows consecutive rows of a tile (pitch apart), each summed over
@@ -113,16 +115,17 @@ __device__ __forceinline__ void load_row(X (&dst)[DC], S tile_row, int lane, int
   for (int c = 0; c < DC; ++c) dst[c] = lane + 32 * c < d ? X(tile_row[lane + 32 * c]) : X(0);
 }
 
-// This block's place: head blockIdx.x, its own tile of `rows` rows (kRows per warp) from r0; a
-// thread's lane and warp. Query tiles are numbered from the last (`last_first`): the later a query,
+// This block's place: head blockIdx.x, its own tile of `rows` rows (kRows per warp) from r0, where
+// the head's rows start in the q/k/v-side operands (base) and in out/dout (base_o); a thread's lane
+// and warp. Query tiles are numbered from the last (`last_first`): the later a query,
 // the more keys it sees, so the longest blocks start first and the short ones fill the tail.
 struct Place {
-  int64_t pitch, rows, r0, head, base;
+  int64_t pitch, rows, r0, head, base, base_o;
   int lane, warp;
-  __device__ Place(int64_t t, int64_t d, bool last_first)
+  __device__ Place(int64_t d, bool last_first, const kernels::HeadRows& in, const kernels::HeadRows& io)
       : pitch(d + 1), rows(int64_t(blockDim.x / 32) * kRows),
         r0(int64_t(last_first ? gridDim.y - 1 - blockIdx.y : blockIdx.y) * rows), head(blockIdx.x),
-        base(head * t * d), lane(int(threadIdx.x % 32)), warp(int(threadIdx.x / 32)) {}
+        base(in.base(head)), base_o(io.base(head)), lane(int(threadIdx.x % 32)), warp(int(threadIdx.x / 32)) {}
   __device__ int64_t row(int r) const { return int64_t(warp) * kRows + r; }  // within the block's tile
 };
 
@@ -144,10 +147,10 @@ __device__ __forceinline__ void rows_seeing(int64_t q0, int64_t k0, int64_t t, i
 // Keys and values [k0, k0 + kTile) into their tiles, once every warp is done with the previous ones
 // (the first call also orders the block's own tiles, stored before it, before any read).
 template <class T, class X, class S>
-__device__ void next_key_tiles(const T* k, const T* v, int64_t t, int64_t d, int64_t k0, S ks, S vs) {
+__device__ void next_key_tiles(const T* k, const T* v, int64_t ld, int64_t t, int64_t d, int64_t k0, S ks, S vs) {
   __syncthreads();
-  load_tile<T, X>(k, t, d, k0, kTile, ks);
-  load_tile<T, X>(v, t, d, k0, kTile, vs);
+  load_tile<T, X>(k, ld, t, d, k0, kTile, ks);
+  load_tile<T, X>(v, ld, t, d, k0, kTile, vs);
   __syncthreads();
 }
 
@@ -186,15 +189,15 @@ __device__ __forceinline__ void store_row(T* dst, const X (&acc)[DC], X mul, int
 template <class T, int DC>
 __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                                          T* __restrict__ out, acc_t<T>* __restrict__ lse, int64_t t, int64_t d,
-                                         acc_t<T> scale) {
+                                         acc_t<T> scale, kernels::HeadRows in, kernels::HeadRows io) {
   using X = acc_t<T>;
-  const Place at(t, d, true);
+  const Place at(d, true, in, io);
   const int64_t pitch = at.pitch, bq = at.rows, q0 = at.r0, base = at.base;
   const int lane = at.lane;
   auto qs = dynamic_shared<X>();
   auto ks = qs + bq * pitch;
   auto vs = ks + kTile * pitch;
-  load_tile<T, X>(q + base, t, d, q0, bq, qs);
+  load_tile<T, X>(q + base, in.row, t, d, q0, bq, qs);
   X m[kRows], l[kRows], acc[kRows][DC];
   TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
@@ -204,7 +207,7 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
     for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
   }
   for (int64_t k0 = 0; k0 < key_end(q0, bq, t); k0 += kTile) {
-    next_key_tiles<T, X>(k + base, v + base, t, d, k0, ks, vs);
+    next_key_tiles<T, X>(k + base, v + base, in.row, t, d, k0, ks, vs);
     int seen[kRows];  // keys of this tile that row r sees: the same for the whole warp
     rows_seeing(q0 + at.row(0), k0, t, seen);
     X s[kRows], p[kRows];
@@ -227,7 +230,7 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
     if (qi >= t) continue;
-    store_row(out + base + qi * d, acc[r], X(1) / l[r], lane, d);
+    store_row(out + at.base_o + qi * io.row, acc[r], X(1) / l[r], lane, d);
     if (lane == 0) lse[at.head * t + qi] = m[r] + std::log(l[r]);
   }
 }
@@ -239,24 +242,27 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
                                              const T* __restrict__ v, const T* __restrict__ o,
                                              const acc_t<T>* __restrict__ lse, const T* __restrict__ dout,
                                              T* __restrict__ dq, acc_t<T>* __restrict__ delta, int64_t t, int64_t d,
-                                             acc_t<T> scale) {
+                                             acc_t<T> scale, kernels::HeadRows in, kernels::HeadRows io) {
   using X = acc_t<T>;
-  const Place at(t, d, true);
+  const Place at(d, true, in, io);
   const int64_t pitch = at.pitch, bq = at.rows, q0 = at.r0, head = at.head, base = at.base;
   const int lane = at.lane;
   auto qs = dynamic_shared<X>();
   auto dos = qs + bq * pitch;
   auto ks = dos + bq * pitch;
   auto vs = ks + kTile * pitch;
-  load_tile<T, X>(q + base, t, d, q0, bq, qs);
-  load_tile<T, X>(dout + base, t, d, q0, bq, dos);
+  load_tile<T, X>(q + base, in.row, t, d, q0, bq, qs);
+  load_tile<T, X>(dout + at.base_o, io.row, t, d, q0, bq, dos);
   X lse_r[kRows], delta_r[kRows], acc[kRows][DC];
   TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
     X part = X(0);
     if (qi < t)
-      for (int64_t c = lane; c < d; c += 32) part += X(to_acc(dout[base + qi * d + c])) * X(to_acc(o[base + qi * d + c]));
+      for (int64_t c = lane; c < d; c += 32) {
+        const int64_t e = at.base_o + qi * io.row + c;
+        part += X(to_acc(dout[e])) * X(to_acc(o[e]));
+      }
     delta_r[r] = warp_reduce(part, SumOp{});
     lse_r[r] = qi < t ? lse[head * t + qi] : X(0);
     if (qi < t && lane == 0) delta[head * t + qi] = delta_r[r];
@@ -264,7 +270,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
     for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
   }
   for (int64_t k0 = 0; k0 < key_end(q0, bq, t); k0 += kTile) {
-    next_key_tiles<T, X>(k + base, v + base, t, d, k0, ks, vs);
+    next_key_tiles<T, X>(k + base, v + base, in.row, t, d, k0, ks, vs);
     int seen[kRows];
     rows_seeing(q0 + at.row(0), k0, t, seen);
     X qk[kRows], dp[kRows], ds[kRows];
@@ -279,7 +285,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
   TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
-    if (qi < t) store_row(dq + base + qi * d, acc[r], scale, lane, d);
+    if (qi < t) store_row(dq + base + qi * in.row, acc[r], scale, lane, d);
   }
 }
 
@@ -290,9 +296,9 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
                                               const T* __restrict__ v, const acc_t<T>* __restrict__ lse,
                                               const acc_t<T>* __restrict__ delta, const T* __restrict__ dout,
                                               T* __restrict__ dk, T* __restrict__ dv, int64_t t, int64_t d,
-                                              acc_t<T> scale) {
+                                              acc_t<T> scale, kernels::HeadRows in, kernels::HeadRows io) {
   using X = acc_t<T>;
-  const Place at(t, d, false);  // key tile 0 is seen by every query: the longest first
+  const Place at(d, false, in, io);  // key tile 0 is seen by every query: the longest first
   const int64_t pitch = at.pitch, bk = at.rows, k0 = at.r0, head = at.head, base = at.base;
   const int lane = at.lane;
   auto ks = dynamic_shared<X>();
@@ -301,8 +307,8 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
   auto dos = qs + kTile * pitch;
   auto ls = dos + kTile * pitch;  // lse of the query tile, then delta
   auto ds_ = ls + kTile;
-  load_tile<T, X>(k + base, t, d, k0, bk, ks);
-  load_tile<T, X>(v + base, t, d, k0, bk, vs);
+  load_tile<T, X>(k + base, in.row, t, d, k0, bk, ks);
+  load_tile<T, X>(v + base, in.row, t, d, k0, bk, vs);
   X acc_k[kRows][DC], acc_v[kRows][DC];
   TANDEM_ATTN_UNROLL
   for (int r = 0; r < kRows; ++r)
@@ -310,8 +316,8 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
     for (int c = 0; c < DC; ++c) acc_k[r][c] = acc_v[r][c] = X(0);
   for (int64_t i0 = k0 / kTile * kTile; i0 < t; i0 += kTile) {
     __syncthreads();
-    load_tile<T, X>(q + base, t, d, i0, kTile, qs);
-    load_tile<T, X>(dout + base, t, d, i0, kTile, dos);
+    load_tile<T, X>(q + base, in.row, t, d, i0, kTile, qs);
+    load_tile<T, X>(dout + at.base_o, io.row, t, d, i0, kTile, dos);
     if (threadIdx.x < kTile) {
       const int64_t i = i0 + threadIdx.x;
       ls[threadIdx.x] = i < t ? lse[head * t + i] : X(0);
@@ -353,8 +359,8 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
   for (int r = 0; r < kRows; ++r) {
     const int64_t kj = k0 + at.row(r);
     if (kj >= t) continue;
-    store_row(dk + base + kj * d, acc_k[r], scale, lane, d);
-    store_row(dv + base + kj * d, acc_v[r], X(1), lane, d);
+    store_row(dk + base + kj * in.row, acc_k[r], scale, lane, d);
+    store_row(dv + base + kj * in.row, acc_v[r], X(1), lane, d);
   }
 }
 
@@ -374,9 +380,9 @@ void with_columns(int64_t d, F&& f) {
 unsigned tiles_of(int64_t t, int64_t rows) { return static_cast<unsigned>((t + rows - 1) / rows); }
 
 template <class T>
-const T* cptr(const Tensor& x) { return static_cast<const T*>(x.data_ptr()); }
+const T* cptr(const Tensor& x, int64_t offset = 0) { return static_cast<const T*>(x.data_ptr()) + offset; }
 template <class T>
-T* mptr(Tensor& x) { return static_cast<T*>(x.data_ptr()); }
+T* mptr(Tensor& x, int64_t offset = 0) { return static_cast<T*>(x.data_ptr()) + offset; }
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& lse,
                        const kernels::AttentionShape& s) {
@@ -390,8 +396,9 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
       const Plan p = make_plan(s.d, sizeof(X), 1, 2, 0);
       TANDEM_LAUNCH(attention_forward_kernel<T, decltype(dc)::value>,
                     dim3(static_cast<unsigned>(s.heads()), tiles_of(s.t, p.rows())), p.warps * 32, p.shared,
-                    stream_for(q.device()), cptr<T>(q), cptr<T>(k), cptr<T>(v), mptr<T>(out), mptr<X>(lse), s.t, s.d,
-                    static_cast<X>(s.scale));
+                    stream_for(q.device()), cptr<T>(q, s.q_off), cptr<T>(k, s.k_off), cptr<T>(v, s.v_off), mptr<T>(out),
+                    mptr<X>(lse), s.t, s.d, static_cast<X>(s.scale), kernels::head_rows(s, s.ld_in),
+                    kernels::head_rows(s, s.ld_out));
     });
   });
 }
@@ -409,14 +416,17 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
       constexpr int DC = decltype(dc)::value;
       Stream stream = stream_for(q.device());
       Tensor delta = Tensor::empty({s.b, s.h, s.t}, dtype_v<X>, q.device());
+      const kernels::HeadRows in = kernels::head_rows(s, s.ld_in), io = kernels::head_rows(s, s.ld_out);
       const Plan pq = make_plan(s.d, sizeof(X), 2, 2, 0);
       TANDEM_LAUNCH(attention_backward_dq_kernel<T, DC>, dim3(static_cast<unsigned>(s.heads()), tiles_of(s.t, pq.rows())),
-                    pq.warps * 32, pq.shared, stream, cptr<T>(q), cptr<T>(k), cptr<T>(v), cptr<T>(out), cptr<X>(lse),
-                    cptr<T>(dout), mptr<T>(dq), mptr<X>(delta), s.t, s.d, static_cast<X>(s.scale));
+                    pq.warps * 32, pq.shared, stream, cptr<T>(q, s.q_off), cptr<T>(k, s.k_off), cptr<T>(v, s.v_off),
+                    cptr<T>(out), cptr<X>(lse), cptr<T>(dout), mptr<T>(dq, s.q_off), mptr<X>(delta), s.t, s.d,
+                    static_cast<X>(s.scale), in, io);
       const Plan pk = make_plan(s.d, sizeof(X), 2, 2, 2 * kTile);
       TANDEM_LAUNCH(attention_backward_dkv_kernel<T, DC>, dim3(static_cast<unsigned>(s.heads()), tiles_of(s.t, pk.rows())),
-                    pk.warps * 32, pk.shared, stream, cptr<T>(q), cptr<T>(k), cptr<T>(v), cptr<X>(lse), cptr<X>(delta),
-                    cptr<T>(dout), mptr<T>(dk), mptr<T>(dv), s.t, s.d, static_cast<X>(s.scale));
+                    pk.warps * 32, pk.shared, stream, cptr<T>(q, s.q_off), cptr<T>(k, s.k_off), cptr<T>(v, s.v_off),
+                    cptr<X>(lse), cptr<X>(delta), cptr<T>(dout), mptr<T>(dk, s.k_off), mptr<T>(dv, s.v_off), s.t, s.d,
+                    static_cast<X>(s.scale), in, io);
     });
   });
 }

@@ -47,16 +47,17 @@ __device__ __forceinline__ auto shared_as(S p) {
 #endif
 }
 
-// Rows [r0, r0 + kBlockRows) of x [t, D] (16-bit values) into tile [kBlockRows][D + 8], zero rows
-// past t (their scores are masked; zeros keep their products finite), 16 bytes a load.
+// Rows [r0, r0 + kBlockRows) of x (t rows of D 16-bit values, ld apart) into tile
+// [kBlockRows][D + 8], zero rows past t (their scores are masked; zeros keep their products finite),
+// 16 bytes a load.
 template <int D, class S>
-__device__ void load_rows(const uint16_t* __restrict__ x, int t, int r0, S tile) {
+__device__ void load_rows(const uint16_t* __restrict__ x, int64_t ld, int t, int r0, S tile) {
   using V = Pack<uint16_t, 8>;
   constexpr int steps = D / 8;
   for (int i = int(threadIdx.x); i < kBlockRows * steps; i += int(blockDim.x)) {
     const int r = i / steps, c = i % steps;
     V p{};
-    if (r0 + r < t) p = reinterpret_cast<const V*>(x + int64_t(r0 + r) * D)[c];
+    if (r0 + r < t) p = reinterpret_cast<const V*>(x + int64_t(r0 + r) * ld)[c];
     shared_as<V>(tile + r * kPitch<D> + c * 8)[0] = p;
   }
 }
@@ -145,14 +146,14 @@ __device__ __forceinline__ float quad_max(float v) {
   return fmaxf(v, __shfl_xor_sync(kFullMask, v, 2));
 }
 
-// Row g (h = 0) or g + 8 (h = 1) of a warp's D fragments (times mul) into dst [rows, D] row `row`.
+// Row g (h = 0) or g + 8 (h = 1) of a warp's D fragments (times mul) into row `row` of dst (rows ld
+// apart).
 template <class T, int ND>
-__device__ __forceinline__ void store_rows_half(uint16_t* dst, int64_t row, const FragD (&acc)[ND], int h, float mul,
-                                                int c) {
-  constexpr int D = ND * 8;
+__device__ __forceinline__ void store_rows_half(uint16_t* dst, int64_t ld, int64_t row, const FragD (&acc)[ND], int h,
+                                                float mul, int c) {
   TANDEM_MMA_UNROLL
   for (int n = 0; n < ND; ++n)
-    reinterpret_cast<uint32_t*>(dst + row * D + n * 8 + 2 * c)[0] =
+    reinterpret_cast<uint32_t*>(dst + row * ld + n * 8 + 2 * c)[0] =
         pack2<T>(acc[n].r[2 * h] * mul, acc[n].r[2 * h + 1] * mul);
 }
 
@@ -171,14 +172,14 @@ template <class T, int D>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_forward_mma_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                  const uint16_t* __restrict__ v, uint16_t* __restrict__ out, float* __restrict__ lse,
-                                 int t, float scale_log2) {
+                                 int t, float scale_log2, kernels::HeadRows in, kernels::HeadRows io) {
   constexpr int P = kPitch<D>, KD = D / 16, ND = D / 8, NS = kStream / 8;
   const Lane at;
-  const int64_t base = int64_t(blockIdx.x) * t * D;
+  const int64_t base = in.base(blockIdx.x), base_o = io.base(blockIdx.x);
   const int q0 = int(gridDim.y - 1 - blockIdx.y) * kBlockRows, qw = q0 + 16 * at.warp;
   auto ks = dynamic_shared<uint16_t>();
   auto vs = ks + kStream * P;
-  load_rows<D>(q + base, t, q0, ks);  // Q's fragments, staged through the key tile
+  load_rows<D>(q + base, in.row, t, q0, ks);  // Q's fragments, staged through the key tile
   __syncthreads();
   FragA qa[KD];
   load_warp_rows<D>(qa, ks, 16 * at.warp, at.lane);
@@ -187,8 +188,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int key_end = q0 + kBlockRows < t ? q0 + kBlockRows : t;
   for (int k0 = 0; k0 < key_end; k0 += kStream) {
     __syncthreads();  // every warp is done with the previous tiles
-    load_rows<D>(k + base, t, k0, ks);
-    load_rows<D>(v + base, t, k0, vs);
+    load_rows<D>(k + base, in.row, t, k0, ks);
+    load_rows<D>(v + base, in.row, t, k0, vs);
     __syncthreads();
     FragD s[NS];
     score_tile<T, D>(s, qa, ks, at.lane);
@@ -228,7 +229,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const float sum = quad_sum(l[h]);
     const int row = qw + at.g + 8 * h;
     if (row >= t) continue;
-    store_rows_half<T>(out + base, row, o, h, 1.f / sum, at.c);
+    store_rows_half<T>(out + base_o, io.row, row, o, h, 1.f / sum, at.c);
     if (at.c == 0) lse[int64_t(blockIdx.x) * t + row] = (m[h] + log2f(sum)) / kLog2e;
   }
 }
@@ -237,15 +238,15 @@ __global__ void __launch_bounds__(kWarps * 32)
 // each sum a quarter of the columns. Also stores delta for the dK/dV kernel.
 template <class T, int D>
 __device__ void row_stats(const T* __restrict__ o, const T* __restrict__ dout, const float* __restrict__ lse,
-                          float* __restrict__ delta, int64_t base, int64_t head_rows, int qw, int t, const Lane& at,
-                          float (&lse2)[2], float (&dl)[2]) {
+                          float* __restrict__ delta, int64_t base_o, int64_t ld_o, int64_t head_rows, int qw, int t,
+                          const Lane& at, float (&lse2)[2], float (&dl)[2]) {
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int row = qw + at.g + 8 * h;
     float part = 0.f;
     if (row < t)
       for (int j = at.c * (D / 4); j < (at.c + 1) * (D / 4); ++j)
-        part += float(to_acc(o[base + int64_t(row) * D + j])) * float(to_acc(dout[base + int64_t(row) * D + j]));
+        part += float(to_acc(o[base_o + row * ld_o + j])) * float(to_acc(dout[base_o + row * ld_o + j]));
     dl[h] = quad_sum(part);
     lse2[h] = row < t ? lse[head_rows + row] * kLog2e : 0.f;
     if (row < t && at.c == 0) delta[head_rows + row] = dl[h];
@@ -259,27 +260,27 @@ __global__ void __launch_bounds__(kWarps * 32)
                                      const uint16_t* __restrict__ v, const T* __restrict__ o,
                                      const float* __restrict__ lse, const T* __restrict__ dout,
                                      uint16_t* __restrict__ dq, float* __restrict__ delta, int t, float scale_log2,
-                                     float scale) {
+                                     float scale, kernels::HeadRows in, kernels::HeadRows io) {
   constexpr int P = kPitch<D>, KD = D / 16, ND = D / 8, NS = kStream / 8;
   const Lane at;
-  const int64_t base = int64_t(blockIdx.x) * t * D, head_rows = int64_t(blockIdx.x) * t;
+  const int64_t base = in.base(blockIdx.x), base_o = io.base(blockIdx.x), head_rows = int64_t(blockIdx.x) * t;
   const int q0 = int(gridDim.y - 1 - blockIdx.y) * kBlockRows, qw = q0 + 16 * at.warp;
   auto ks = dynamic_shared<uint16_t>();
   auto vs = ks + kStream * P;
-  load_rows<D>(q + base, t, q0, ks);  // Q's and dO's fragments, staged through the key tiles
-  load_rows<D>(reinterpret_cast<const uint16_t*>(dout) + base, t, q0, vs);
+  load_rows<D>(q + base, in.row, t, q0, ks);  // Q's and dO's fragments, staged through the key tiles
+  load_rows<D>(reinterpret_cast<const uint16_t*>(dout) + base_o, io.row, t, q0, vs);
   __syncthreads();
   FragA qa[KD], da[KD];
   load_warp_rows<D>(qa, ks, 16 * at.warp, at.lane);
   load_warp_rows<D>(da, vs, 16 * at.warp, at.lane);
   float lse2[2], dl[2];
-  row_stats<T, D>(o, dout, lse, delta, base, head_rows, qw, t, at, lse2, dl);
+  row_stats<T, D>(o, dout, lse, delta, base_o, io.row, head_rows, qw, t, at, lse2, dl);
   FragD acc[ND];
   const int key_end = q0 + kBlockRows < t ? q0 + kBlockRows : t;
   for (int k0 = 0; k0 < key_end; k0 += kStream) {
     __syncthreads();
-    load_rows<D>(k + base, t, k0, ks);
-    load_rows<D>(v + base, t, k0, vs);
+    load_rows<D>(k + base, in.row, t, k0, ks);
+    load_rows<D>(v + base, in.row, t, k0, vs);
     __syncthreads();
     FragD s[NS], dp[NS];
     score_tile<T, D>(s, qa, ks, at.lane);
@@ -297,7 +298,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int row = qw + at.g + 8 * h;
-    if (row < t) store_rows_half<T>(dq + base, row, acc, h, scale, at.c);
+    if (row < t) store_rows_half<T>(dq + base, in.row, row, acc, h, scale, at.c);
   }
 }
 
@@ -309,17 +310,19 @@ __global__ void __launch_bounds__(kWarps * 32)
                                       const uint16_t* __restrict__ v, const float* __restrict__ lse,
                                       const float* __restrict__ delta, const uint16_t* __restrict__ dout,
                                       uint16_t* __restrict__ dk, uint16_t* __restrict__ dv, int t, float scale_log2,
-                                      float scale) {
+                                      float scale, kernels::HeadRows in, kernels::HeadRows io) {
   constexpr int P = kPitch<D>, KD = D / 16, ND = D / 8, NS = kStream / 8;
   const Lane at;
-  const int64_t base = int64_t(blockIdx.x) * t * D, head_rows = int64_t(blockIdx.x) * t;
+  // The head's offsets once, here: a 64-bit division in the loop below cost the D = 128 kernel spills.
+  const int64_t base = in.base(blockIdx.x), head_rows = int64_t(blockIdx.x) * t, ld = in.row, ld_o = io.row;
+  const uint16_t* __restrict__ dout_h = dout + io.base(blockIdx.x);
   const int k0 = int(blockIdx.y) * kBlockRows, kw = k0 + 16 * at.warp;
   auto qs = dynamic_shared<uint16_t>();
   auto dos = qs + kStream * P;
   auto lse2s = shared_as<float>(dos + kStream * P);  // the streamed queries' lse (log2 units), delta
   auto deltas = lse2s + kStream;
-  load_rows<D>(k + base, t, k0, qs);  // K's and V's fragments, staged through the query tiles
-  load_rows<D>(v + base, t, k0, dos);
+  load_rows<D>(k + base, ld, t, k0, qs);  // K's and V's fragments, staged through the query tiles
+  load_rows<D>(v + base, ld, t, k0, dos);
   __syncthreads();
   FragA ka[KD], va[KD];
   load_warp_rows<D>(ka, qs, 16 * at.warp, at.lane);
@@ -327,8 +330,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   FragD dk_acc[ND], dv_acc[ND];
   for (int i0 = k0; i0 < t; i0 += kStream) {
     __syncthreads();
-    load_rows<D>(q + base, t, i0, qs);
-    load_rows<D>(dout + base, t, i0, dos);
+    load_rows<D>(q + base, ld, t, i0, qs);
+    load_rows<D>(dout_h, ld_o, t, i0, dos);
     for (int i = int(threadIdx.x); i < kStream; i += int(blockDim.x)) {
       lse2s[i] = i0 + i < t ? lse[head_rows + i0 + i] * kLog2e : 0.f;
       deltas[i] = i0 + i < t ? delta[head_rows + i0 + i] : 0.f;
@@ -354,8 +357,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int h = 0; h < 2; ++h) {
     const int key = kw + at.g + 8 * h;
     if (key >= t) continue;
-    store_rows_half<T>(dk + base, key, dk_acc, h, scale, at.c);
-    store_rows_half<T>(dv + base, key, dv_acc, h, 1.f, at.c);
+    store_rows_half<T>(dk + base, ld, key, dk_acc, h, scale, at.c);
+    store_rows_half<T>(dv + base, ld, key, dv_acc, h, 1.f, at.c);
   }
 }
 
@@ -383,8 +386,8 @@ size_t stream_bytes(int64_t d) { return size_t(2 * kStream * (d + 8)) * sizeof(u
 dim3 grid_of(const kernels::AttentionShape& s) {
   return dim3(static_cast<unsigned>(s.heads()), static_cast<unsigned>((s.t + kBlockRows - 1) / kBlockRows));
 }
-const uint16_t* bits(const Tensor& x) { return static_cast<const uint16_t*>(x.data_ptr()); }
-uint16_t* bits(Tensor& x) { return static_cast<uint16_t*>(x.data_ptr()); }
+const uint16_t* bits(const Tensor& x, int64_t offset = 0) { return static_cast<const uint16_t*>(x.data_ptr()) + offset; }
+uint16_t* bits(Tensor& x, int64_t offset = 0) { return static_cast<uint16_t*>(x.data_ptr()) + offset; }
 
 }  // namespace
 
@@ -394,6 +397,9 @@ bool attention_mma_fits(const kernels::AttentionShape& s, std::initializer_list<
   if (s.t >= (int64_t(1) << 30) || s.heads() > 0x7fffffff || (s.t + kBlockRows - 1) / kBlockRows > 65535) return false;
   for (const Tensor* x : tensors)
     if (!is_low_precision(x->dtype()) || !aligned16(x->data_ptr())) return false;
+  // Every row of every operand 16-byte aligned (8 elements): its start and stride.
+  for (int64_t e : {s.ld_in, s.ld_out, s.q_off, s.k_off, s.v_off})
+    if (e % 8 != 0) return false;
   return true;
 }
 
@@ -405,8 +411,9 @@ void attention_forward_mma(const Tensor& q, const Tensor& k, const Tensor& v, Te
     with_head_dim(s.d, [&](auto dim) {
       constexpr int D = decltype(dim)::value;
       TANDEM_LAUNCH(attention_forward_mma_kernel<T, D>, grid_of(s), kWarps * 32, stream_bytes(D),
-                    stream_for(q.device()), bits(q), bits(k), bits(v), bits(out), static_cast<float*>(lse.data_ptr()),
-                    static_cast<int>(s.t), scale_log2);
+                    stream_for(q.device()), bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off), bits(out),
+                    static_cast<float*>(lse.data_ptr()), static_cast<int>(s.t), scale_log2,
+                    kernels::head_rows(s, s.ld_in), kernels::head_rows(s, s.ld_out));
     });
   });
 }
@@ -422,14 +429,15 @@ void attention_backward_mma(const Tensor& q, const Tensor& k, const Tensor& v, c
       Tensor delta = Tensor::empty({s.b, s.h, s.t}, DType::f32, q.device());
       const float* lse_p = static_cast<const float*>(lse.data_ptr());
       float* delta_p = static_cast<float*>(delta.data_ptr());
-      TANDEM_LAUNCH(attention_backward_dq_mma_kernel<T, D>, grid_of(s), kWarps * 32, stream_bytes(D), stream, bits(q),
-                    bits(k), bits(v), static_cast<const T*>(out.data_ptr()), lse_p,
-                    static_cast<const T*>(dout.data_ptr()), bits(dq), delta_p, static_cast<int>(s.t), scale_log2,
-                    scale);
+      const kernels::HeadRows in = kernels::head_rows(s, s.ld_in), io = kernels::head_rows(s, s.ld_out);
+      TANDEM_LAUNCH(attention_backward_dq_mma_kernel<T, D>, grid_of(s), kWarps * 32, stream_bytes(D), stream,
+                    bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off), static_cast<const T*>(out.data_ptr()), lse_p,
+                    static_cast<const T*>(dout.data_ptr()), bits(dq, s.q_off), delta_p, static_cast<int>(s.t),
+                    scale_log2, scale, in, io);
       TANDEM_LAUNCH(attention_backward_dkv_mma_kernel<T, D>, grid_of(s), kWarps * 32,
-                    stream_bytes(D) + 2 * kStream * sizeof(float), stream, bits(q), bits(k), bits(v), lse_p,
-                    static_cast<const float*>(delta_p), bits(dout), bits(dk), bits(dv), static_cast<int>(s.t),
-                    scale_log2, scale);
+                    stream_bytes(D) + 2 * kStream * sizeof(float), stream, bits(q, s.q_off), bits(k, s.k_off),
+                    bits(v, s.v_off), lse_p, static_cast<const float*>(delta_p), bits(dout), bits(dk, s.k_off),
+                    bits(dv, s.v_off), static_cast<int>(s.t), scale_log2, scale, in, io);
     });
   });
 }

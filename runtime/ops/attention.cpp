@@ -3,6 +3,8 @@
 #include "runtime/ops/attention.h"
 
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
@@ -12,15 +14,40 @@
 
 namespace tandem::ops {
 
+namespace {
+
+// Under autocast: the 16-bit type on a GPU, whose tensor-core kernels keep the scores, the
+// logsumexp and the running rescaling in f32 inside; f32 on the CPU, whose kernel computes in f32
+// and would only convert.
+AutocastCategory attention_category(const Tensor& x) {
+  return x.device().is_cpu() ? AutocastCategory::Float32 : AutocastCategory::LowPrecision;
+}
+
+kernels::AttentionShape attention_shape(const Tensor& q) {
+  kernels::AttentionShape s;
+  s.b = q.size(0); s.h = q.size(1); s.t = q.size(2); s.d = q.size(3);
+  s.scale = 1.0 / std::sqrt(static_cast<double>(s.d));
+  return s;
+}
+
+// The forward's out [B, H, T, D] and lse [B, H, T] for q, k, v [B, H, T, D].
+std::pair<Tensor, Tensor> attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const kernels::AttentionShape& s) {
+  const DType acc = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());
+  Tensor lse = Tensor::empty({s.b, s.h, s.t}, acc, q.device());
+  kernels::attention_forward(q.device())(q, k, v, out, lse, s);
+  return {out, lse};
+}
+
+}  // namespace
+
 Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in) {
   using detail::describe;
   detail::check_defined(q_in, "causal_attention", "q");
   detail::check_defined(k_in, "causal_attention", "k");
   detail::check_defined(v_in, "causal_attention", "v");
-  // Under autocast: the 16-bit type on a GPU, whose tensor-core kernels keep the scores, the
-  // logsumexp and the running rescaling in f32 inside; f32 on the CPU, whose kernel computes in f32
-  // and would only convert.
-  const AutocastCategory category = q_in.device().is_cpu() ? AutocastCategory::Float32 : AutocastCategory::LowPrecision;
+  const AutocastCategory category = attention_category(q_in);
   Tensor q = autocast_arg(q_in, category);
   Tensor k = autocast_arg(k_in, category);
   Tensor v = autocast_arg(v_in, category);
@@ -33,13 +60,8 @@ Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
                shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
   TANDEM_CHECK(q.size(3) >= 1, "causal_attention: head dimension D must be >= 1, got {}", describe(q));
 
-  kernels::AttentionShape s;
-  s.b = q.size(0); s.h = q.size(1); s.t = q.size(2); s.d = q.size(3);
-  s.scale = 1.0 / std::sqrt(static_cast<double>(s.d));
-  const DType acc = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());
-  Tensor lse = Tensor::empty({s.b, s.h, s.t}, acc, q.device());
-  kernels::attention_forward(q.device())(q, k, v, out, lse, s);
+  const kernels::AttentionShape s = attention_shape(q);
+  auto [out, lse] = attention_forward(q, k, v, s);
   if (!needs_grad({&q, &k, &v})) return out;
 
   Tensor qs = q.detach(), ks = k.detach(), vs = v.detach(), os = out.detach();
@@ -50,6 +72,60 @@ Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
     Tensor dv = Tensor::empty(qs.shape(), qs.dtype(), qs.device());
     kernels::attention_backward(dout.device())(qs, ks, vs, os, lse, dout, dq, dk, dv, s);
     return std::vector<Tensor>{dq, dk, dv};
+  });
+}
+
+Tensor causal_self_attention(const Tensor& qkv_in, int64_t heads) {
+  detail::check_defined(qkv_in, "causal_self_attention", "qkv");
+  Tensor qkv = autocast_arg(qkv_in, attention_category(qkv_in));
+  TANDEM_CHECK(qkv.dim() == 3 && heads >= 1 && qkv.size(2) % (3 * heads) == 0 && qkv.size(2) > 0,
+               "causal_self_attention: qkv must be [B, T, 3*H*D] with H = {}, got {}", heads, detail::describe(qkv));
+  detail::check_floating("causal_self_attention", qkv);
+  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (3 * heads), c = heads * d;
+  const DType acc = qkv.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  if (!qkv.device().is_cpu()) {
+    // The kernels read q, k and v where the projection wrote them and write [B, T, H*D] rows, and the
+    // backward writes dq, dk and dv into qkv's gradient: no permute either way.
+    kernels::AttentionShape s;
+    s.b = b; s.h = heads; s.t = t; s.d = d;
+    s.scale = 1.0 / std::sqrt(static_cast<double>(d));
+    s.ld_in = 3 * c; s.ld_out = c; s.q_off = 0; s.k_off = c; s.v_off = 2 * c;
+    Tensor y = Tensor::empty({b, t, c}, qkv.dtype(), qkv.device());
+    Tensor lse = Tensor::empty({b, heads, t}, acc, qkv.device());
+    kernels::attention_forward(qkv.device())(qkv, qkv, qkv, y, lse, s);
+    if (!needs_grad({&qkv})) return y;
+    return record("CausalSelfAttentionBackward", {qkv}, y,
+                  [=, qkv_saved = qkv.detach(), y_saved = y.detach()](const std::vector<Tensor>& g) {
+                    Tensor dqkv = Tensor::empty(qkv_saved.shape(), qkv_saved.dtype(), qkv_saved.device());
+                    kernels::attention_backward(qkv_saved.device())(qkv_saved, qkv_saved, qkv_saved, y_saved, lse,
+                                                                    g[0], dqkv, dqkv, dqkv, s);
+                    return std::vector<Tensor>{dqkv};
+                  });
+  }
+  // The CPU kernels take contiguous heads: the layout ops run untracked (this op's node takes qkv's
+  // gradient) and the backward writes dq, dk and dv into one [3, B, H, T, D] buffer.
+  Tensor all, out, lse, y;
+  kernels::AttentionShape s;
+  {
+    NoGradGuard no_grad;
+    all = permute(reshape(qkv, {b, t, 3, heads, d}), {2, 0, 3, 1, 4});  // [3, B, H, T, D]
+    const Shape head_shape{b, heads, t, d};
+    s = attention_shape(all.narrow0(0, 1).view(head_shape));
+    std::tie(out, lse) = attention_forward(all.narrow0(0, 1).view(head_shape), all.narrow0(1, 1).view(head_shape),
+                                           all.narrow0(2, 1).view(head_shape), s);
+    y = reshape(permute(out, {0, 2, 1, 3}), {b, t, c});
+  }
+  if (!needs_grad({&qkv})) return y;
+  return record("CausalSelfAttentionBackward", {qkv}, y, [=, all_saved = all](const std::vector<Tensor>& g) {
+    const Shape head_shape{b, heads, t, d};
+    Tensor dout = permute(reshape(g[0], {b, t, heads, d}), {0, 2, 1, 3});
+    Tensor d_all = Tensor::empty(all_saved.shape(), all_saved.dtype(), all_saved.device());
+    Tensor dq = d_all.narrow0(0, 1).view(head_shape), dk = d_all.narrow0(1, 1).view(head_shape),
+           dv = d_all.narrow0(2, 1).view(head_shape);
+    kernels::attention_backward(dout.device())(all_saved.narrow0(0, 1).view(head_shape),
+                                               all_saved.narrow0(1, 1).view(head_shape),
+                                               all_saved.narrow0(2, 1).view(head_shape), out, lse, dout, dq, dk, dv, s);
+    return std::vector<Tensor>{reshape(permute(d_all, {1, 3, 0, 2, 4}), {b, t, 3 * c})};
   });
 }
 

@@ -1,7 +1,9 @@
 // causal attention on the CUDA backend (the fused forward and the dQ / dK,dV kernels) vs the CPU:
 // T not a multiple of any tile, T = 1, head_dim 32/64/128 and odd ones, B*H > 1, 16-bit inputs; and
 // cross-entropy at GPT-2's vocabulary.
+#include <array>
 #include <cmath>
+#include <optional>
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
@@ -173,6 +175,45 @@ TEST_P(AttentionOps, OpsWithHeadLayoutsMatchCpu) {
   auto [y_cpu, gx_cpu] = run_on(kCPU);
   expect_close(y, y_cpu, tol(2e-5, 1e-4), "y");
   expect_close(gx, gx_cpu, tol(1e-4, 4e-4), "dx");
+}
+
+// causal_self_attention (GPT's path) on the device, where the kernels read q, k, v from the qkv rows
+// and write merged heads: the composition's values and gradients exactly (the same arithmetic on the
+// same data), in f32 (SIMT kernels) and under bf16 autocast (tensor cores for head dims 16 and 64;
+// head dim 6 keeps bf16 on the SIMT kernels, with rows too short for 4-element loads), and the CPU's
+// to the kernels' rounding.
+TEST_P(AttentionOps, SelfAttentionEqualsTheCompositionOnTheDevice) {
+  for (auto [b, t, h, d] : std::vector<std::array<int64_t, 4>>{{2, 37, 2, 64}, {2, 70, 2, 16}, {1, 21, 3, 6}})
+    for (bool autocast : {false, true}) {
+      SCOPED_TRACE("t " + std::to_string(t) + " h " + std::to_string(h) + " d " + std::to_string(d));
+      Tensor x = random_tensor({b, t, 3 * h * d}, DType::f32, 12), r = random_tensor({b, t, h * d}, DType::f32, 13);
+      auto run_on = [&](Device dv, bool fused) {
+        Tensor xd = x.to(dv);
+        xd.set_requires_grad(true);
+        Tensor y;
+        {
+          std::optional<AutocastGuard> guard;
+          if (autocast) guard.emplace(DType::bf16);
+          if (fused) {
+            y = ops::causal_self_attention(xd, h);
+          } else {
+            auto qkv = ops::split_qkv(xd, h);
+            y = ops::merge_heads(ops::causal_attention(qkv[0], qkv[1], qkv[2]));
+          }
+        }
+        Tensor gx = grad({y}, {xd}, {ops::cast(r, y.dtype()).to(dv)})[0];
+        return std::make_pair(ops::cast(y, DType::f32).to(kCPU), gx.to(kCPU));
+      };
+      const std::string what = autocast ? "bf16 autocast" : "f32";
+      auto [y, gx] = run_on(dev(), true);
+      auto [y2, gx2] = run_on(dev(), false);
+      expect_close(y, y2, 0, what + " y vs composition");
+      expect_close(gx, gx2, 0, what + " dx vs composition");
+      auto [yc, gxc] = run_on(kCPU, true);
+      const double rtol = autocast ? 4 * ulps(DType::bf16) : tol(2e-5, 1e-4);
+      expect_close(y, yc, rtol, what + " y vs cpu");
+      expect_close(gx, gxc, autocast ? 8 * ulps(DType::bf16) : tol(1e-4, 4e-4), what + " dx vs cpu");
+    }
 }
 
 // The GPT's loss at GPT-2's vocabulary (and its padded size): one block per row over 50k classes.
