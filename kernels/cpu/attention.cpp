@@ -2,8 +2,9 @@
 // block_k keys through Eigen products with an online softmax (running max and sum per query row), so
 // only one [block_q, block_k] score tile exists at a time. The forward keeps the per-row logsumexp;
 // the backward recomputes each probability tile from it. OpenMP runs over (batch, head); f16/bf16
-// are widened to f32, computed, and rounded once.
+// are widened to f32, computed, and rounded once. Heads contiguous or token-major (AttentionShape).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -19,10 +20,12 @@ template <class T>
 using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T>
 using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+// A head's [t, d] rows, ld elements apart (d for contiguous heads; token-major: the row's width).
+using RowStride = Eigen::OuterStride<>;
 template <class T>
-using CMap = Eigen::Map<const Mat<T>>;
+using CMap = Eigen::Map<const Mat<T>, 0, RowStride>;
 template <class T>
-using MMap = Eigen::Map<Mat<T>>;
+using MMap = Eigen::Map<Mat<T>, 0, RowStride>;
 
 // 64 x 64 tiles: a score tile (16 KB in f32) and the q/k/v blocks it reads stay in L1/L2; measured
 // against 32 and 128 on the gpt shapes (docs/transformers.md).
@@ -60,14 +63,15 @@ void exp_rows(Mat<T>& S, const Shift& shift, int64_t q0, int64_t k0) {
   }
 }
 
-// One head: q, k, v, o [t, d], lse [t].
+// One head: q, k, v [t, d] with rows ld apart, o [t, d] with rows ld_o apart, lse [t].
 template <class T>
-void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, const AttentionShape& s) {
+void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, int64_t ld, int64_t ld_o,
+                  const AttentionShape& s) {
   const int64_t t = s.t, d = s.d;
   const Tiles tl = tiles(s);
   const T scale = static_cast<T>(s.scale);
-  CMap<T> Q(q, t, d), K(k, t, d), V(v, t, d);
-  MMap<T> O(o, t, d);
+  CMap<T> Q(q, t, d, RowStride(ld)), K(k, t, d, RowStride(ld)), V(v, t, d, RowStride(ld));
+  MMap<T> O(o, t, d, RowStride(ld_o));
   Mat<T> S, acc;
   Vec<T> m, l, m_new;
   for (int64_t q0 = 0; q0 < t; q0 += tl.bq) {
@@ -97,13 +101,14 @@ void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, const Attent
 // backward's row term (sum_j P_ij dP_ij).
 template <class T>
 void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout, T* dq, T* dk,
-                   T* dv, const AttentionShape& s) {
+                   T* dv, int64_t ld, int64_t ld_o, const AttentionShape& s) {
   const int64_t t = s.t, d = s.d;
   const Tiles tl = tiles(s);
   const T scale = static_cast<T>(s.scale);
-  CMap<T> Q(q, t, d), K(k, t, d), V(v, t, d), O(o, t, d), dO(dout, t, d);
+  CMap<T> Q(q, t, d, RowStride(ld)), K(k, t, d, RowStride(ld)), V(v, t, d, RowStride(ld));
+  CMap<T> O(o, t, d, RowStride(ld_o)), dO(dout, t, d, RowStride(ld_o));
   Eigen::Map<const Vec<T>> L(lse, t);
-  MMap<T> dQ(dq, t, d), dK(dk, t, d), dV(dv, t, d);
+  MMap<T> dQ(dq, t, d, RowStride(ld)), dK(dk, t, d, RowStride(ld)), dV(dv, t, d, RowStride(ld));
   const Vec<T> delta = (dO.array() * O.array()).rowwise().sum();
   dQ.setZero();
   Mat<T> S, dP;
@@ -127,30 +132,49 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
   }
 }
 
+// q, k, v (and dq, dk, dv) at their offsets, head bh's rows from HeadRows (contiguous or token-major).
 template <class T>
 void forward_t(const T* q, const T* k, const T* v, T* o, T* lse, const AttentionShape& s) {
   if (s.heads() == 0 || s.t == 0) return;  // empty tensors may have null data
-  const int64_t n = s.t * s.d;
-#pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * n * s.t >= kParallelMinWork)
-  for (int64_t bh = 0; bh < s.heads(); ++bh) forward_head(q + bh * n, k + bh * n, v + bh * n, o + bh * n, lse + bh * s.t, s);
+  const HeadRows in = head_rows(s, s.ld_in), io = head_rows(s, s.ld_out);
+#pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * s.t * s.d * s.t >= kParallelMinWork)
+  for (int64_t bh = 0; bh < s.heads(); ++bh) {
+    const int64_t b = in.base(bh);
+    forward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, o + io.base(bh), lse + bh * s.t, in.row, io.row, s);
+  }
 }
 
 template <class T>
 void backward_t(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout, T* dq, T* dk, T* dv,
                 const AttentionShape& s) {
   if (s.heads() == 0 || s.t == 0) return;
-  const int64_t n = s.t * s.d;
-#pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * n * s.t >= kParallelMinWork)
-  for (int64_t bh = 0; bh < s.heads(); ++bh)
-    backward_head(q + bh * n, k + bh * n, v + bh * n, o + bh * n, lse + bh * s.t, dout + bh * n, dq + bh * n,
-                  dk + bh * n, dv + bh * n, s);
+  const HeadRows in = head_rows(s, s.ld_in), io = head_rows(s, s.ld_out);
+#pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * s.t * s.d * s.t >= kParallelMinWork)
+  for (int64_t bh = 0; bh < s.heads(); ++bh) {
+    const int64_t b = in.base(bh), bo = io.base(bh);
+    backward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, o + bo, lse + bh * s.t, dout + bo,
+                  dq + s.q_off + b, dk + s.k_off + b, dv + s.v_off + b, in.row, io.row, s);
+  }
 }
 
-// f16/bf16 run the f32 path on widened copies.
+// f16/bf16 run the f32 path on widened copies. A tensor passed for several operands (token-major q,
+// k and v are one tensor, so are dq, dk and dv) gets one copy: separate copies of dq, dk and dv would
+// each narrow their whole buffer back over the others' columns.
 Tensor widened(const Tensor& t) {
   Tensor r = Tensor::empty(t.shape(), DType::f32, t.device());
   convert_host(t.data_ptr(), t.dtype(), r.data_ptr(), DType::f32, t.numel());
   return r;
+}
+std::array<Tensor, 3> widened3(const Tensor& a, const Tensor& b, const Tensor& c) {
+  Tensor wa = widened(a), wb = b.is_same(a) ? wa : widened(b);
+  Tensor wc = c.is_same(a) ? wa : c.is_same(b) ? wb : widened(c);
+  return {wa, wb, wc};
+}
+std::array<Tensor, 3> f32_like3(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const auto like = [](const Tensor& x) { return Tensor::empty(x.shape(), DType::f32, x.device()); };
+  Tensor fa = like(a), fb = b.is_same(a) ? fa : like(b);
+  Tensor fc = c.is_same(a) ? fa : c.is_same(b) ? fb : like(c);
+  return {fa, fb, fc};
 }
 void narrow_into(const Tensor& f, Tensor& dst) {
   convert_host(f.data_ptr(), DType::f32, dst.data_ptr(), dst.dtype(), dst.numel());
@@ -160,22 +184,16 @@ const T* ptr(const Tensor& t) { return static_cast<const T*>(t.data_ptr()); }
 template <class T>
 T* mptr(Tensor& t) { return static_cast<T*>(t.data_ptr()); }
 
-void check_contiguous_heads(const AttentionShape& s) {
-  TANDEM_CHECK_KIND(NotSupported, !s.token_major(),
-                    "causal_attention on the CPU takes contiguous [b, h, t, d] heads, not token-major rows");
-}
-
 void cpu_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& lse,
                            const AttentionShape& s) {
-  check_contiguous_heads(s);
   dispatch_floating(q.dtype(), "causal_attention", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       forward_t<T>(ptr<T>(q), ptr<T>(k), ptr<T>(v), mptr<T>(out), mptr<T>(lse), s);
     } else {
       Tensor of = Tensor::empty(out.shape(), DType::f32, out.device());
-      forward_t<float>(ptr<float>(widened(q)), ptr<float>(widened(k)), ptr<float>(widened(v)), mptr<float>(of),
-                       mptr<float>(lse), s);
+      auto w = widened3(q, k, v);
+      forward_t<float>(ptr<float>(w[0]), ptr<float>(w[1]), ptr<float>(w[2]), mptr<float>(of), mptr<float>(lse), s);
       narrow_into(of, out);
     }
   });
@@ -183,21 +201,19 @@ void cpu_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Te
 
 void cpu_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                             const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, const AttentionShape& s) {
-  check_contiguous_heads(s);
   dispatch_floating(q.dtype(), "causal_attention backward", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       backward_t<T>(ptr<T>(q), ptr<T>(k), ptr<T>(v), ptr<T>(out), ptr<T>(lse), ptr<T>(dout), mptr<T>(dq),
                     mptr<T>(dk), mptr<T>(dv), s);
     } else {
-      Tensor f[3] = {Tensor::empty(dq.shape(), DType::f32, dq.device()), Tensor::empty(dq.shape(), DType::f32, dq.device()),
-                     Tensor::empty(dq.shape(), DType::f32, dq.device())};
-      backward_t<float>(ptr<float>(widened(q)), ptr<float>(widened(k)), ptr<float>(widened(v)),
-                        ptr<float>(widened(out)), ptr<float>(lse), ptr<float>(widened(dout)), mptr<float>(f[0]),
-                        mptr<float>(f[1]), mptr<float>(f[2]), s);
+      auto w = widened3(q, k, v);
+      auto f = f32_like3(dq, dk, dv);
+      backward_t<float>(ptr<float>(w[0]), ptr<float>(w[1]), ptr<float>(w[2]), ptr<float>(widened(out)), ptr<float>(lse),
+                        ptr<float>(widened(dout)), mptr<float>(f[0]), mptr<float>(f[1]), mptr<float>(f[2]), s);
       narrow_into(f[0], dq);
-      narrow_into(f[1], dk);
-      narrow_into(f[2], dv);
+      if (!dk.is_same(dq)) narrow_into(f[1], dk);
+      if (!dv.is_same(dq) && !dv.is_same(dk)) narrow_into(f[2], dv);
     }
   });
 }

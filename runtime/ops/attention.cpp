@@ -3,7 +3,6 @@
 #include "runtime/ops/attention.h"
 
 #include <cmath>
-#include <tuple>
 #include <utility>
 
 #include "runtime/autocast.h"
@@ -83,50 +82,23 @@ Tensor causal_self_attention(const Tensor& qkv_in, int64_t heads) {
   detail::check_floating("causal_self_attention", qkv);
   const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (3 * heads), c = heads * d;
   const DType acc = qkv.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  if (!qkv.device().is_cpu()) {
-    // The kernels read q, k and v where the projection wrote them and write [B, T, H*D] rows, and the
-    // backward writes dq, dk and dv into qkv's gradient: no permute either way.
-    kernels::AttentionShape s;
-    s.b = b; s.h = heads; s.t = t; s.d = d;
-    s.scale = 1.0 / std::sqrt(static_cast<double>(d));
-    s.ld_in = 3 * c; s.ld_out = c; s.q_off = 0; s.k_off = c; s.v_off = 2 * c;
-    Tensor y = Tensor::empty({b, t, c}, qkv.dtype(), qkv.device());
-    Tensor lse = Tensor::empty({b, heads, t}, acc, qkv.device());
-    kernels::attention_forward(qkv.device())(qkv, qkv, qkv, y, lse, s);
-    if (!needs_grad({&qkv})) return y;
-    return record("CausalSelfAttentionBackward", {qkv}, y,
-                  [=, qkv_saved = qkv.detach(), y_saved = y.detach()](const std::vector<Tensor>& g) {
-                    Tensor dqkv = Tensor::empty(qkv_saved.shape(), qkv_saved.dtype(), qkv_saved.device());
-                    kernels::attention_backward(qkv_saved.device())(qkv_saved, qkv_saved, qkv_saved, y_saved, lse,
-                                                                    g[0], dqkv, dqkv, dqkv, s);
-                    return std::vector<Tensor>{dqkv};
-                  });
-  }
-  // The CPU kernels take contiguous heads: the layout ops run untracked (this op's node takes qkv's
-  // gradient) and the backward writes dq, dk and dv into one [3, B, H, T, D] buffer.
-  Tensor all, out, lse, y;
+  // The kernels read q, k and v where the projection wrote them and write [B, T, H*D] rows, and the
+  // backward writes dq, dk and dv into qkv's gradient: no permute either way.
   kernels::AttentionShape s;
-  {
-    NoGradGuard no_grad;
-    all = permute(reshape(qkv, {b, t, 3, heads, d}), {2, 0, 3, 1, 4});  // [3, B, H, T, D]
-    const Shape head_shape{b, heads, t, d};
-    s = attention_shape(all.narrow0(0, 1).view(head_shape));
-    std::tie(out, lse) = attention_forward(all.narrow0(0, 1).view(head_shape), all.narrow0(1, 1).view(head_shape),
-                                           all.narrow0(2, 1).view(head_shape), s);
-    y = reshape(permute(out, {0, 2, 1, 3}), {b, t, c});
-  }
+  s.b = b; s.h = heads; s.t = t; s.d = d;
+  s.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  s.ld_in = 3 * c; s.ld_out = c; s.q_off = 0; s.k_off = c; s.v_off = 2 * c;
+  Tensor y = Tensor::empty({b, t, c}, qkv.dtype(), qkv.device());
+  Tensor lse = Tensor::empty({b, heads, t}, acc, qkv.device());
+  kernels::attention_forward(qkv.device())(qkv, qkv, qkv, y, lse, s);
   if (!needs_grad({&qkv})) return y;
-  return record("CausalSelfAttentionBackward", {qkv}, y, [=, all_saved = all](const std::vector<Tensor>& g) {
-    const Shape head_shape{b, heads, t, d};
-    Tensor dout = permute(reshape(g[0], {b, t, heads, d}), {0, 2, 1, 3});
-    Tensor d_all = Tensor::empty(all_saved.shape(), all_saved.dtype(), all_saved.device());
-    Tensor dq = d_all.narrow0(0, 1).view(head_shape), dk = d_all.narrow0(1, 1).view(head_shape),
-           dv = d_all.narrow0(2, 1).view(head_shape);
-    kernels::attention_backward(dout.device())(all_saved.narrow0(0, 1).view(head_shape),
-                                               all_saved.narrow0(1, 1).view(head_shape),
-                                               all_saved.narrow0(2, 1).view(head_shape), out, lse, dout, dq, dk, dv, s);
-    return std::vector<Tensor>{reshape(permute(d_all, {1, 3, 0, 2, 4}), {b, t, 3 * c})};
-  });
+  return record("CausalSelfAttentionBackward", {qkv}, y,
+                [=, qkv_saved = qkv.detach(), y_saved = y.detach()](const std::vector<Tensor>& g) {
+                  Tensor dqkv = Tensor::empty(qkv_saved.shape(), qkv_saved.dtype(), qkv_saved.device());
+                  kernels::attention_backward(qkv_saved.device())(qkv_saved, qkv_saved, qkv_saved, y_saved, lse, g[0],
+                                                                  dqkv, dqkv, dqkv, s);
+                  return std::vector<Tensor>{dqkv};
+                });
 }
 
 Tensor split_heads(const Tensor& x, int64_t heads) {

@@ -24,10 +24,9 @@ Tensor merge_heads(const Tensor& x);
 std::array<Tensor, 3> split_qkv(const Tensor& qkv, int64_t heads);
 
 // merge_heads(causal_attention(split_qkv(qkv, heads))) as one op: qkv [B, T, 3*H*D] -> [B, T, H*D],
-// the same values and gradients, one autograd node instead of five. On a GPU the kernels read q, k, v
-// from qkv's rows and write the merged output, and the backward writes qkv's gradient directly: no
-// head permutes. On the CPU the heads are permuted (the kernels take contiguous heads), dq, dk and dv
-// written into one [3, B, H, T, D] buffer that one permute turns into qkv's gradient.
+// the same values and gradients, one autograd node instead of five. The kernels read q, k, v from
+// qkv's rows and write the merged output, and the backward writes qkv's gradient directly: no head
+// permutes and no per-head gradient buffers.
 Tensor causal_self_attention(const Tensor& qkv, int64_t heads);
 
 }  // namespace tandem::ops

@@ -3,7 +3,6 @@
 
 #include <array>
 
-#include "runtime/backend/attention.h"
 #include "runtime/ops.h"
 #include "tests/support/gradcheck.h"
 
@@ -82,11 +81,25 @@ TEST(HeadLayout, SelfAttentionEqualsTheComposition) {
   expect_gradcheck([](const std::vector<Tensor>& t) { return ops::causal_self_attention(t[0], 2); }, {x});
   EXPECT_THROW(ops::causal_self_attention(Tensor::zeros({2, 3, 12}), 3), ValueError);
   EXPECT_THROW(ops::causal_self_attention(Tensor::zeros({2, 12}), 2), ValueError);
-  // Token-major operands are for the CUDA kernels; the CPU's refuse them rather than misread them.
-  kernels::AttentionShape s;
-  s.b = 1; s.h = 2; s.t = 3; s.d = 2; s.ld_in = 12; s.ld_out = 4;
-  Tensor qkv = Tensor::zeros({1, 3, 12}), out = Tensor::zeros({1, 3, 4}), lse = Tensor::zeros({1, 2, 3});
-  EXPECT_THROW(kernels::attention_forward(kCPU)(qkv, qkv, qkv, out, lse, s), NotSupportedError);
+}
+
+// bf16 and f16 inputs outside autocast (the CPU widens them): q, k and v are one tensor, so are dq, dk
+// and dv, each widened or narrowed once; the composition's values and gradients bit for bit.
+TEST(HeadLayout, SelfAttentionInSixteenBitEqualsTheComposition) {
+  for (DType dt : {DType::bf16, DType::f16}) {
+    Tensor x = ops::cast(random_leaf({2, 19, 3 * 2 * 5}, 8).detach(), dt), x2 = x.clone();
+    x.set_requires_grad(true);
+    x2.set_requires_grad(true);
+    Tensor y = ops::causal_self_attention(x, 2);
+    auto qkv = ops::split_qkv(x2, 2);
+    Tensor y2 = ops::merge_heads(ops::causal_attention(qkv[0], qkv[1], qkv[2]));
+    EXPECT_EQ(y.dtype(), dt);
+    EXPECT_EQ(y.to_vector<double>(), y2.to_vector<double>()) << dtype_name(dt);
+    Tensor r = ops::cast(random_leaf({2, 19, 2 * 5}, 9).detach(), dt);
+    ops::sum(ops::mul(y, r)).backward();
+    ops::sum(ops::mul(y2, r)).backward();
+    EXPECT_EQ(x.grad().to_vector<double>(), x2.grad().to_vector<double>()) << dtype_name(dt);
+  }
 }
 
 TEST(HeadLayout, ShapeErrors) {
