@@ -165,16 +165,13 @@ Tensor widened(const Tensor& t) {
   convert_host(t.data_ptr(), t.dtype(), r.data_ptr(), DType::f32, t.numel());
   return r;
 }
-std::array<Tensor, 3> widened3(const Tensor& a, const Tensor& b, const Tensor& c) {
-  Tensor wa = widened(a), wb = b.is_same(a) ? wa : widened(b);
-  Tensor wc = c.is_same(a) ? wa : c.is_same(b) ? wb : widened(c);
-  return {wa, wb, wc};
-}
-std::array<Tensor, 3> f32_like3(const Tensor& a, const Tensor& b, const Tensor& c) {
-  const auto like = [](const Tensor& x) { return Tensor::empty(x.shape(), DType::f32, x.device()); };
-  Tensor fa = like(a), fb = b.is_same(a) ? fa : like(b);
-  Tensor fc = c.is_same(a) ? fa : c.is_same(b) ? fb : like(c);
-  return {fa, fb, fc};
+Tensor f32_like(const Tensor& t) { return Tensor::empty(t.shape(), DType::f32, t.device()); }
+// make(x) for each of a, b, c, made once for a tensor passed twice.
+template <class F>
+std::array<Tensor, 3> once_each(const Tensor& a, const Tensor& b, const Tensor& c, F&& make) {
+  Tensor ma = make(a), mb = b.is_same(a) ? ma : make(b);
+  Tensor mc = c.is_same(a) ? ma : c.is_same(b) ? mb : make(c);
+  return {ma, mb, mc};
 }
 void narrow_into(const Tensor& f, Tensor& dst) {
   convert_host(f.data_ptr(), DType::f32, dst.data_ptr(), dst.dtype(), dst.numel());
@@ -192,7 +189,7 @@ void cpu_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Te
       forward_t<T>(ptr<T>(q), ptr<T>(k), ptr<T>(v), mptr<T>(out), mptr<T>(lse), s);
     } else {
       Tensor of = Tensor::empty(out.shape(), DType::f32, out.device());
-      auto w = widened3(q, k, v);
+      auto w = once_each(q, k, v, widened);
       forward_t<float>(ptr<float>(w[0]), ptr<float>(w[1]), ptr<float>(w[2]), mptr<float>(of), mptr<float>(lse), s);
       narrow_into(of, out);
     }
@@ -207,8 +204,8 @@ void cpu_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, c
       backward_t<T>(ptr<T>(q), ptr<T>(k), ptr<T>(v), ptr<T>(out), ptr<T>(lse), ptr<T>(dout), mptr<T>(dq),
                     mptr<T>(dk), mptr<T>(dv), s);
     } else {
-      auto w = widened3(q, k, v);
-      auto f = f32_like3(dq, dk, dv);
+      auto w = once_each(q, k, v, widened);
+      auto f = once_each(dq, dk, dv, f32_like);
       backward_t<float>(ptr<float>(w[0]), ptr<float>(w[1]), ptr<float>(w[2]), ptr<float>(widened(out)), ptr<float>(lse),
                         ptr<float>(widened(dout)), mptr<float>(f[0]), mptr<float>(f[1]), mptr<float>(f[2]), s);
       narrow_into(f[0], dq);

@@ -47,7 +47,7 @@ template <class S>
 const S* ptr_or_null(const Tensor& t) { return t.defined() ? static_cast<const S*>(t.data_ptr()) : nullptr; }
 
 // f(Y{}) with the element type of LayerNorm's y (or its backward's dy): T's, or f16/bf16 for f32 x
-// (layer_norm_output_dtype_ok), written and read by the kernels directly: no cast launch after the
+// (what check_layer_norm_output_dtype allows), written and read by the kernels directly: no cast launch after the
 // forward nor before the backward.
 template <class T, class F>
 void with_narrow(DType y, F&& f) {
@@ -615,8 +615,8 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
     using S = decltype(s);
     const DType sd = dtype_v<S>;
     const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
-    if (M == 0) return;
     kernels::check_layer_norm_output_dtype("layer_norm", x.dtype(), y.dtype());
+    if (M == 0) return;
     Tensor w = as_stat(weight, sd), b = as_stat(bias, sd), ms = stat_out(mean, sd), rs = stat_out(rstd, sd);
     with_narrow<T>(y.dtype(), [&](auto yt) {
       using Y = decltype(yt);
@@ -673,13 +673,11 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
       store_stat(gb, dbias);
       return;
     }
-    // The one-pass and warp dx kernels read a narrower dy as it is; the others a copy in x's dtype.
-    Tensor dy_x = dy;
-    const auto same_dy = [&]() -> const T* {
-      if (dy_x.dtype() != x.dtype()) dy_x = as_stat(dy, x.dtype());
-      return static_cast<const T*>(dy_x.data_ptr());
-    };
-    if (dx.defined() && M > 0 && D <= kWarpRowMax) {
+    // The one-pass and warp dx kernels read a narrower dy as it is; the block-per-row dx kernel and
+    // the parameters' column sums read a copy in x's dtype, made only when one of them runs.
+    const bool warp_dx = dx.defined() && M > 0 && D <= kWarpRowMax, block_dx = dx.defined() && M > 0 && !warp_dx;
+    const Tensor dy_x = (block_dx || params) && dy.dtype() != x.dtype() ? as_stat(dy, x.dtype()) : dy;
+    if (warp_dx) {
       with_narrow<T>(dy.dtype(), [&](auto dyt) {
         using DY = decltype(dyt);
         with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
@@ -689,8 +687,9 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
                         ptr_or_null<S>(rs), ptr_or_null<S>(w));
         });
       });
-    } else if (dx.defined() && M > 0) {
-      TANDEM_LAUNCH(ln_backward_dx_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(dev), same_dy(), static_cast<const T*>(x.data_ptr()),
+    } else if (block_dx) {
+      TANDEM_LAUNCH(ln_backward_dx_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(dev),
+                    static_cast<const T*>(dy_x.data_ptr()), static_cast<const T*>(x.data_ptr()),
                     static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w));
     }
     if (params) {
@@ -698,8 +697,8 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
       const int64_t splits = column_splits(M, D);
       Tensor pw = Tensor::empty({D * splits}, sd, dev), pb = Tensor::empty({D * splits}, sd, dev);
       TANDEM_LAUNCH(ln_backward_params_kernel<T, S>, dim3(static_cast<unsigned>((D + 31) / 32), static_cast<unsigned>(splits)),
-                    dim3(32, kColumnRowLanes), 0, stream_for(dev), same_dy(), static_cast<const T*>(x.data_ptr()), M,
-                    D, splits, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
+                    dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const T*>(dy_x.data_ptr()),
+                    static_cast<const T*>(x.data_ptr()), M, D, splits, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
                     static_cast<S*>(pw.data_ptr()), static_cast<S*>(pb.data_ptr()));
       if (gw.defined())
         TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),

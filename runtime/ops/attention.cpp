@@ -3,7 +3,6 @@
 #include "runtime/ops/attention.h"
 
 #include <cmath>
-#include <utility>
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
@@ -22,21 +21,17 @@ AutocastCategory attention_category(const Tensor& x) {
   return x.device().is_cpu() ? AutocastCategory::Float32 : AutocastCategory::LowPrecision;
 }
 
-kernels::AttentionShape attention_shape(const Tensor& q) {
+// b x h heads of t rows of d, the scores scaled by 1/sqrt(d).
+kernels::AttentionShape attention_shape(int64_t b, int64_t h, int64_t t, int64_t d) {
   kernels::AttentionShape s;
-  s.b = q.size(0); s.h = q.size(1); s.t = q.size(2); s.d = q.size(3);
-  s.scale = 1.0 / std::sqrt(static_cast<double>(s.d));
+  s.b = b; s.h = h; s.t = t; s.d = d;
+  s.scale = 1.0 / std::sqrt(static_cast<double>(d));
   return s;
 }
 
-// The forward's out [B, H, T, D] and lse [B, H, T] for q, k, v [B, H, T, D].
-std::pair<Tensor, Tensor> attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                            const kernels::AttentionShape& s) {
-  const DType acc = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());
-  Tensor lse = Tensor::empty({s.b, s.h, s.t}, acc, q.device());
-  kernels::attention_forward(q.device())(q, k, v, out, lse, s);
-  return {out, lse};
+// The forward's per-row logsumexp [b, h, t]: f64 for f64 inputs, else f32.
+Tensor lse_for(const Tensor& x, const kernels::AttentionShape& s) {
+  return Tensor::empty({s.b, s.h, s.t}, x.dtype() == DType::f64 ? DType::f64 : DType::f32, x.device());
 }
 
 }  // namespace
@@ -59,8 +54,9 @@ Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
                shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
   TANDEM_CHECK(q.size(3) >= 1, "causal_attention: head dimension D must be >= 1, got {}", describe(q));
 
-  const kernels::AttentionShape s = attention_shape(q);
-  auto [out, lse] = attention_forward(q, k, v, s);
+  const kernels::AttentionShape s = attention_shape(q.size(0), q.size(1), q.size(2), q.size(3));
+  Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device()), lse = lse_for(q, s);
+  kernels::attention_forward(q.device())(q, k, v, out, lse, s);
   if (!needs_grad({&q, &k, &v})) return out;
 
   Tensor qs = q.detach(), ks = k.detach(), vs = v.detach(), os = out.detach();
@@ -81,15 +77,11 @@ Tensor causal_self_attention(const Tensor& qkv_in, int64_t heads) {
                "causal_self_attention: qkv must be [B, T, 3*H*D] with H = {}, got {}", heads, detail::describe(qkv));
   detail::check_floating("causal_self_attention", qkv);
   const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (3 * heads), c = heads * d;
-  const DType acc = qkv.dtype() == DType::f64 ? DType::f64 : DType::f32;
   // The kernels read q, k and v where the projection wrote them and write [B, T, H*D] rows, and the
   // backward writes dq, dk and dv into qkv's gradient: no permute either way.
-  kernels::AttentionShape s;
-  s.b = b; s.h = heads; s.t = t; s.d = d;
-  s.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  kernels::AttentionShape s = attention_shape(b, heads, t, d);
   s.ld_in = 3 * c; s.ld_out = c; s.q_off = 0; s.k_off = c; s.v_off = 2 * c;
-  Tensor y = Tensor::empty({b, t, c}, qkv.dtype(), qkv.device());
-  Tensor lse = Tensor::empty({b, heads, t}, acc, qkv.device());
+  Tensor y = Tensor::empty({b, t, c}, qkv.dtype(), qkv.device()), lse = lse_for(qkv, s);
   kernels::attention_forward(qkv.device())(qkv, qkv, qkv, y, lse, s);
   if (!needs_grad({&qkv})) return y;
   return record("CausalSelfAttentionBackward", {qkv}, y,
