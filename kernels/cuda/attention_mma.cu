@@ -7,6 +7,10 @@
 // flash-attention. Backward is two kernels like the SIMT path's (dQ with delta = dO . O; then dK, dV
 // per key tile): no atomics, so results do not depend on the schedule.
 //
+// Streamed tiles arrive by cp.async into two stages of shared memory where both fit the 48 KiB a
+// launch may take (D <= 64): tile j + 1 loads while the warps compute on tile j, one barrier a tile.
+// Only the tiles that straddle the diagonal or the end of the sequence pay for the mask.
+//
 // Masking is by selection (a future score is -inf before the max, its probability 0), so a changed
 // finite future key or value changes no earlier row. Unlike the SIMT kernels, an infinite future
 // value does: its 0 probability still meets it in the product (0 * inf).
@@ -15,6 +19,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/reduce.cuh"
@@ -47,18 +52,59 @@ __device__ __forceinline__ auto shared_as(S p) {
 #endif
 }
 
-// Rows [r0, r0 + kBlockRows) of x (t rows of D 16-bit values, ld apart) into tile
-// [kBlockRows][D + 8], zero rows past t (their scores are masked; zeros keep their products finite),
-// 16 bytes a load.
+// Stages of the streamed tiles: two where a kernel's fit in 48 KiB, else one.
+template <int D>
+constexpr int kStages = D <= 64 ? 2 : 1;
+// 16-bit elements of one streamed tile.
+template <int D>
+constexpr int kTile = kStream * kPitch<D>;
+
+// Issues the copies of rows [r0, r0 + kBlockRows) of x (t rows of D 16-bit values, ld apart) into
+// tile [kBlockRows][D + 8], zeros for rows past t (their scores are masked; zeros keep their
+// products finite), 16 bytes a copy. The caller commits and waits.
 template <int D, class S>
 __device__ void load_rows(const uint16_t* __restrict__ x, int64_t ld, int t, int r0, S tile) {
-  using V = Pack<uint16_t, 8>;
   constexpr int steps = D / 8;
   for (int i = int(threadIdx.x); i < kBlockRows * steps; i += int(blockDim.x)) {
     const int r = i / steps, c = i % steps;
-    V p{};
-    if (r0 + r < t) p = reinterpret_cast<const V*>(x + int64_t(r0 + r) * ld)[c];
-    shared_as<V>(tile + r * kPitch<D> + c * 8)[0] = p;
+    const bool inside = r0 + r < t;
+    cp_async_16(tile + r * kPitch<D> + c * 8, inside ? x + int64_t(r0 + r) * ld + c * 8 : x, inside);
+  }
+}
+
+// The block's own rows staged through shared memory: the copies issued by load_rows land and every
+// thread sees them.
+__device__ __forceinline__ void land_staged_rows() {
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+}
+
+// body(j, stage) for the n tiles of a stream, tile j loaded into stage j % Stages by load(j, stage)
+// (issuing copies). With two stages tile j + 1's copies are in flight while body works on tile j;
+// one barrier a tile then covers both hazards: tile j has landed for every thread, and every thread
+// is done with tile j - 1, whose stage tile j + 1 overwrites. The caller syncs before the call if
+// stage 0 held anything still being read.
+template <int Stages, class Load, class Body>
+__device__ __forceinline__ void stream_tiles(int n, Load&& load, Body&& body) {
+  static_assert(Stages == 1 || Stages == 2, "stream_tiles: one or two stages");
+  if constexpr (Stages == 2) {
+    load(0, 0);
+    cp_async_commit();
+  }
+  for (int j = 0; j < n; ++j) {
+    if constexpr (Stages == 1) {
+      __syncthreads();  // every warp is done with the previous tile
+      load(j, 0);
+      cp_async_commit();
+    }
+    cp_async_wait<0>();  // tile j: the only group in flight
+    __syncthreads();
+    if constexpr (Stages == 2) {
+      if (j + 1 < n) load(j + 1, (j + 1) % 2);
+      cp_async_commit();
+    }
+    body(j, j % Stages);
   }
 }
 
@@ -173,33 +219,36 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_forward_mma_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                  const uint16_t* __restrict__ v, uint16_t* __restrict__ out, float* __restrict__ lse,
                                  int t, float scale_log2, kernels::HeadRows in, kernels::HeadRows io) {
-  constexpr int P = kPitch<D>, KD = D / 16, ND = D / 8, NS = kStream / 8;
+  constexpr int KD = D / 16, ND = D / 8, NS = kStream / 8;
   const Lane at;
   const int64_t base = in.base(blockIdx.x), base_o = io.base(blockIdx.x);
   const int q0 = int(gridDim.y - 1 - blockIdx.y) * kBlockRows, qw = q0 + 16 * at.warp;
-  auto ks = dynamic_shared<uint16_t>();
-  auto vs = ks + kStream * P;
-  load_rows<D>(q + base, in.row, t, q0, ks);  // Q's fragments, staged through the key tile
-  __syncthreads();
+  auto smem = dynamic_shared<uint16_t>();  // per stage: the key tile, then the value tile
+  load_rows<D>(q + base, in.row, t, q0, smem);  // Q's fragments, staged through stage 0's key tile
+  land_staged_rows();
   FragA qa[KD];
-  load_warp_rows<D>(qa, ks, 16 * at.warp, at.lane);
+  load_warp_rows<D>(qa, smem, 16 * at.warp, at.lane);
+  __syncthreads();  // stage 0 is free for the first key tile
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // m in log2 units; l: this lane's share
   FragD o[ND];
   const int key_end = q0 + kBlockRows < t ? q0 + kBlockRows : t;
-  for (int k0 = 0; k0 < key_end; k0 += kStream) {
-    __syncthreads();  // every warp is done with the previous tiles
-    load_rows<D>(k + base, in.row, t, k0, ks);
-    load_rows<D>(v + base, in.row, t, k0, vs);
-    __syncthreads();
+  auto load = [&](int j, int stage) {
+    load_rows<D>(k + base, in.row, t, j * kStream, smem + 2 * stage * kTile<D>);
+    load_rows<D>(v + base, in.row, t, j * kStream, smem + (2 * stage + 1) * kTile<D>);
+  };
+  stream_tiles<kStages<D>>((key_end + kStream - 1) / kStream, load, [&](int j, int stage) {
+    const int k0 = j * kStream;
     FragD s[NS];
-    score_tile<T, D>(s, qa, ks, at.lane);
+    score_tile<T, D>(s, qa, smem + 2 * stage * kTile<D>, at.lane);
     float mx[2] = {-INFINITY, -INFINITY};
+    // Every key of the tile at or before every row of the warp, and every row inside: no mask.
+    const bool unmasked = k0 + kStream - 1 <= qw && qw + 16 <= t;
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
       for (int i = 0; i < 4; ++i) {
         const int row = qw + at.row(i), key = k0 + 8 * n + at.col(i);
-        s[n].r[i] = key <= row && row < t ? s[n].r[i] * scale_log2 : -INFINITY;
+        s[n].r[i] = unmasked || (key <= row && row < t) ? s[n].r[i] * scale_log2 : -INFINITY;
         mx[i / 2] = fmaxf(mx[i / 2], s[n].r[i]);
       }
     float shift[2], alpha[2];
@@ -222,8 +271,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int n = 0; n < ND; ++n)
       TANDEM_MMA_UNROLL
       for (int i = 0; i < 4; ++i) o[n].r[i] *= alpha[i / 2];
-    accumulate_tile<T, D>(o, s, vs, at.lane);
-  }
+    accumulate_tile<T, D>(o, s, smem + (2 * stage + 1) * kTile<D>, at.lane);
+  });
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
     const float sum = quad_sum(l[h]);
@@ -235,11 +284,14 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 // A warp's rows' lse (in log2 units) and delta = dO . O for rows g and g + 8; the lanes of a quad
-// each sum a quarter of the columns. Also stores delta for the dK/dV kernel.
+// each sum a quarter of the columns. Also stores both into the head's row of stats ([2][tp] floats
+// a head, tp the row tiles' span: zeros past t), which the dK/dV kernel streams.
 template <class T, int D>
 __device__ void row_stats(const T* __restrict__ o, const T* __restrict__ dout, const float* __restrict__ lse,
-                          float* __restrict__ delta, int64_t base_o, int64_t ld_o, int64_t head_rows, int qw, int t,
-                          const Lane& at, float (&lse2)[2], float (&dl)[2]) {
+                          float* __restrict__ stats, int64_t base_o, int64_t ld_o, int qw, int t, const Lane& at,
+                          float (&lse2)[2], float (&dl)[2]) {
+  const int tp = int(gridDim.y) * kBlockRows;
+  float* __restrict__ head_stats = stats + int64_t(blockIdx.x) * 2 * tp;
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int row = qw + at.g + 8 * h;
@@ -248,8 +300,11 @@ __device__ void row_stats(const T* __restrict__ o, const T* __restrict__ dout, c
       for (int j = at.c * (D / 4); j < (at.c + 1) * (D / 4); ++j)
         part += float(to_acc(o[base_o + row * ld_o + j])) * float(to_acc(dout[base_o + row * ld_o + j]));
     dl[h] = quad_sum(part);
-    lse2[h] = row < t ? lse[head_rows + row] * kLog2e : 0.f;
-    if (row < t && at.c == 0) delta[head_rows + row] = dl[h];
+    lse2[h] = row < t ? lse[int64_t(blockIdx.x) * t + row] * kLog2e : 0.f;
+    if (at.c == 0) {
+      head_stats[row] = lse2[h];
+      head_stats[tp + row] = dl[h];
+    }
   }
 }
 
@@ -259,42 +314,44 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_backward_dq_mma_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                      const uint16_t* __restrict__ v, const T* __restrict__ o,
                                      const float* __restrict__ lse, const T* __restrict__ dout,
-                                     uint16_t* __restrict__ dq, float* __restrict__ delta, int t, float scale_log2,
+                                     uint16_t* __restrict__ dq, float* __restrict__ stats, int t, float scale_log2,
                                      float scale, kernels::HeadRows in, kernels::HeadRows io) {
-  constexpr int P = kPitch<D>, KD = D / 16, ND = D / 8, NS = kStream / 8;
+  constexpr int KD = D / 16, ND = D / 8, NS = kStream / 8;
   const Lane at;
-  const int64_t base = in.base(blockIdx.x), base_o = io.base(blockIdx.x), head_rows = int64_t(blockIdx.x) * t;
+  const int64_t base = in.base(blockIdx.x), base_o = io.base(blockIdx.x);
   const int q0 = int(gridDim.y - 1 - blockIdx.y) * kBlockRows, qw = q0 + 16 * at.warp;
-  auto ks = dynamic_shared<uint16_t>();
-  auto vs = ks + kStream * P;
-  load_rows<D>(q + base, in.row, t, q0, ks);  // Q's and dO's fragments, staged through the key tiles
-  load_rows<D>(reinterpret_cast<const uint16_t*>(dout) + base_o, io.row, t, q0, vs);
-  __syncthreads();
+  auto smem = dynamic_shared<uint16_t>();  // per stage: the key tile, then the value tile
+  load_rows<D>(q + base, in.row, t, q0, smem);  // Q's and dO's fragments, staged through stage 0
+  load_rows<D>(reinterpret_cast<const uint16_t*>(dout) + base_o, io.row, t, q0, smem + kTile<D>);
+  land_staged_rows();
   FragA qa[KD], da[KD];
-  load_warp_rows<D>(qa, ks, 16 * at.warp, at.lane);
-  load_warp_rows<D>(da, vs, 16 * at.warp, at.lane);
+  load_warp_rows<D>(qa, smem, 16 * at.warp, at.lane);
+  load_warp_rows<D>(da, smem + kTile<D>, 16 * at.warp, at.lane);
+  __syncthreads();  // stage 0 is free for the first key and value tiles
   float lse2[2], dl[2];
-  row_stats<T, D>(o, dout, lse, delta, base_o, io.row, head_rows, qw, t, at, lse2, dl);
+  row_stats<T, D>(o, dout, lse, stats, base_o, io.row, qw, t, at, lse2, dl);
   FragD acc[ND];
   const int key_end = q0 + kBlockRows < t ? q0 + kBlockRows : t;
-  for (int k0 = 0; k0 < key_end; k0 += kStream) {
-    __syncthreads();
-    load_rows<D>(k + base, in.row, t, k0, ks);
-    load_rows<D>(v + base, in.row, t, k0, vs);
-    __syncthreads();
+  auto load = [&](int j, int stage) {
+    load_rows<D>(k + base, in.row, t, j * kStream, smem + 2 * stage * kTile<D>);
+    load_rows<D>(v + base, in.row, t, j * kStream, smem + (2 * stage + 1) * kTile<D>);
+  };
+  stream_tiles<kStages<D>>((key_end + kStream - 1) / kStream, load, [&](int j, int stage) {
+    const int k0 = j * kStream;
     FragD s[NS], dp[NS];
-    score_tile<T, D>(s, qa, ks, at.lane);
-    score_tile<T, D>(dp, da, vs, at.lane);
+    score_tile<T, D>(s, qa, smem + 2 * stage * kTile<D>, at.lane);
+    score_tile<T, D>(dp, da, smem + (2 * stage + 1) * kTile<D>, at.lane);
+    const bool unmasked = k0 + kStream - 1 <= qw && qw + 16 <= t;
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
       for (int i = 0; i < 4; ++i) {
         const int row = qw + at.row(i), key = k0 + 8 * n + at.col(i), h = i / 2;
-        const float p = key <= row && row < t ? exp2f(s[n].r[i] * scale_log2 - lse2[h]) : 0.f;
+        const float p = unmasked || (key <= row && row < t) ? exp2f(s[n].r[i] * scale_log2 - lse2[h]) : 0.f;
         s[n].r[i] = p * (dp[n].r[i] - dl[h]);  // dS, in place of the scores
       }
-    accumulate_tile<T, D>(acc, s, ks, at.lane);
-  }
+    accumulate_tile<T, D>(acc, s, smem + 2 * stage * kTile<D>, at.lane);
+  });
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int row = qw + at.g + 8 * h;
@@ -307,52 +364,64 @@ __global__ void __launch_bounds__(kWarps * 32)
 template <class T, int D>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_backward_dkv_mma_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
-                                      const uint16_t* __restrict__ v, const float* __restrict__ lse,
-                                      const float* __restrict__ delta, const uint16_t* __restrict__ dout,
-                                      uint16_t* __restrict__ dk, uint16_t* __restrict__ dv, int t, float scale_log2,
-                                      float scale, kernels::HeadRows in, kernels::HeadRows io) {
-  constexpr int P = kPitch<D>, KD = D / 16, ND = D / 8, NS = kStream / 8;
+                                      const uint16_t* __restrict__ v, const float* __restrict__ stats,
+                                      const uint16_t* __restrict__ dout, uint16_t* __restrict__ dk,
+                                      uint16_t* __restrict__ dv, int t, float scale_log2, float scale,
+                                      kernels::HeadRows in, kernels::HeadRows io) {
+  constexpr int KD = D / 16, ND = D / 8, NS = kStream / 8;
   const Lane at;
   // The head's offsets once, here: a 64-bit division in the loop below cost the D = 128 kernel spills.
-  const int64_t base = in.base(blockIdx.x), head_rows = int64_t(blockIdx.x) * t, ld = in.row, ld_o = io.row;
+  const int64_t base = in.base(blockIdx.x), ld = in.row, ld_o = io.row;
   const uint16_t* __restrict__ dout_h = dout + io.base(blockIdx.x);
+  const int tp = int(gridDim.y) * kBlockRows;
+  const float* __restrict__ head_stats = stats + int64_t(blockIdx.x) * 2 * tp;
   const int k0 = int(blockIdx.y) * kBlockRows, kw = k0 + 16 * at.warp;
-  auto qs = dynamic_shared<uint16_t>();
-  auto dos = qs + kStream * P;
-  auto lse2s = shared_as<float>(dos + kStream * P);  // the streamed queries' lse (log2 units), delta
-  auto deltas = lse2s + kStream;
-  load_rows<D>(k + base, ld, t, k0, qs);  // K's and V's fragments, staged through the query tiles
-  load_rows<D>(v + base, ld, t, k0, dos);
-  __syncthreads();
+  // Per stage: the query tile, then the dO tile; after every stage's tiles, each stage's queries'
+  // lse (log2 units) and delta.
+  auto smem = dynamic_shared<uint16_t>();
+  auto stat_tiles = shared_as<float>(smem + 2 * kStages<D> * kTile<D>);
+  load_rows<D>(k + base, ld, t, k0, smem);  // K's and V's fragments, staged through stage 0
+  load_rows<D>(v + base, ld, t, k0, smem + kTile<D>);
+  land_staged_rows();
   FragA ka[KD], va[KD];
-  load_warp_rows<D>(ka, qs, 16 * at.warp, at.lane);
-  load_warp_rows<D>(va, dos, 16 * at.warp, at.lane);
+  load_warp_rows<D>(ka, smem, 16 * at.warp, at.lane);
+  load_warp_rows<D>(va, smem + kTile<D>, 16 * at.warp, at.lane);
+  __syncthreads();  // stage 0 is free for the first query and dO tiles
   FragD dk_acc[ND], dv_acc[ND];
-  for (int i0 = k0; i0 < t; i0 += kStream) {
-    __syncthreads();
-    load_rows<D>(q + base, ld, t, i0, qs);
-    load_rows<D>(dout_h, ld_o, t, i0, dos);
-    for (int i = int(threadIdx.x); i < kStream; i += int(blockDim.x)) {
-      lse2s[i] = i0 + i < t ? lse[head_rows + i0 + i] * kLog2e : 0.f;
-      deltas[i] = i0 + i < t ? delta[head_rows + i0 + i] : 0.f;
-    }
-    __syncthreads();
+  auto load = [&](int j, int stage) {
+    const int i0 = k0 + j * kStream;
+    load_rows<D>(q + base, ld, t, i0, smem + 2 * stage * kTile<D>);
+    load_rows<D>(dout_h, ld_o, t, i0, smem + (2 * stage + 1) * kTile<D>);
+    constexpr int per_row = kStream / 4;  // 16-byte copies of one stats row's tile
+    const int i = int(threadIdx.x);
+    if (i < 2 * per_row)
+      cp_async_16(stat_tiles + (2 * stage + i / per_row) * kStream + 4 * (i % per_row),
+                  head_stats + (i / per_row) * tp + i0 + 4 * (i % per_row), true);
+  };
+  stream_tiles<kStages<D>>((t - k0 + kStream - 1) / kStream, load, [&](int j, int stage) {
+    const int i0 = k0 + j * kStream;
+    auto qs = smem + 2 * stage * kTile<D>;
+    auto dos = qs + kTile<D>;
+    auto lse2s = stat_tiles + 2 * stage * kStream;
+    auto deltas = lse2s + kStream;
     FragD s[NS], dp[NS];
     score_tile<T, D>(s, ka, qs, at.lane);
     score_tile<T, D>(dp, va, dos, at.lane);
+    // Every query of the tile at or after every key of the warp, and every query inside: no mask.
+    const bool unmasked = i0 >= kw + 15 && i0 + kStream <= t;
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
       for (int i = 0; i < 4; ++i) {
         const int key = kw + at.row(i), col = 8 * n + at.col(i), query = i0 + col;
-        const bool seen = query >= key && query < t;
+        const bool seen = unmasked || (query >= key && query < t);
         const float p = seen ? exp2f(s[n].r[i] * scale_log2 - float(lse2s[col])) : 0.f;
         s[n].r[i] = p;
         dp[n].r[i] = seen ? p * (dp[n].r[i] - float(deltas[col])) : 0.f;  // dS^T
       }
     accumulate_tile<T, D>(dv_acc, s, dos, at.lane);  // P^T dO
     accumulate_tile<T, D>(dk_acc, dp, qs, at.lane);   // dS^T Q
-  }
+  });
   TANDEM_MMA_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int key = kw + at.g + 8 * h;
@@ -382,7 +451,14 @@ void with_16bit(DType dt, F&& f) {
   return f(half{});
 }
 
-size_t stream_bytes(int64_t d) { return size_t(2 * kStream * (d + 8)) * sizeof(uint16_t); }
+// Dynamic shared memory of the kernels for head dimension D: the stages' two tiles, and for the
+// dK/dV kernel each stage's stats.
+template <int D>
+constexpr size_t kTileBytes = size_t(kStages<D>) * 2 * kTile<D> * sizeof(uint16_t);
+template <int D>
+constexpr size_t kStatBytes = size_t(kStages<D>) * 2 * kStream * sizeof(float);
+static_assert(kTileBytes<128> + kStatBytes<128> <= 48 * 1024 && kTileBytes<64> + kStatBytes<64> <= 48 * 1024,
+              "attention tiles past the 48 KiB a launch takes without opting in");
 dim3 grid_of(const kernels::AttentionShape& s) {
   return dim3(static_cast<unsigned>(s.heads()), static_cast<unsigned>((s.t + kBlockRows - 1) / kBlockRows));
 }
@@ -410,7 +486,7 @@ void attention_forward_mma(const Tensor& q, const Tensor& k, const Tensor& v, Te
     using T = decltype(tag);
     with_head_dim(s.d, [&](auto dim) {
       constexpr int D = decltype(dim)::value;
-      TANDEM_LAUNCH(attention_forward_mma_kernel<T, D>, grid_of(s), kWarps * 32, stream_bytes(D),
+      TANDEM_LAUNCH(attention_forward_mma_kernel<T, D>, grid_of(s), kWarps * 32, kTileBytes<D>,
                     stream_for(q.device()), bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off), bits(out),
                     static_cast<float*>(lse.data_ptr()), static_cast<int>(s.t), scale_log2,
                     kernels::head_rows(s, s.ld_in), kernels::head_rows(s, s.ld_out));
@@ -426,18 +502,19 @@ void attention_backward_mma(const Tensor& q, const Tensor& k, const Tensor& v, c
     with_head_dim(s.d, [&](auto dim) {
       constexpr int D = decltype(dim)::value;
       Stream stream = stream_for(q.device());
-      Tensor delta = Tensor::empty({s.b, s.h, s.t}, DType::f32, q.device());
-      const float* lse_p = static_cast<const float*>(lse.data_ptr());
-      float* delta_p = static_cast<float*>(delta.data_ptr());
+      // Per head, the queries' lse in log2 units and delta, each over the row tiles' span.
+      const dim3 grid = grid_of(s);
+      Tensor stats = Tensor::empty({s.heads(), 2, int64_t(grid.y) * kBlockRows}, DType::f32, q.device());
+      float* stats_p = static_cast<float*>(stats.data_ptr());
       const kernels::HeadRows in = kernels::head_rows(s, s.ld_in), io = kernels::head_rows(s, s.ld_out);
-      TANDEM_LAUNCH(attention_backward_dq_mma_kernel<T, D>, grid_of(s), kWarps * 32, stream_bytes(D), stream,
-                    bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off), static_cast<const T*>(out.data_ptr()), lse_p,
-                    static_cast<const T*>(dout.data_ptr()), bits(dq, s.q_off), delta_p, static_cast<int>(s.t),
-                    scale_log2, scale, in, io);
-      TANDEM_LAUNCH(attention_backward_dkv_mma_kernel<T, D>, grid_of(s), kWarps * 32,
-                    stream_bytes(D) + 2 * kStream * sizeof(float), stream, bits(q, s.q_off), bits(k, s.k_off),
-                    bits(v, s.v_off), lse_p, static_cast<const float*>(delta_p), bits(dout), bits(dk, s.k_off),
-                    bits(dv, s.v_off), static_cast<int>(s.t), scale_log2, scale, in, io);
+      TANDEM_LAUNCH(attention_backward_dq_mma_kernel<T, D>, grid, kWarps * 32, kTileBytes<D>, stream,
+                    bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off), static_cast<const T*>(out.data_ptr()),
+                    static_cast<const float*>(lse.data_ptr()), static_cast<const T*>(dout.data_ptr()),
+                    bits(dq, s.q_off), stats_p, static_cast<int>(s.t), scale_log2, scale, in, io);
+      TANDEM_LAUNCH(attention_backward_dkv_mma_kernel<T, D>, grid, kWarps * 32, kTileBytes<D> + kStatBytes<D>,
+                    stream, bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off),
+                    static_cast<const float*>(stats_p), bits(dout), bits(dk, s.k_off), bits(dv, s.v_off),
+                    static_cast<int>(s.t), scale_log2, scale, in, io);
     });
   });
 }

@@ -69,8 +69,9 @@ TEST_P(AttentionOps, DoubleAndSixteenBitInputs) {
 // flash-attention), so they match the CPU (which keeps them in f32) to a few units of that type.
 TEST_P(AttentionOps, TensorCoreKernelsMatchCpu) {
   for (DType dt : {DType::bf16, DType::f16})
+    // 200 and 130 rows: tiles that need no mask, and streams of several tiles through both stages.
     for (Shape s : {Shape{1, 1, 1, 64}, Shape{2, 1, 13, 16}, Shape{1, 2, 70, 64}, Shape{1, 1, 65, 32},
-                    Shape{1, 1, 40, 128}}) {
+                    Shape{1, 1, 40, 128}, Shape{1, 2, 200, 64}, Shape{1, 1, 130, 128}}) {
       Tensor q = random_tensor(s, dt, 21), k = random_tensor(s, dt, 22), v = random_tensor(s, dt, 23),
              dout = random_tensor(s, dt, 24);
       compare(run(dev(), s, dt, q, k, v, dout), run(kCPU, s, dt, q, k, v, dout), 2 * ulps(dt),

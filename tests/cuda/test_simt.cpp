@@ -1,6 +1,7 @@
 // The SIMT emulator's own tests: CUDA's execution model (indices, barriers, shared memory, warp
 // shuffles, atomics) and the bugs it must report instead of hanging: a barrier reached by some
-// threads only, a missing __syncthreads, out-of-bounds shared memory, bad warp masks.
+// threads only, a missing __syncthreads, out-of-bounds shared memory, bad warp masks, a cp.async
+// copy read before its wait.
 #include "runtime/backend/cuda/simt/simt.h"
 
 #include <gtest/gtest.h>
@@ -96,6 +97,57 @@ __global__ void racy_neighbour_read(float* out) {
 TEST(Simt, ReadAfterAnotherThreadsWriteWithoutBarrierIsARace) {
   std::vector<float> out(32);
   EXPECT_THROW(LAUNCH(racy_neighbour_read, dim3(1), dim3(32), 32 * sizeof(float), out.data()), KernelError);
+}
+
+// Each thread copies its neighbour's 16 bytes of `in` into shared memory with cp.async and reads
+// them back after the barrier; `wait` false leaves the copy in flight, `barrier` false skips the
+// barrier that makes other threads' copies visible.
+__global__ void async_neighbour_copy(const float* in, float* out, bool wait, bool barrier) {
+  auto buf = tandem::simt::dynamic_shared<float>();
+  const unsigned next = (threadIdx.x + 1) % blockDim.x;
+  tandem::simt::cp_async_16(buf + 4 * next, in + 4 * next, true);
+  tandem::simt::cp_async_commit();
+  if (wait) tandem::simt::cp_async_wait(0);
+  if (barrier) __syncthreads();
+  out[threadIdx.x] = buf[4 * threadIdx.x];
+}
+
+alignas(16) float async_in[4 * 8];
+
+TEST(Simt, AsyncCopiesLandAtTheirWaitAndNeedTheBarrier) {
+  std::iota(std::begin(async_in), std::end(async_in), 1.0f);
+  std::vector<float> out(8, 0.0f);
+  LAUNCH(async_neighbour_copy, dim3(1), dim3(8), sizeof(async_in), async_in, out.data(), true, true);
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(out[static_cast<size_t>(t)], async_in[4 * t]) << t;
+  // Read while in flight (no wait), or before the barrier that orders the other threads' copies.
+  EXPECT_THROW(LAUNCH(async_neighbour_copy, dim3(1), dim3(8), sizeof(async_in), async_in, out.data(), false, true),
+               KernelError);
+  EXPECT_THROW(LAUNCH(async_neighbour_copy, dim3(1), dim3(8), sizeof(async_in), async_in, out.data(), true, false),
+               KernelError);
+}
+
+// A wait that leaves the newest group pending: the older group's copy has landed, the newer's not.
+__global__ void async_two_groups(const float* in, float* out) {
+  auto buf = tandem::simt::dynamic_shared<float>();
+  buf[4] = -1.0f;  // what the second copy will overwrite
+  tandem::simt::cp_async_16(buf, in, true);
+  tandem::simt::cp_async_commit();
+  out[1] = buf[4];  // before the second copy is even issued
+  tandem::simt::cp_async_16(buf + 4, in + 4, true);
+  tandem::simt::cp_async_commit();
+  tandem::simt::cp_async_wait(1);
+  out[0] = buf[0];
+  tandem::simt::cp_async_wait(0);
+  out[2] = buf[4];
+}
+
+TEST(Simt, AsyncCopyWaitCountsGroups) {
+  std::iota(std::begin(async_in), std::end(async_in), 1.0f);
+  std::vector<float> out(3, 0.0f);
+  LAUNCH(async_two_groups, dim3(1), dim3(1), 8 * sizeof(float), async_in, out.data());
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], -1.0f);
+  EXPECT_EQ(out[2], 5.0f);
 }
 
 __global__ void read_past_shared(float* out, int extra) {

@@ -86,6 +86,14 @@ inline void finish_switch([[maybe_unused]] void* save, [[maybe_unused]] const vo
 
 enum class Wait : uint8_t { None, Block, Warp, Done };
 
+// A cp.async copy in flight: its bytes, read from global memory when issued, land in shared memory
+// at the wait that covers its group.
+struct AsyncCopy {
+  size_t offset;
+  unsigned group;
+  unsigned char bytes[16];
+};
+
 struct Thread {
   uint3 tid{0, 0, 0};
   unsigned linear = 0;
@@ -96,6 +104,8 @@ struct Thread {
   boost::context::fiber fiber;  // this thread's suspended context
   boost::context::fiber sched;  // the scheduler's, while this thread runs
   bool started = false;         // its body has run (so a suspended fiber unwinds through it)
+  std::vector<AsyncCopy> async_copies;         // cp.async copies issued and not yet landed
+  unsigned async_groups = 0;                   // cp.async groups committed
   const void* stack_bottom = nullptr;  // the fiber's stack, for the sanitizer's switch annotations
   size_t stack_size = 0;
   void* fake_stack = nullptr;  // the sanitizer's save slot while this fiber is switched out
@@ -106,6 +116,7 @@ struct Shadow {
   int32_t writer = -1;  // -1: not written in this block
   uint32_t block_epoch = 0;
   uint32_t warp_epoch = 0;
+  bool in_flight = false;  // a cp.async copy to it has been issued and has not landed
 };
 
 struct Block {
@@ -408,6 +419,16 @@ class SharedRef {
     return *this;
   }
   SharedRef& operator=(const SharedRef& o) { return *this = static_cast<T>(o); }
+  // A cp.async copy to here is issued: checked as a write, and until it lands (land()) any access
+  // fails, since the bytes may change at any moment.
+  void claim() const {
+    check(true);
+    for (size_t i = off_; i < off_ + sizeof(T); ++i) b_->shadow[i].in_flight = true;
+  }
+  void land(const T& v) const {
+    for (size_t i = off_; i < off_ + sizeof(T); ++i) b_->shadow[i].in_flight = false;
+    SharedRef(b_, off_) = v;
+  }
   SharedRef& operator+=(const T& v) { return *this = static_cast<T>(*this) + v; }
   SharedRef& operator-=(const T& v) { return *this = static_cast<T>(*this) - v; }
   SharedRef& operator*=(const T& v) { return *this = static_cast<T>(*this) * v; }
@@ -423,6 +444,9 @@ class SharedRef {
     const unsigned warp = t.linear / 32;
     for (size_t i = off_; i < off_ + sizeof(T); ++i) {
       detail::Shadow& s = b_->shadow[i];
+      if (s.in_flight)
+        detail::fail("dynamic shared memory " + std::string(write ? "write" : "read") + " at byte " +
+                     std::to_string(i) + " while a cp.async copy to it is in flight (a missing cp.async wait?)");
       if (!write && s.writer < 0)
         detail::fail("read of uninitialised dynamic shared memory at byte " + std::to_string(i) +
                      " (no thread of this block wrote it; a missing __syncthreads?)");
@@ -449,6 +473,7 @@ class SharedPtr {
   SharedPtr operator+(long long i) const { return SharedPtr(b_, off_ + static_cast<size_t>(i) * sizeof(T)); }
   template <class U>
   SharedPtr<U> as() const { return SharedPtr<U>(b_, off_); }
+  size_t byte_offset() const { return off_; }
 
  private:
   detail::Block* b_;
@@ -457,6 +482,45 @@ class SharedPtr {
 
 template <class T>
 SharedPtr<T> dynamic_shared() { return SharedPtr<T>(&detail::block(), 0); }
+
+// ---- cp.async: 16-byte copies from global to shared memory that complete asynchronously. The model
+// lands each copy as late as the hardware may, at the cp_async_wait that covers its group (as a
+// write by the issuing thread then), and until then fails any access to its bytes, so a kernel that
+// reads a tile before waiting for it, or before the barrier after the wait, fails here instead of
+// reading whatever a GPU happens to have there. ----
+
+// Copies 16 bytes from src (zeros instead when !valid) to dst; both 16-byte aligned.
+template <class T>
+void cp_async_16(SharedPtr<T> dst, const void* src, bool valid) {
+  detail::Block& b = detail::block();
+  detail::Thread& t = *b.current;
+  const SharedPtr<unsigned char> bytes = dst.template as<unsigned char>();
+  const size_t offset = dst.byte_offset();
+  if (offset % 16 != 0 || (valid && reinterpret_cast<uintptr_t>(src) % 16 != 0))
+    detail::fail("cp.async: a 16-byte copy needs 16-byte aligned addresses");
+  for (size_t i = 0; i < 16; ++i) bytes[static_cast<long long>(i)].claim();
+  detail::AsyncCopy c{offset, t.async_groups, {}};
+  if (valid) std::memcpy(c.bytes, src, 16);
+  t.async_copies.push_back(c);
+}
+
+// Closes the group of the copies issued since the last commit.
+inline void cp_async_commit() { ++detail::block().current->async_groups; }
+
+// Lands every copy except those of the newest `pending` committed groups.
+inline void cp_async_wait(unsigned pending) {
+  detail::Block& b = detail::block();
+  detail::Thread& t = *b.current;
+  std::vector<detail::AsyncCopy> still;
+  for (const detail::AsyncCopy& c : t.async_copies) {
+    if (c.group + pending >= t.async_groups) {
+      still.push_back(c);
+      continue;
+    }
+    for (size_t i = 0; i < 16; ++i) SharedRef<unsigned char>(&b, c.offset + i).land(c.bytes[i]);
+  }
+  t.async_copies.swap(still);
+}
 
 // ---- warp-level exchange ----
 
