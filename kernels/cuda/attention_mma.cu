@@ -34,6 +34,7 @@ namespace {
 #endif
 
 constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;  // every kernel here launches with exactly this many
 constexpr int kBlockRows = 16 * kWarps;  // the block's own tile: 16 rows a warp
 constexpr int kStream = 64;              // rows of the streamed tile
 constexpr float kLog2e = 1.4426950408889634f;
@@ -61,14 +62,19 @@ constexpr int kTile = kStream * kPitch<D>;
 
 // Issues the copies of rows [r0, r0 + kBlockRows) of x (t rows of D 16-bit values, ld apart) into
 // tile [kBlockRows][D + 8], zeros for rows past t (their scores are masked; zeros keep their
-// products finite), 16 bytes a copy. The caller commits and waits.
+// products finite), 16 bytes a copy: thread i copies column chunk i % (D / 8) of every
+// (kThreads / (D / 8))-th row from row i / (D / 8), in an unrolled loop (a loop over blockDim.x
+// cost more integer instructions than the copies). The caller commits and waits.
 template <int D, class S>
-__device__ void load_rows(const uint16_t* __restrict__ x, int64_t ld, int t, int r0, S tile) {
-  constexpr int steps = D / 8;
-  for (int i = int(threadIdx.x); i < kBlockRows * steps; i += int(blockDim.x)) {
-    const int r = i / steps, c = i % steps;
-    const bool inside = r0 + r < t;
-    cp_async_16(tile + r * kPitch<D> + c * 8, inside ? x + int64_t(r0 + r) * ld + c * 8 : x, inside);
+__device__ __forceinline__ void load_rows(const uint16_t* __restrict__ x, int64_t ld, int t, int r0, S tile) {
+  constexpr int chunks = D / 8, rows_per_pass = kThreads / chunks;
+  static_assert(kThreads % chunks == 0 && kBlockRows % rows_per_pass == 0, "load_rows: uneven passes");
+  const int r = int(threadIdx.x) / chunks, c = int(threadIdx.x) % chunks;
+  TANDEM_MMA_UNROLL
+  for (int pass = 0; pass < kBlockRows / rows_per_pass; ++pass) {
+    const int row = r + pass * rows_per_pass;
+    const bool inside = r0 + row < t;
+    cp_async_16(tile + row * kPitch<D> + c * 8, inside ? x + int64_t(r0 + row) * ld + c * 8 : x, inside);
   }
 }
 
@@ -192,6 +198,19 @@ __device__ __forceinline__ float quad_max(float v) {
   return fmaxf(v, __shfl_xor_sync(kFullMask, v, 2));
 }
 
+// 2^x in one special-function instruction (ex2.approx.ftz: ~2 ulp, results below 2^-126 are 0,
+// 2^-inf is 0). exp2f's handling of subnormal results cost three more instructions a probability;
+// a probability under 2^-126 is 0 in every product it enters anyway.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return std::exp2(x);
+#endif
+}
+
 // Row g (h = 0) or g + 8 (h = 1) of a warp's D fragments (times mul) into row `row` of dst (rows ld
 // apart).
 template <class T, int ND>
@@ -213,9 +232,34 @@ struct Lane {
   __device__ int col(int i) const { return 2 * c + i % 2; }
 };
 
+// Scores of the warp's rows [r0, r0 + 16) against keys [k0, k0 + kStream) set to -inf where the key
+// is after the row or the row is past t. Called only for tiles that have such scores.
+__device__ __forceinline__ void mask_scores(FragD (&s)[kStream / 8], int r0, int k0, int t, const Lane& at) {
+  TANDEM_MMA_UNROLL
+  for (int n = 0; n < kStream / 8; ++n)
+    TANDEM_MMA_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int row = r0 + at.row(i), key = k0 + 8 * n + at.col(i);
+      if (key > row || row >= t) s[n].r[i] = -INFINITY;
+    }
+}
+
+// The same for the transposed scores of the warp's keys [k0, k0 + 16) against queries
+// [q0, q0 + kStream): -inf where the query is before the key or past t.
+__device__ __forceinline__ void mask_transposed_scores(FragD (&s)[kStream / 8], int k0, int q0, int t,
+                                                       const Lane& at) {
+  TANDEM_MMA_UNROLL
+  for (int n = 0; n < kStream / 8; ++n)
+    TANDEM_MMA_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int key = k0 + at.row(i), query = q0 + 8 * n + at.col(i);
+      if (query < key || query >= t) s[n].r[i] = -INFINITY;
+    }
+}
+
 // out, lse for query tile blockIdx.y (the last first: later queries see more keys) of head blockIdx.x.
 template <class T, int D>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kThreads)
     attention_forward_mma_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                  const uint16_t* __restrict__ v, uint16_t* __restrict__ out, float* __restrict__ lse,
                                  int t, float scale_log2, kernels::HeadRows in, kernels::HeadRows io) {
@@ -240,23 +284,21 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int k0 = j * kStream;
     FragD s[NS];
     score_tile<T, D>(s, qa, smem + 2 * stage * kTile<D>, at.lane);
+    // Only a tile with a key after some row of the warp, or a row past t, needs the mask.
+    if (k0 + kStream - 1 > qw || qw + 16 > t) mask_scores(s, qw, k0, t, at);
+    // The scores stay unscaled until the exponent: the scale is positive (attention_mma_fits), so
+    // the row max scales with them, and the scaling and the shift are one FMA.
     float mx[2] = {-INFINITY, -INFINITY};
-    // Every key of the tile at or before every row of the warp, and every row inside: no mask.
-    const bool unmasked = k0 + kStream - 1 <= qw && qw + 16 <= t;
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const int row = qw + at.row(i), key = k0 + 8 * n + at.col(i);
-        s[n].r[i] = unmasked || (key <= row && row < t) ? s[n].r[i] * scale_log2 : -INFINITY;
-        mx[i / 2] = fmaxf(mx[i / 2], s[n].r[i]);
-      }
+      for (int i = 0; i < 4; ++i) mx[i / 2] = fmaxf(mx[i / 2], s[n].r[i]);
     float shift[2], alpha[2];
     TANDEM_MMA_UNROLL
     for (int h = 0; h < 2; ++h) {
-      const float m_new = fmaxf(m[h], quad_max(mx[h]));
+      const float m_new = fmaxf(m[h], quad_max(mx[h]) * scale_log2);
       shift[h] = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen no key yet: all weights 0
-      alpha[h] = exp2f(m[h] - shift[h]);
+      alpha[h] = fast_exp2(m[h] - shift[h]);
       m[h] = m_new;
       l[h] *= alpha[h];
     }
@@ -264,7 +306,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
       for (int i = 0; i < 4; ++i) {
-        s[n].r[i] = exp2f(s[n].r[i] - shift[i / 2]);
+        s[n].r[i] = fast_exp2(fmaf(s[n].r[i], scale_log2, -shift[i / 2]));
         l[i / 2] += s[n].r[i];
       }
     TANDEM_MMA_UNROLL
@@ -310,7 +352,7 @@ __device__ void row_stats(const T* __restrict__ o, const T* __restrict__ dout, c
 
 // dQ for query tile blockIdx.y: dS = P (dP - delta) with dP = dO V^T, dQ = scale * dS K.
 template <class T, int D>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kThreads)
     attention_backward_dq_mma_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                      const uint16_t* __restrict__ v, const T* __restrict__ o,
                                      const float* __restrict__ lse, const T* __restrict__ dout,
@@ -341,14 +383,13 @@ __global__ void __launch_bounds__(kWarps * 32)
     FragD s[NS], dp[NS];
     score_tile<T, D>(s, qa, smem + 2 * stage * kTile<D>, at.lane);
     score_tile<T, D>(dp, da, smem + (2 * stage + 1) * kTile<D>, at.lane);
-    const bool unmasked = k0 + kStream - 1 <= qw && qw + 16 <= t;
+    if (k0 + kStream - 1 > qw || qw + 16 > t) mask_scores(s, qw, k0, t, at);  // P = 2^-inf = 0 there
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
       for (int i = 0; i < 4; ++i) {
-        const int row = qw + at.row(i), key = k0 + 8 * n + at.col(i), h = i / 2;
-        const float p = unmasked || (key <= row && row < t) ? exp2f(s[n].r[i] * scale_log2 - lse2[h]) : 0.f;
-        s[n].r[i] = p * (dp[n].r[i] - dl[h]);  // dS, in place of the scores
+        const float p = fast_exp2(fmaf(s[n].r[i], scale_log2, -lse2[i / 2]));
+        s[n].r[i] = p * (dp[n].r[i] - dl[i / 2]);  // dS, in place of the scores
       }
     accumulate_tile<T, D>(acc, s, smem + 2 * stage * kTile<D>, at.lane);
   });
@@ -362,7 +403,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 // dK, dV for key tile blockIdx.y (tile 0, seen by every query, first): the query tiles from its own
 // on stream through. dV = P^T dO, dK = scale * dS^T Q, with the transposed scores S^T = K Q^T.
 template <class T, int D>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kThreads)
     attention_backward_dkv_mma_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                       const uint16_t* __restrict__ v, const float* __restrict__ stats,
                                       const uint16_t* __restrict__ dout, uint16_t* __restrict__ dk,
@@ -407,17 +448,16 @@ __global__ void __launch_bounds__(kWarps * 32)
     FragD s[NS], dp[NS];
     score_tile<T, D>(s, ka, qs, at.lane);
     score_tile<T, D>(dp, va, dos, at.lane);
-    // Every query of the tile at or after every key of the warp, and every query inside: no mask.
-    const bool unmasked = i0 >= kw + 15 && i0 + kStream <= t;
+    // Only a tile with a query before some key of the warp, or a query past t, needs the mask.
+    if (i0 < kw + 15 || i0 + kStream > t) mask_transposed_scores(s, kw, i0, t, at);
     TANDEM_MMA_UNROLL
     for (int n = 0; n < NS; ++n)
       TANDEM_MMA_UNROLL
       for (int i = 0; i < 4; ++i) {
-        const int key = kw + at.row(i), col = 8 * n + at.col(i), query = i0 + col;
-        const bool seen = unmasked || (query >= key && query < t);
-        const float p = seen ? exp2f(s[n].r[i] * scale_log2 - float(lse2s[col])) : 0.f;
+        const int col = 8 * n + at.col(i);
+        const float p = fast_exp2(fmaf(s[n].r[i], scale_log2, -float(lse2s[col])));  // 0 where masked
         s[n].r[i] = p;
-        dp[n].r[i] = seen ? p * (dp[n].r[i] - float(deltas[col])) : 0.f;  // dS^T
+        dp[n].r[i] = p * (dp[n].r[i] - float(deltas[col]));  // dS^T
       }
     accumulate_tile<T, D>(dv_acc, s, dos, at.lane);  // P^T dO
     accumulate_tile<T, D>(dk_acc, dp, qs, at.lane);   // dS^T Q
@@ -469,6 +509,8 @@ uint16_t* bits(Tensor& x, int64_t offset = 0) { return static_cast<uint16_t*>(x.
 
 bool attention_mma_fits(const kernels::AttentionShape& s, std::initializer_list<const Tensor*> tensors) {
   if (s.d != 16 && s.d != 32 && s.d != 64 && s.d != 128) return false;
+  // The kernels take row maxima of unscaled scores, which scale with them only for a positive scale.
+  if (!(s.scale > 0)) return false;
   // Rows as int; heads on grid.x, row tiles on grid.y (at most 65535).
   if (s.t >= (int64_t(1) << 30) || s.heads() > 0x7fffffff || (s.t + kBlockRows - 1) / kBlockRows > 65535) return false;
   for (const Tensor* x : tensors)
@@ -486,7 +528,7 @@ void attention_forward_mma(const Tensor& q, const Tensor& k, const Tensor& v, Te
     using T = decltype(tag);
     with_head_dim(s.d, [&](auto dim) {
       constexpr int D = decltype(dim)::value;
-      TANDEM_LAUNCH(attention_forward_mma_kernel<T, D>, grid_of(s), kWarps * 32, kTileBytes<D>,
+      TANDEM_LAUNCH(attention_forward_mma_kernel<T, D>, grid_of(s), kThreads, kTileBytes<D>,
                     stream_for(q.device()), bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off), bits(out),
                     static_cast<float*>(lse.data_ptr()), static_cast<int>(s.t), scale_log2,
                     kernels::head_rows(s, s.ld_in), kernels::head_rows(s, s.ld_out));
@@ -507,11 +549,11 @@ void attention_backward_mma(const Tensor& q, const Tensor& k, const Tensor& v, c
       Tensor stats = Tensor::empty({s.heads(), 2, int64_t(grid.y) * kBlockRows}, DType::f32, q.device());
       float* stats_p = static_cast<float*>(stats.data_ptr());
       const kernels::HeadRows in = kernels::head_rows(s, s.ld_in), io = kernels::head_rows(s, s.ld_out);
-      TANDEM_LAUNCH(attention_backward_dq_mma_kernel<T, D>, grid, kWarps * 32, kTileBytes<D>, stream,
+      TANDEM_LAUNCH(attention_backward_dq_mma_kernel<T, D>, grid, kThreads, kTileBytes<D>, stream,
                     bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off), static_cast<const T*>(out.data_ptr()),
                     static_cast<const float*>(lse.data_ptr()), static_cast<const T*>(dout.data_ptr()),
                     bits(dq, s.q_off), stats_p, static_cast<int>(s.t), scale_log2, scale, in, io);
-      TANDEM_LAUNCH(attention_backward_dkv_mma_kernel<T, D>, grid, kWarps * 32, kTileBytes<D> + kStatBytes<D>,
+      TANDEM_LAUNCH(attention_backward_dkv_mma_kernel<T, D>, grid, kThreads, kTileBytes<D> + kStatBytes<D>,
                     stream, bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off),
                     static_cast<const float*>(stats_p), bits(dout), bits(dk, s.k_off), bits(dv, s.v_off),
                     static_cast<int>(s.t), scale_log2, scale, in, io);
