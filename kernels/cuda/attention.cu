@@ -26,14 +26,13 @@
 namespace tandem::TANDEM_CUDA_NS {
 namespace {
 
-// Loops over a warp's rows and a lane's columns are unrolled on the GPU, so that the per-row arrays
-// (acc[kRows][DC], m, l) live in registers rather than in local memory (ptxas -v: stack frames of
-// 64-192 bytes without it). The emulator ignores it.
+// Loops over a warp's rows and a lane's columns are unrolled (TANDEM_UNROLL) so that the per-row
+// arrays (acc[kRows][DC], m, l) live in registers rather than in local memory (ptxas -v: stack
+// frames of 64-192 bytes without it); loops over the head dimension by 4 on the GPU, for immediate
+// offsets.
 #if defined(__CUDACC__)
-#define TANDEM_ATTN_UNROLL _Pragma("unroll")
-#define TANDEM_ATTN_UNROLL_4 _Pragma("unroll 4")  // loops over the head dimension: immediate offsets
+#define TANDEM_ATTN_UNROLL_4 _Pragma("unroll 4")
 #else
-#define TANDEM_ATTN_UNROLL
 #define TANDEM_ATTN_UNROLL_4
 #endif
 
@@ -98,12 +97,12 @@ __device__ void load_tile(const T* __restrict__ x, int64_t ld, int64_t t, int64_
 // the columns in order; every element of `item` is read once.
 template <class X, class S>
 __device__ __forceinline__ void dot_rows(S rows, int64_t pitch, S item, int64_t d, X (&out)[kRows]) {
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int r = 0; r < kRows; ++r) out[r] = X(0);
   TANDEM_ATTN_UNROLL_4
   for (int64_t c = 0; c < d; ++c) {
     const X b = X(item[c]);
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int r = 0; r < kRows; ++r) out[r] += X(rows[r * pitch + c]) * b;
   }
 }
@@ -111,7 +110,7 @@ __device__ __forceinline__ void dot_rows(S rows, int64_t pitch, S item, int64_t 
 // A lane's D/32 columns of a shared tile's row (zero past d).
 template <int DC, class X, class S>
 __device__ __forceinline__ void load_row(X (&dst)[DC], S tile_row, int lane, int64_t d) {
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int c = 0; c < DC; ++c) dst[c] = lane + 32 * c < d ? X(tile_row[lane + 32 * c]) : X(0);
 }
 
@@ -140,7 +139,7 @@ __device__ __forceinline__ int keys_seen(int64_t qi, int64_t k0, int64_t t) {
 
 // seen[r] = keys_seen for the warp's rows q0 + r.
 __device__ __forceinline__ void rows_seeing(int64_t q0, int64_t k0, int64_t t, int (&seen)[kRows]) {
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int r = 0; r < kRows; ++r) seen[r] = keys_seen(q0 + r, k0, t);
 }
 
@@ -157,7 +156,7 @@ __device__ void next_key_tiles(const T* k, const T* v, int64_t ld, int64_t t, in
 // acc[c] += w * row[c] over a lane's D/32 columns.
 template <int DC, class X>
 __device__ __forceinline__ void axpy_row(X (&acc)[DC], X w, const X (&row)[DC]) {
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int c = 0; c < DC; ++c) acc[c] += w * row[c];
 }
 
@@ -169,7 +168,7 @@ __device__ __forceinline__ void add_seen_items(X (&acc)[kRows][DC], const X (&we
   for (int j = 0; j < kTile; ++j) {
     X row[DC];
     load_row(row, tile + j * pitch, lane, d);
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const X w = __shfl_sync(kFullMask, weights[r], j);
       if (j < seen[r]) axpy_row(acc[r], w, row);
@@ -180,7 +179,7 @@ __device__ __forceinline__ void add_seen_items(X (&acc)[kRows][DC], const X (&we
 // dst[lane + 32 c] = acc[c] * mul, rounded to T.
 template <class T, int DC, class X>
 __device__ __forceinline__ void store_row(T* dst, const X (&acc)[DC], X mul, int lane, int64_t d) {
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int c = 0; c < DC; ++c)
     if (lane + 32 * c < d) dst[lane + 32 * c] = from_acc<T>(acc[c] * mul);
 }
@@ -199,11 +198,11 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
   auto vs = ks + kTile * pitch;
   load_tile<T, X>(q + base, in.row, t, d, q0, bq, qs);
   X m[kRows], l[kRows], acc[kRows][DC];
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int r = 0; r < kRows; ++r) {
     m[r] = -INFINITY;
     l[r] = X(0);
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
   }
   for (int64_t k0 = 0; k0 < key_end(q0, bq, t); k0 += kTile) {
@@ -212,7 +211,7 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
     rows_seeing(q0 + at.row(0), k0, t, seen);
     X s[kRows], p[kRows];
     dot_rows(qs + at.row(0) * pitch, pitch, ks + lane * pitch, d, s);
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const X sr = lane < seen[r] ? s[r] * scale : X(-INFINITY);
       const X mx = warp_reduce(sr, MaxOp{});
@@ -220,13 +219,13 @@ __global__ void attention_forward_kernel(const T* __restrict__ q, const T* __res
       p[r] = lane < seen[r] ? std::exp(sr - m_new) : X(0);
       const X alpha = seen[r] > 0 ? std::exp(m[r] - m_new) : X(1);
       l[r] = l[r] * alpha + warp_reduce(p[r], SumOp{});
-      TANDEM_ATTN_UNROLL
+      TANDEM_UNROLL
       for (int c = 0; c < DC; ++c) acc[r][c] *= alpha;
       m[r] = m_new;
     }
     add_seen_items(acc, p, vs, pitch, seen, lane, d);
   }
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
     if (qi >= t) continue;
@@ -254,7 +253,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
   load_tile<T, X>(q + base, in.row, t, d, q0, bq, qs);
   load_tile<T, X>(dout + at.base_o, io.row, t, d, q0, bq, dos);
   X lse_r[kRows], delta_r[kRows], acc[kRows][DC];
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
     X part = X(0);
@@ -266,7 +265,7 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
     delta_r[r] = warp_reduce(part, SumOp{});
     lse_r[r] = qi < t ? lse[head * t + qi] : X(0);
     if (qi < t && lane == 0) delta[head * t + qi] = delta_r[r];
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int c = 0; c < DC; ++c) acc[r][c] = X(0);
   }
   for (int64_t k0 = 0; k0 < key_end(q0, bq, t); k0 += kTile) {
@@ -276,13 +275,13 @@ __global__ void attention_backward_dq_kernel(const T* __restrict__ q, const T* _
     X qk[kRows], dp[kRows], ds[kRows];
     dot_rows(qs + at.row(0) * pitch, pitch, ks + lane * pitch, d, qk);
     dot_rows(dos + at.row(0) * pitch, pitch, vs + lane * pitch, d, dp);
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int r = 0; r < kRows; ++r) {
       ds[r] = lane < seen[r] ? std::exp(qk[r] * scale - lse_r[r]) * (dp[r] - delta_r[r]) : X(0);
     }
     add_seen_items(acc, ds, ks, pitch, seen, lane, d);
   }
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t qi = q0 + at.row(r);
     if (qi < t) store_row(dq + base + qi * in.row, acc[r], scale, lane, d);
@@ -310,9 +309,9 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
   load_tile<T, X>(k + base, in.row, t, d, k0, bk, ks);
   load_tile<T, X>(v + base, in.row, t, d, k0, bk, vs);
   X acc_k[kRows][DC], acc_v[kRows][DC];
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int r = 0; r < kRows; ++r)
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int c = 0; c < DC; ++c) acc_k[r][c] = acc_v[r][c] = X(0);
   for (int64_t i0 = k0 / kTile * kTile; i0 < t; i0 += kTile) {
     __syncthreads();
@@ -327,7 +326,7 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
     // Key row r is seen by the tile's queries [first[r], end); none when first[r] >= end.
     const int end = t - i0 < kTile ? int(t - i0) : kTile;
     int first[kRows];
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const int64_t kj = k0 + at.row(r);
       first[r] = kj >= t ? end : kj > i0 ? int(kj - i0 < kTile ? kj - i0 : kTile) : 0;
@@ -335,7 +334,7 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
     X qk[kRows], dp[kRows], p[kRows], ds[kRows];
     dot_rows(ks + at.row(0) * pitch, pitch, qs + lane * pitch, d, qk);
     dot_rows(vs + at.row(0) * pitch, pitch, dos + lane * pitch, d, dp);
-    TANDEM_ATTN_UNROLL
+    TANDEM_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const bool seen = lane >= first[r] && lane < end;
       p[r] = seen ? std::exp(qk[r] * scale - X(ls[lane])) : X(0);
@@ -345,7 +344,7 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
       X doj[DC], qj[DC];
       load_row(doj, dos + j * pitch, lane, d);
       load_row(qj, qs + j * pitch, lane, d);
-      TANDEM_ATTN_UNROLL
+      TANDEM_UNROLL
       for (int r = 0; r < kRows; ++r) {
         const X wp = __shfl_sync(kFullMask, p[r], j), wd = __shfl_sync(kFullMask, ds[r], j);
         if (j >= first[r] && j < end) {
@@ -355,7 +354,7 @@ __global__ void attention_backward_dkv_kernel(const T* __restrict__ q, const T* 
       }
     }
   }
-  TANDEM_ATTN_UNROLL
+  TANDEM_UNROLL
   for (int r = 0; r < kRows; ++r) {
     const int64_t kj = k0 + at.row(r);
     if (kj >= t) continue;

@@ -27,12 +27,6 @@
 namespace tandem::TANDEM_CUDA_NS {
 namespace {
 
-#if defined(__CUDACC__)
-#define TANDEM_MMA_UNROLL _Pragma("unroll")
-#else
-#define TANDEM_MMA_UNROLL
-#endif
-
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;  // every kernel here launches with exactly this many
 constexpr int kBlockRows = 16 * kWarps;  // the block's own tile: 16 rows a warp
@@ -70,7 +64,7 @@ __device__ __forceinline__ void load_rows(const uint16_t* __restrict__ x, int64_
   constexpr int chunks = D / 8, rows_per_pass = kThreads / chunks;
   static_assert(kThreads % chunks == 0 && kBlockRows % rows_per_pass == 0, "load_rows: uneven passes");
   const int r = int(threadIdx.x) / chunks, c = int(threadIdx.x) % chunks;
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int pass = 0; pass < kBlockRows / rows_per_pass; ++pass) {
     const int row = r + pass * rows_per_pass;
     const bool inside = r0 + row < t;
@@ -161,7 +155,7 @@ __device__ __forceinline__ FragA as_a(const FragD& left, const FragD& right) {
 // The A fragments of the warp's 16 rows of a tile (from row r0), over all D columns.
 template <int D, class S>
 __device__ __forceinline__ void load_warp_rows(FragA (&a)[D / 16], S tile, int r0, int lane) {
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int kk = 0; kk < D / 16; ++kk) a[kk] = load_a<kPitch<D>>(tile, r0, 16 * kk, lane);
 }
 
@@ -169,9 +163,9 @@ __device__ __forceinline__ void load_warp_rows(FragA (&a)[D / 16], S tile, int r
 // tile's rows (S = Q K^T, dP = dO V^T; S^T = K Q^T, dP^T = V dO^T for dK/dV).
 template <class T, int D, class S>
 __device__ __forceinline__ void score_tile(FragD (&s)[kStream / 8], const FragA (&a)[D / 16], S tile, int lane) {
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int kk = 0; kk < D / 16; ++kk)
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int n = 0; n < kStream / 8; n += 2)
       mma_pair<T, true, kPitch<D>>(s[n], s[n + 1], a[kk], tile, 16 * kk, 8 * n, lane);
 }
@@ -180,10 +174,10 @@ __device__ __forceinline__ void score_tile(FragD (&s)[kStream / 8], const FragA 
 // streamed tile's rows (P V, dS K; P^T dO, dS^T Q for dK/dV).
 template <class T, int D, class S>
 __device__ __forceinline__ void accumulate_tile(FragD (&acc)[D / 8], const FragD (&w)[kStream / 8], S tile, int lane) {
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int j = 0; j < kStream / 16; ++j) {
     const FragA a = as_a<T>(w[2 * j], w[2 * j + 1]);
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int n = 0; n < D / 8; n += 2) mma_pair<T, false, kPitch<D>>(acc[n], acc[n + 1], a, tile, 16 * j, 8 * n, lane);
   }
 }
@@ -216,7 +210,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
 template <class T, int ND>
 __device__ __forceinline__ void store_rows_half(uint16_t* dst, int64_t ld, int64_t row, const FragD (&acc)[ND], int h,
                                                 float mul, int c) {
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int n = 0; n < ND; ++n)
     reinterpret_cast<uint32_t*>(dst + row * ld + n * 8 + 2 * c)[0] =
         pack2<T>(acc[n].r[2 * h] * mul, acc[n].r[2 * h + 1] * mul);
@@ -235,9 +229,9 @@ struct Lane {
 // Scores of the warp's rows [r0, r0 + 16) against keys [k0, k0 + kStream) set to -inf where the key
 // is after the row or the row is past t. Called only for tiles that have such scores.
 __device__ __forceinline__ void mask_scores(FragD (&s)[kStream / 8], int r0, int k0, int t, const Lane& at) {
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int n = 0; n < kStream / 8; ++n)
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int i = 0; i < 4; ++i) {
       const int row = r0 + at.row(i), key = k0 + 8 * n + at.col(i);
       if (key > row || row >= t) s[n].r[i] = -INFINITY;
@@ -248,9 +242,9 @@ __device__ __forceinline__ void mask_scores(FragD (&s)[kStream / 8], int r0, int
 // [q0, q0 + kStream): -inf where the query is before the key or past t.
 __device__ __forceinline__ void mask_transposed_scores(FragD (&s)[kStream / 8], int k0, int q0, int t,
                                                        const Lane& at) {
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int n = 0; n < kStream / 8; ++n)
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int i = 0; i < 4; ++i) {
       const int key = k0 + at.row(i), query = q0 + 8 * n + at.col(i);
       if (query < key || query >= t) s[n].r[i] = -INFINITY;
@@ -289,12 +283,12 @@ __global__ void __launch_bounds__(kThreads)
     // The scores stay unscaled until the exponent: the scale is positive (attention_mma_fits), so
     // the row max scales with them, and the scaling and the shift are one FMA.
     float mx[2] = {-INFINITY, -INFINITY};
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int n = 0; n < NS; ++n)
-      TANDEM_MMA_UNROLL
+      TANDEM_UNROLL
       for (int i = 0; i < 4; ++i) mx[i / 2] = fmaxf(mx[i / 2], s[n].r[i]);
     float shift[2], alpha[2];
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int h = 0; h < 2; ++h) {
       const float m_new = fmaxf(m[h], quad_max(mx[h]) * scale_log2);
       shift[h] = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen no key yet: all weights 0
@@ -302,20 +296,20 @@ __global__ void __launch_bounds__(kThreads)
       m[h] = m_new;
       l[h] *= alpha[h];
     }
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int n = 0; n < NS; ++n)
-      TANDEM_MMA_UNROLL
+      TANDEM_UNROLL
       for (int i = 0; i < 4; ++i) {
         s[n].r[i] = fast_exp2(fmaf(s[n].r[i], scale_log2, -shift[i / 2]));
         l[i / 2] += s[n].r[i];
       }
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int n = 0; n < ND; ++n)
-      TANDEM_MMA_UNROLL
+      TANDEM_UNROLL
       for (int i = 0; i < 4; ++i) o[n].r[i] *= alpha[i / 2];
     accumulate_tile<T, D>(o, s, smem + (2 * stage + 1) * kTile<D>, at.lane);
   });
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int h = 0; h < 2; ++h) {
     const float sum = quad_sum(l[h]);
     const int row = qw + at.g + 8 * h;
@@ -334,7 +328,7 @@ __device__ void row_stats(const T* __restrict__ o, const T* __restrict__ dout, c
                           float (&lse2)[2], float (&dl)[2]) {
   const int tp = int(gridDim.y) * kBlockRows;
   float* __restrict__ head_stats = stats + int64_t(blockIdx.x) * 2 * tp;
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int row = qw + at.g + 8 * h;
     float part = 0.f;
@@ -384,16 +378,16 @@ __global__ void __launch_bounds__(kThreads)
     score_tile<T, D>(s, qa, smem + 2 * stage * kTile<D>, at.lane);
     score_tile<T, D>(dp, da, smem + (2 * stage + 1) * kTile<D>, at.lane);
     if (k0 + kStream - 1 > qw || qw + 16 > t) mask_scores(s, qw, k0, t, at);  // P = 2^-inf = 0 there
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int n = 0; n < NS; ++n)
-      TANDEM_MMA_UNROLL
+      TANDEM_UNROLL
       for (int i = 0; i < 4; ++i) {
         const float p = fast_exp2(fmaf(s[n].r[i], scale_log2, -lse2[i / 2]));
         s[n].r[i] = p * (dp[n].r[i] - dl[i / 2]);  // dS, in place of the scores
       }
     accumulate_tile<T, D>(acc, s, smem + 2 * stage * kTile<D>, at.lane);
   });
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int row = qw + at.g + 8 * h;
     if (row < t) store_rows_half<T>(dq + base, in.row, row, acc, h, scale, at.c);
@@ -450,9 +444,9 @@ __global__ void __launch_bounds__(kThreads)
     score_tile<T, D>(dp, va, dos, at.lane);
     // Only a tile with a query before some key of the warp, or a query past t, needs the mask.
     if (i0 < kw + 15 || i0 + kStream > t) mask_transposed_scores(s, kw, i0, t, at);
-    TANDEM_MMA_UNROLL
+    TANDEM_UNROLL
     for (int n = 0; n < NS; ++n)
-      TANDEM_MMA_UNROLL
+      TANDEM_UNROLL
       for (int i = 0; i < 4; ++i) {
         const int col = 8 * n + at.col(i);
         const float p = fast_exp2(fmaf(s[n].r[i], scale_log2, -float(lse2s[col])));  // 0 where masked
@@ -462,7 +456,7 @@ __global__ void __launch_bounds__(kThreads)
     accumulate_tile<T, D>(dv_acc, s, dos, at.lane);  // P^T dO
     accumulate_tile<T, D>(dk_acc, dp, qs, at.lane);   // dS^T Q
   });
-  TANDEM_MMA_UNROLL
+  TANDEM_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int key = kw + at.g + 8 * h;
     if (key >= t) continue;

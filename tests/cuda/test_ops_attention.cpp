@@ -20,10 +20,11 @@ struct Outputs {
   Tensor out, lse, dq, dk, dv;
 };
 
-Outputs run(Device dev, const Shape& s, DType dt, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout) {
+Outputs run(Device dev, const Shape& s, DType dt, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
+            std::optional<double> scale = std::nullopt) {
   kernels::AttentionShape a;
   a.b = s[0]; a.h = s[1]; a.t = s[2]; a.d = s[3];
-  a.scale = 1.0 / std::sqrt(static_cast<double>(a.d));
+  a.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(a.d));
   const DType acc = dt == DType::f64 ? DType::f64 : DType::f32;
   Outputs o{Tensor::empty(s, dt, dev), Tensor::empty({s[0], s[1], s[2]}, acc, dev), Tensor::empty(s, dt, dev),
             Tensor::empty(s, dt, dev), Tensor::empty(s, dt, dev)};
@@ -77,6 +78,19 @@ TEST_P(AttentionOps, TensorCoreKernelsMatchCpu) {
       compare(run(dev(), s, dt, q, k, v, dout), run(kCPU, s, dt, q, k, v, dout), 2 * ulps(dt),
               std::string(dtype_name(dt)) + " " + shape_str(s));
     }
+}
+
+// The tensor-core kernels take row maxima of unscaled scores, right for a positive scale only: a
+// negative or zero scale on shapes they would take runs the SIMT kernels, and matches the CPU. (The
+// scores span hundreds of log2 units here, so a shift by the wrong extreme would overflow.)
+TEST_P(AttentionOps, NonPositiveScalesOnTensorCoreShapesMatchCpu) {
+  const Shape s{1, 2, 70, 64};
+  for (double scale : {-0.3, 0.0}) {
+    Tensor q = random_tensor(s, DType::bf16, 31, -8.0, 8.0), k = random_tensor(s, DType::bf16, 32),
+           v = random_tensor(s, DType::bf16, 33), dout = random_tensor(s, DType::bf16, 34);
+    compare(run(dev(), s, DType::bf16, q, k, v, dout, scale), run(kCPU, s, DType::bf16, q, k, v, dout, scale), 2e-2,
+            "scale " + std::to_string(scale));
+  }
 }
 
 // Runs attention on random q, k, v, dout (seeds from `seed`) as they are, and again with the last
