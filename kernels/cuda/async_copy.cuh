@@ -2,12 +2,16 @@
 // complete in the background, so a block loads its next tile while it computes on the current one.
 // Copies are grouped by commits; cp_async_wait<N>() returns once every group but the newest N has
 // landed for this thread (a __syncthreads after it makes all threads' copies visible). Under the
-// emulator each copy lands at the wait that covers it and claims its bytes when issued, so a missing
-// wait or barrier shows up in tests (runtime/backend/cuda/simt/simt.h).
+// emulator each copy lands at the wait that covers it and any access to its bytes before then fails,
+// so a missing wait or barrier shows up in tests (runtime/backend/cuda/simt/simt.h).
 #pragma once
 #include <cstdint>
 
 #include "kernels/cuda/common.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "kernels/cuda/async_copy.cuh needs sm_80 or newer (cp.async); set TANDEM_CUDA_ARCHS accordingly"
+#endif
 
 namespace tandem::TANDEM_CUDA_NS {
 

@@ -104,8 +104,8 @@ struct Thread {
   boost::context::fiber fiber;  // this thread's suspended context
   boost::context::fiber sched;  // the scheduler's, while this thread runs
   bool started = false;         // its body has run (so a suspended fiber unwinds through it)
-  std::vector<AsyncCopy> async_copies;         // cp.async copies issued and not yet landed
-  unsigned async_groups = 0;                   // cp.async groups committed
+  std::vector<AsyncCopy> async_copies;  // cp.async copies issued and not yet landed
+  unsigned async_groups = 0;            // cp.async groups committed
   const void* stack_bottom = nullptr;  // the fiber's stack, for the sanitizer's switch annotations
   size_t stack_size = 0;
   void* fake_stack = nullptr;  // the sanitizer's save slot while this fiber is switched out
