@@ -9,15 +9,15 @@
 
 namespace tandem::kernels {
 
-// Shapes of one call: q, k, v, out [b, h, t, d] contiguous. block_q x block_k is the CPU tile
-// (queries x keys); 0 lets the backend choose (tests set small tiles to exercise the edges).
+// Shapes of one call: q, k, v, out [b, h, t, d] contiguous unless token-major (below). block_q x
+// block_k is the CPU tile (queries x keys); 0 lets the backend choose (tests set small tiles to
+// exercise the edges).
 //
-// Token-major operands (both backends): with ld_in > 0, q, k and
-// v are one tensor [b, t, ld_in] (a fused projection's output [b, t, 3 h d]) passed three times, and
-// row r of head (batch, head) of q is at batch * t * ld_in + r * ld_in + head * d + q_off (k_off,
-// v_off for k and v); dq, dk and dv likewise, one tensor of that layout. With ld_out > 0, out and dout
-// are [b, t, ld_out] (heads merged: [b, t, h d] for ld_out = h d). The head split and merge permutes
-// are then not needed.
+// Token-major operands (both backends): with ld_in > 0, q, k and v are one tensor [b, t, ld_in] (a
+// fused projection's output [b, t, 3 h d]) passed three times, and row r of head (batch, head) of q
+// is at batch * t * ld_in + r * ld_in + head * d + q_off (k_off, v_off for k and v); dq, dk and dv
+// likewise, one tensor of that layout. With ld_out > 0, out and dout are [b, t, ld_out] (heads
+// merged: [b, t, h d] for ld_out = h d). The head split and merge permutes are then not needed.
 struct AttentionShape {
   int64_t b = 0, h = 0, t = 0, d = 0;
   double scale = 1.0;  // applied to q . k before the softmax (the op passes 1/sqrt(d))
