@@ -50,7 +50,8 @@ TEST(CausalAttention, MatchesComposedOps) {
 }
 
 // The kernels with tiles that leave partial tiles everywhere, and with unequal query/key tiles (a
-// key tile then holds rows that see none of its keys), against the default tiles.
+// key tile then holds rows that see none of its keys, and a query tile stops inside a key tile),
+// against the default tiles.
 TEST(CausalAttention, TileShapesAgree) {
   Shape s{2, 2, 13, 5};
   Tensor q = leaf(s, 11).detach(), k = leaf(s, 12).detach(), v = leaf(s, 13).detach();
@@ -68,7 +69,7 @@ TEST(CausalAttention, TileShapesAgree) {
     return std::vector<Tensor>{o, lse, g[0], g[1], g[2]};
   };
   auto want = run(0, 0);
-  for (auto [bq, bk] : {std::pair<int64_t, int64_t>{1, 1}, {3, 2}, {2, 3}, {4, 4}, {5, 7}, {16, 1}}) {
+  for (auto [bq, bk] : {std::pair<int64_t, int64_t>{1, 1}, {3, 2}, {2, 3}, {4, 4}, {5, 7}, {16, 1}, {3, 8}, {4, 13}, {64, 64}}) {
     auto got = run(bq, bk);
     for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-12, 1e-12);
   }
