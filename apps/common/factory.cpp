@@ -1,7 +1,6 @@
 // Model and optimizer construction from the config; threads; the error guard.
 #include "apps/common/factory.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -56,11 +55,6 @@ std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {
   // The run config's builder: the flags' optimizers and a --config file's are made in one place.
   return nn::config::build_optimizer(cfg.optimizer, params);
-}
-
-int apply_threads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
-  return omp_get_max_threads();
 }
 
 int run_guarded(const char* program, const std::function<int()>& body) {

@@ -19,8 +19,6 @@ nn::GPTConfig gpt_model_config(const TrainConfig& cfg);
 // cfg.optimizer: sgd (momentum, L2 weight decay), adam (L2) or adamw (decoupled); fused when a
 // --config file asks for it (nn::config::build_optimizer).
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);
-// Sets the Eigen/OpenMP thread count (0 keeps OpenMP's default). Returns the count in effect.
-int apply_threads(int threads);
 
 // Runs body; a tandem::Error (or another std::exception) is printed to stderr as
 // "<program>: error: <message>" and gives exit code 1. Only apps/ catch.

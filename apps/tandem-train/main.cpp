@@ -13,6 +13,7 @@
 #include "apps/common/lr_schedule.h"
 #include "apps/common/mode_auto.h"
 #include "apps/common/run_services.h"
+#include "apps/common/threads.h"
 #include "apps/common/train_features.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
@@ -25,7 +26,7 @@ namespace {
 
 int train(app::TrainConfig cfg) {
   app::keep_freed_host_memory();
-  int threads = app::apply_threads(cfg.threads);
+  const app::ThreadChoice threads = app::apply_threads(cfg.threads);  // before any parallel region
   const app::ModeDecision mode = app::decide_mode_here(cfg);  // --mode auto: single, dp or ddp, and why
   cfg.mode = mode.mode;
   cfg.devices = mode.devices;
@@ -44,10 +45,10 @@ int train(app::TrainConfig cfg) {
   log.info("mode {}: {}", mode.mode, mode.reason);
   app::scale_lr_with_world(cfg, ps.world_size());  // --lr-scale-with-world
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
-           "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{}",
+           "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{} ({})",
            cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer.type,
-           cfg.optimizer.learning_rate, cfg.optimizer.momentum, cfg.optimizer.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads,
-           threads > 1 ? "s" : "");
+           cfg.optimizer.learning_rate, cfg.optimizer.momentum, cfg.optimizer.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads.count,
+           threads.count > 1 ? "s" : "", threads.reason);
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
              cfg.lr_schedule);

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "apps/common/factory.h"
+#include "apps/common/threads.h"
 #include "apps/common/trainer.h"
 #include "runtime/random.h"
 #include "tests/support/synthetic_images.h"
