@@ -15,24 +15,6 @@ unsigned row_threads(int64_t n) {
   return static_cast<unsigned>(t < 32 ? 32 : (t > 256 ? 256 : t));
 }
 
-// f(x[k]) over a contiguous row of n elements, the block's threads sharing it, in 16-byte packs
-// where the row is aligned to them: a vocabulary-wide row of 16-bit logits took one load
-// instruction per element, several times the bandwidth's time.
-template <class T, class F>
-__device__ __forceinline__ void for_each_in_row(const T* __restrict__ x, int64_t n, F&& f) {
-  constexpr int V = kPackWidth<T>;
-  int64_t start = 0;
-  if (V > 1 && aligned16(x)) {
-    const int64_t packs = n / V;
-    for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
-      const Pack<T, V> p = reinterpret_cast<const Pack<T, V>*>(x)[i];
-      for (int k = 0; k < V; ++k) f(p.v[k]);
-    }
-    start = packs * V;
-  }
-  for (int64_t k = start + threadIdx.x; k < n; k += blockDim.x) f(x[k]);
-}
-
 // o[k] = f(k, x[k]) over a contiguous row, in 16-byte packs where both rows are aligned to them.
 template <class T, class F>
 __device__ __forceinline__ void map_row(const T* __restrict__ x, T* __restrict__ o, int64_t n, F&& f) {
@@ -51,17 +33,71 @@ __device__ __forceinline__ void map_row(const T* __restrict__ x, T* __restrict__
   for (int64_t k = start + threadIdx.x; k < n; k += blockDim.x) o[k] = f(k, x[k]);
 }
 
-// Max over the row and sum of exp(x - max) (max forced to 0 when infinite, as on the CPU).
+// One thread's share of a contiguous row read once (a vocabulary-wide row is read from memory once,
+// not twice): the running max of its finite values and the sum of exp(x - max) over them, rescaled
+// when the max grows (once per pack of values, not per value); NaN and +inf are noted apart, and
+// -inf adds exactly 0, so none of them can make inf - inf.
+template <class X>
+struct OnlineMaxSum {
+  X max = X(-INFINITY), sum = X(0);
+  bool nan = false, pos_inf = false;
+
+  template <int V>
+  __device__ __forceinline__ void add(const X (&v)[V]) {
+    X pack_max = X(-INFINITY);
+    for (int k = 0; k < V; ++k) {
+      if (v[k] != v[k]) nan = true;
+      else if (v[k] == X(INFINITY)) pos_inf = true;
+      else pack_max = std::fmax(pack_max, v[k]);
+    }
+    if (pack_max > max) {
+      sum *= std::exp(max - pack_max);  // exp(-inf) = 0 while nothing finite was seen
+      max = pack_max;
+    }
+    for (int k = 0; k < V; ++k)
+      if (v[k] > X(-INFINITY) && v[k] < X(INFINITY)) sum += std::exp(v[k] - max);
+  }
+};
+
+// Max over the row and sum of exp(x - max), with the CPU's rules (kernels/cpu/loss.cpp): NaNs do not
+// take part in the max but make the sum NaN; a +inf, or a row of -inf, forces the max to 0 (the sum
+// is then exp(x) summed: +inf, or 0). Contiguous rows are read once (OnlineMaxSum), strided ones in
+// two passes; the results differ from the two passes only in the sums' rounding.
 template <class T, class X>
 __device__ void row_max_sum(const T* x, int64_t n, int64_t stride, X& max, X& sum) {
+  if (stride == 1) {
+    constexpr int V = kPackWidth<T>;
+    OnlineMaxSum<X> t;
+    int64_t start = 0;
+    if (V > 1 && aligned16(x)) {
+      const int64_t packs = n / V;
+      for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+        const Pack<T, V> p = reinterpret_cast<const Pack<T, V>*>(x)[i];
+        X v[V];
+        for (int k = 0; k < V; ++k) v[k] = X(to_acc(p.v[k]));
+        t.add(v);
+      }
+      start = packs * V;
+    }
+    for (int64_t k = start + threadIdx.x; k < n; k += blockDim.x) {
+      const X v[1] = {X(to_acc(x[k]))};
+      t.add(v);
+    }
+    const X m = block_reduce(t.max, MaxOp{}, X(-INFINITY));  // no thread's max is NaN
+    const X s = block_sum(t.max == X(-INFINITY) ? X(0) : t.sum * std::exp(t.max - m));
+    const int flags = block_sum(int(t.nan) + (int(t.pos_inf) << 16));  // counts: at most 1024 threads
+    const bool any_nan = (flags & 0xffff) != 0, any_pos_inf = (flags >> 16) != 0;
+    const bool forced = any_pos_inf || m == X(-INFINITY);
+    max = forced ? X(0) : m;
+    sum = any_nan ? X(NAN) : any_pos_inf ? X(INFINITY) : forced ? X(0) : s;
+    return;
+  }
   X m = -INFINITY;
-  if (stride == 1) for_each_in_row(x, n, [&](T v) { m = std::fmax(m, X(to_acc(v))); });
-  else for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = std::fmax(m, X(to_acc(x[k * stride])));
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = std::fmax(m, X(to_acc(x[k * stride])));
   m = block_reduce(m, MaxOp{}, X(-INFINITY));
   if (std::isinf(m)) m = X(0);
   X s = X(0);
-  if (stride == 1) for_each_in_row(x, n, [&](T v) { s += std::exp(X(to_acc(v)) - m); });
-  else for (int64_t k = threadIdx.x; k < n; k += blockDim.x) s += std::exp(X(to_acc(x[k * stride])) - m);
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) s += std::exp(X(to_acc(x[k * stride])) - m);
   max = m;
   sum = block_sum(s);
 }

@@ -1,4 +1,7 @@
 // softmax/log_softmax and cross-entropy on the CUDA backend vs the CPU.
+#include <cmath>
+#include <limits>
+
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/loss.h"
@@ -64,6 +67,48 @@ TEST_P(LossOps, CrossEntropyForwardBackwardMatchCpu) {
           }
       if (ldt == dt && dt == stat) break;  // f32, f64: one loss dtype
     }
+  }
+}
+
+// Rows wide enough that each thread reads several packs (and a scalar tail), read once on the device:
+// a rising row (the max grows at every pack), a falling one, large logits, and the non-finite rules
+// (-inf entries, a row of -inf, +inf, NaN, NaN with +inf) against the CPU's two passes.
+TEST_P(LossOps, CrossEntropyWideAndNonFiniteRowsMatchCpu) {
+  using ops::Reduction;
+  const int64_t N = 9, C = 4099;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (DType dt : {DType::f32, DType::bf16}) {
+    std::vector<float> x = ops::cast(random_tensor({N, C}, dt, 64, -4, 4), DType::f32).to_vector<float>();
+    auto at = [&](int64_t r, int64_t c) -> float& { return x[static_cast<size_t>(r * C + c)]; };
+    for (int64_t c = 0; c < C; ++c) {
+      at(1, c) = -8.f + 16.f * float(c) / float(C);  // rising
+      at(2, c) = 8.f - 16.f * float(c) / float(C);   // falling
+      at(8, c) *= 20.f;                              // exp(x - max) down to ~e^-160
+      if (c % 5 == 0) at(3, c) = -inf;
+      at(4, c) = -inf;
+    }
+    at(5, 2000) = inf;
+    at(6, 17) = nan;
+    at(7, 3) = nan;
+    at(7, 4000) = inf;
+    Tensor logits = ops::cast(Tensor::from_vector(x, {N, C}), dt);
+    std::vector<int64_t> t{5, C - 1, 0, 1, 7, 2000, 3, 9, 100};
+    Tensor target = Tensor::from_vector(t, {N});
+    Tensor loss = Tensor::empty({N}, DType::f32), lse = Tensor::empty({N}, DType::f32);
+    Tensor dloss = Tensor::empty({N}, DType::f32, dev()), dlse = Tensor::empty({N}, DType::f32, dev());
+    kernels::cross_entropy(kCPU)(logits, target, loss, lse, -100, Reduction::None);
+    kernels::cross_entropy(dev())(logits.to(dev()), target.to(dev()), dloss, dlse, -100, Reduction::None);
+    const std::string what = std::string(dtype_name(dt)) + " wide rows";
+    expect_close(dlse, lse, 1e-5, what + " lse");
+    expect_close(dloss, loss, 1e-5, what + " loss");
+    std::vector<float> l = lse.to_vector<float>();
+    EXPECT_TRUE(std::isnan(l[6]) && std::isnan(l[7])) << l[6] << " " << l[7];
+    EXPECT_EQ(l[4], -inf);
+    EXPECT_EQ(l[5], inf);
+    Tensor y = Tensor::empty({N, C}, dt), dy = Tensor::empty({N, C}, dt, dev());
+    kernels::softmax(kCPU)(logits, y, N, C, 1, true);
+    kernels::softmax(dev())(logits.to(dev()), dy, N, C, 1, true);
+    expect_close(dy, y, dt == DType::bf16 ? 1e-2 : 1e-5, what + " log_softmax");
   }
 }
 
