@@ -357,6 +357,37 @@ Tensor in_dtype_of(const Tensor& t, DType dt) {
   return out;
 }
 
+// LayerNorm backward's row sums: a = sum g[d], b = sum g[d] * xhat[d] with g = dy * w and xhat =
+// (x - mu) * r. Rows of S itself are read with 64-byte vector loads, as sum_of and sum_sq_dev read the
+// forward's: lane_sum2's lambdas built each vector element by element (f32 [1024, 256], one thread:
+// forward 290 -> 140 us, backward 390 -> 250 us). The same lanes and order as lane_sum2.
+template <class S, class T>
+inline void sum_g_gxhat(const T* dy, const S* w, const T* x, int64_t n, S mu, S r, S& a, S& b) {
+  if constexpr (std::is_same_v<S, T>) {
+    constexpr int W = SumVec<S>::kWidth;
+    typename SumVec<S>::type aa = {}, bb = {}, mv = {}, rv = {};
+    mv += mu;
+    rv += r;
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+      const auto g = vload(dy + i) * vload(w + i);
+      aa += g;
+      bb += g * (vload(x + i) - mv) * rv;
+    }
+    a = hsum<S>(aa);
+    b = hsum<S>(bb);
+    for (; i < n; ++i) {
+      const S g = dy[i] * w[i];
+      a += g;
+      b += g * (x[i] - mu) * r;
+    }
+  } else {
+    lane_sum2<S>(
+        n, [&](int64_t d) { return static_cast<S>(dy[d]) * w[d]; },
+        [&](int64_t d) { return static_cast<S>(dy[d]) * w[d] * (static_cast<S>(x[d]) - mu) * r; }, a, b);
+  }
+}
+
 void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
                     Tensor& mean, Tensor& rstd) {
   check_layer_norm_output_dtype("layer_norm", x.dtype(), y.dtype());
@@ -378,12 +409,9 @@ void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, d
     for (int64_t m = 0; m < M; ++m) {
       const T* in = px + m * D;
       T* out = py + m * D;
-      const S sum = lane_sum<S>(D, [&](int64_t d) { return static_cast<S>(in[d]); });
+      const S sum = sum_of<S>(in, D);
       const S mu = D ? sum / static_cast<S>(D) : S(0);
-      const S sq = lane_sum<S>(D, [&](int64_t d) {
-        const S v = static_cast<S>(in[d]) - mu;
-        return v * v;
-      });
+      const S sq = sum_sq_dev<S>(in, D, mu);
       const S r = S(1) / std::sqrt(sq / static_cast<S>(std::max<int64_t>(D, 1)) + static_cast<S>(eps));
       for (int64_t d = 0; d < D; ++d) out[d] = T((static_cast<S>(in[d]) - mu) * r * w[size_t(d)] + b[size_t(d)]);
       mv[size_t(m)] = mu;
@@ -417,10 +445,7 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
         const S mu = mv[size_t(m)], r = rv[size_t(m)];
         // dx = r * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w
         S sg, sgx;
-        lane_sum2<S>(
-            D, [&](int64_t d) { return static_cast<S>(di[d]) * w[size_t(d)]; },
-            [&](int64_t d) { return static_cast<S>(di[d]) * w[size_t(d)] * (static_cast<S>(xi[d]) - mu) * r; }, sg,
-            sgx);
+        sum_g_gxhat<S>(di, w.data(), xi, D, mu, r, sg, sgx);
         const S inv_d = S(1) / static_cast<S>(D), a = sg * inv_d, bb = sgx * inv_d;
         T* o = pdx + m * D;
         for (int64_t d = 0; d < D; ++d) {
