@@ -63,7 +63,10 @@ TEST_P(LossOps, CrossEntropyForwardBackwardMatchCpu) {
             kernels::cross_entropy_backward(kCPU)(g, logits, target, lse, gl, -100, red);
             kernels::cross_entropy_backward(dev())(g.to(dev()), logits.to(dev()), target.to(dev()), lse.to(dev()), dgl,
                                                    -100, red);
-            expect_close(dgl, gl, tol(0, ulps(dt)), what + " backward");  // same lse in: exact on SIM
+            // Same lse in: exact on SIM, but for rows of 64 classes or more, where the CPU's f32/f64
+            // exponentials are Eigen's vectorised ones (an ulp or so from libm's).
+            const bool vector_exp = C >= 64 && (dt == DType::f32 || dt == DType::f64);
+            expect_close(dgl, gl, vector_exp ? ulps(dt) : tol(0, ulps(dt)), what + " backward");
           }
       if (ldt == dt && dt == stat) break;  // f32, f64: one loss dtype
     }
