@@ -94,6 +94,24 @@ class GPT(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)  # the tied head
 
 
+def matmul_gflops(dev, n=30):
+    """The f32 rate of one product of the small GPT's shape ([1024, 768] x [768, 256], median of n) on
+    the CPU: a check that the peer's BLAS is a fair one. OpenBLAS 0.3.21 does not know newer Xeons
+    (CPU model 207 read as "Prescott", SSE kernels: 23 GFLOP/s where OPENBLAS_CORETYPE=SkylakeX gives
+    ~130) and Debian's default BLAS is the reference one; either shows here."""
+    if dev.type != "cpu":
+        return None
+    import time
+    a, b = torch.randn(1024, 768), torch.randn(768, 256)
+    times = []
+    for _ in range(n + 3):
+        t0 = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t0)
+    times = sorted(times[3:])
+    return 2 * 1024 * 768 * 256 / times[len(times) // 2] / 1e9
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpt-size", default="small", choices=list(SIZES))
@@ -128,12 +146,14 @@ def main():
         with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
             return F.cross_entropy(run(x).reshape(-1, vocab).float(), y)
 
+    blas = matmul_gflops(dev)
     med = torch_step.median_step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
     print(json.dumps({"impl": "torch " + torch.__version__, "model": "gpt", "gpt_size": a.gpt_size,
                       "batch": a.batch_size, "context": t, "threads": a.threads, "amp": a.amp, "device": str(dev),
                       "attention": a.attention, "fused_adamw": a.fused_adamw, "compile": a.compile,
                       "params": sum(p.numel() for p in model.parameters()),
-                      "tokens_per_s": a.batch_size * t / med, "step_ms_median": 1e3 * med}))
+                      "tokens_per_s": a.batch_size * t / med, "step_ms_median": 1e3 * med,
+                      "matmul_gflops": blas}))
 
 
 if __name__ == "__main__":
