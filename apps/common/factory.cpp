@@ -1,6 +1,5 @@
-// Model and optimizer construction from the config; threads; the error guard.
+// Model and optimizer construction from the config; the error guard.
 #include "apps/common/factory.h"
-
 
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// tandem-train's thread count (apps/common/threads.h).
 #include "apps/common/threads.h"
 
 #include <omp.h>
