@@ -34,30 +34,36 @@ __device__ __forceinline__ void map_row(const T* __restrict__ x, T* __restrict__
 }
 
 // One thread's share of a contiguous row read once (a vocabulary-wide row is read from memory once,
-// not twice): the running max of its finite values and the sum of exp(x - max) over them, rescaled
-// when the max grows (once per pack of values, not per value); NaN and +inf are noted apart, and
-// -inf adds exactly 0, so none of them can make inf - inf.
+// not twice): the running max and the sum of exp(x - max), rescaled when the max grows (once per pack
+// of values, not per value). Nothing is tested per value: fmax skips NaN, so the max is that of the
+// values that are not NaN; a NaN makes the sum NaN; a -inf adds exp(-inf) = 0 (the shift is 0 while
+// the max is -inf, so -inf - -inf never occurs). Once the max is +inf the sum is meaningless (inf -
+// inf), which the row's combine below knows from the max alone.
 template <class X>
 struct OnlineMaxSum {
   X max = X(-INFINITY), sum = X(0);
-  bool nan = false, pos_inf = false;
 
   template <int V>
   __device__ __forceinline__ void add(const X (&v)[V]) {
-    X pack_max = X(-INFINITY);
-    for (int k = 0; k < V; ++k) {
-      if (v[k] != v[k]) nan = true;
-      else if (v[k] == X(INFINITY)) pos_inf = true;
-      else pack_max = std::fmax(pack_max, v[k]);
-    }
-    if (pack_max > max) {
-      sum *= std::exp(max - pack_max);  // exp(-inf) = 0 while nothing finite was seen
+    X pack_max = v[0];
+    for (int k = 1; k < V; ++k) pack_max = std::fmax(pack_max, v[k]);
+    if (pack_max > max) {  // never for a pack of NaNs
+      sum *= std::exp(max - pack_max);  // exp(-inf) = 0 while only -inf (or NaN) was seen
       max = pack_max;
     }
-    for (int k = 0; k < V; ++k)
-      if (v[k] > X(-INFINITY) && v[k] < X(INFINITY)) sum += std::exp(v[k] - max);
+    const X shift = max == X(-INFINITY) ? X(0) : max;
+    for (int k = 0; k < V; ++k) sum += std::exp(v[k] - shift);
   }
 };
+
+// Whether a contiguous row holds a NaN: only asked when the row holds +inf, where the online sum
+// cannot tell (a rare row, read a second time).
+template <class T>
+__device__ bool row_has_nan(const T* x, int64_t n) {
+  int nan = 0;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) nan |= std::isnan(to_acc(x[k]));
+  return block_sum(nan) != 0;
+}
 
 // Max over the row and sum of exp(x - max), with the CPU's rules (kernels/cpu/loss.cpp): NaNs do not
 // take part in the max but make the sum NaN; a +inf, or a row of -inf, forces the max to 0 (the sum
@@ -84,12 +90,15 @@ __device__ void row_max_sum(const T* x, int64_t n, int64_t stride, X& max, X& su
       t.add(v);
     }
     const X m = block_reduce(t.max, MaxOp{}, X(-INFINITY));  // no thread's max is NaN
-    const X s = block_sum(t.max == X(-INFINITY) ? X(0) : t.sum * std::exp(t.max - m));
-    const int flags = block_sum(int(t.nan) + (int(t.pos_inf) << 16));  // counts: at most 1024 threads
-    const bool any_nan = (flags & 0xffff) != 0, any_pos_inf = (flags >> 16) != 0;
-    const bool forced = any_pos_inf || m == X(-INFINITY);
-    max = forced ? X(0) : m;
-    sum = any_nan ? X(NAN) : any_pos_inf ? X(INFINITY) : forced ? X(0) : s;
+    if (m == X(INFINITY)) {
+      max = X(0);
+      sum = row_has_nan(x, n) ? X(NAN) : X(INFINITY);
+      return;
+    }
+    // A thread whose max is -inf has a sum of 0, or NaN: added as it is.
+    const X s = block_sum(t.max == X(-INFINITY) ? t.sum : t.sum * std::exp(t.max - m));
+    max = m == X(-INFINITY) ? X(0) : m;
+    sum = s;  // NaN if a NaN was seen; 0 for a row of -inf
     return;
   }
   X m = -INFINITY;
