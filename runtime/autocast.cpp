@@ -36,12 +36,12 @@ thread_local AutocastStats t_stats;
 
 // The differentiable cast itself: the gradient flows back cast to the source dtype; to a leaf (a
 // parameter) it flows back as it is, and the leaf's accumulation widens it as it adds it to .grad
-// (one pass over the gradient instead of a cast, then an add).
+// (one pass over the gradient instead of a cast, then an add), or the op's backward adds it to the
+// f32 .grad itself (gradient_sink: a weight gradient's GEMM with an f32 C).
 Tensor record_cast(const Tensor& t, const Tensor& out) {
+  if (t.is_leaf()) return record_leaf_cast(t, out);
   DType src = t.dtype();
-  const bool to_leaf = t.is_leaf();
-  return record("AutocastCast", {t}, out, [src, to_leaf](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    if (to_leaf) return {g[0]};
+  return record("AutocastCast", {t}, out, [src](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     Tensor back = Tensor::empty(g[0].shape(), src, g[0].device());
     kernels::cast(g[0].device())(g[0], back);
     return {back};

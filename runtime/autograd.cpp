@@ -35,6 +35,7 @@ class AccumulateGrad final : public Node {
     seq_ = std::numeric_limits<uint64_t>::max();
   }
 
+  // grads[0] is undefined when every gradient was added through sink() (or none arrived).
   std::vector<Tensor> apply(const std::vector<Tensor>& grads) override {
     auto impl = leaf_.lock();
     if (!impl) return {};  // the leaf is gone; nothing to accumulate into
@@ -43,16 +44,59 @@ class AccumulateGrad final : public Node {
     Tensor existing = leaf.grad();
     if (existing.defined()) {
       // In place, so that gradients living in DDP buckets stay there; widened as it is added.
-      kernels::axpy(existing.device())(existing, g, 1.0);
-    } else {
+      if (g.defined()) kernels::axpy(existing.device())(existing, g, 1.0);
+    } else if (g.defined()) {
       leaf.set_grad(in_dtype(g, leaf.dtype()));  // own the memory: g may be shared with other leaves' gradients
+    } else {
+      leaf.set_grad(Tensor::zeros(leaf.shape(), leaf.dtype(), leaf.device()));
     }
     for (auto& hook : impl->grad_ready_hooks) hook(leaf);
     return {};
   }
 
+  // The leaf's .grad for a backward to add into itself (made as zeros when the leaf has none, so
+  // that the first step takes the same path as the others: a resumed run stays bitwise), or
+  // undefined when it does not have the leaf's dtype, shape and device.
+  Tensor sink() const {
+    auto impl = leaf_.lock();
+    if (!impl) return {};
+    Tensor leaf(impl);
+    Tensor existing = leaf.grad();
+    if (!existing.defined()) {
+      leaf.set_grad(Tensor::zeros(leaf.shape(), leaf.dtype(), leaf.device()));
+      return leaf.grad();
+    }
+    const bool usable = existing.dtype() == leaf.dtype() && existing.shape() == leaf.shape() &&
+                        existing.device() == leaf.device();
+    return usable ? existing : Tensor();
+  }
+
  private:
   std::weak_ptr<TensorImpl> leaf_;
+};
+
+// out = a leaf's values in a narrower dtype (an autocast cast of a parameter): its gradient goes to
+// the leaf's accumulator as it is (undefined too: every part of it was added through the sink), and
+// is widened there as it is added to .grad.
+class LeafCast final : public Node {
+ public:
+  using Node::Node;
+  std::vector<Tensor> apply(const std::vector<Tensor>& grads) override { return {grads[0]}; }
+};
+
+// The node whose apply is running on this thread under Tensor::backward (not grad()): the one
+// gradient_sink answers for.
+thread_local Node* t_sink_node = nullptr;
+
+class SinkNodeScope {
+ public:
+  explicit SinkNodeScope(Node* node) : prev_(t_sink_node) { t_sink_node = node; }
+  ~SinkNodeScope() { t_sink_node = prev_; }
+  SinkNodeScope(const SinkNodeScope&) = delete;
+  SinkNodeScope& operator=(const SinkNodeScope&) = delete;
+
+ private:
+  Node* prev_;
 };
 
 std::shared_ptr<Node> accumulator_of(const Tensor& leaf) {
@@ -134,6 +178,32 @@ std::vector<Tensor> record(const char* name, const std::vector<Tensor>& inputs, 
 
 Tensor record(const char* name, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward) {
   return record(name, inputs, std::vector<Tensor>{std::move(output)}, std::move(backward))[0];
+}
+
+Tensor record_leaf_cast(const Tensor& leaf, Tensor out) {
+  if (!needs_grad({&leaf})) return out;
+  TANDEM_CHECK(leaf.is_leaf() && is_floating(out.dtype()) && out.shape() == leaf.shape(),
+               "record_leaf_cast: needs a leaf and a floating copy of its shape");
+  auto node = std::make_shared<LeafCast>("AutocastCast", std::vector<Edge>{gradient_edge(leaf)},
+                                         std::vector<TensorMeta>{meta_of(leaf)}, std::vector<TensorMeta>{meta_of(out)});
+  TensorImpl* impl = out.impl();
+  impl->requires_grad = true;
+  impl->grad_fn = node;
+  impl->output_nr = 0;
+  return out;
+}
+
+Tensor gradient_sink(size_t input_index) {
+  Node* node = t_sink_node;
+  if (!node || input_index >= node->next_edges().size()) return {};
+  Node* next = node->next_edges()[input_index].fn.get();
+  if (auto* cast = dynamic_cast<LeafCast*>(next)) next = cast->next_edges()[0].fn.get();
+  auto* acc = dynamic_cast<AccumulateGrad*>(next);
+  if (!acc) return {};
+  Tensor sink = acc->sink();
+  const TensorMeta& want = node->input_meta()[input_index];
+  if (!sink.defined() || sink.shape() != want.shape || sink.device() != want.device) return {};
+  return sink;
 }
 
 namespace {
@@ -232,7 +302,9 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
     buffers.erase(node.get());
     inputs.resize(node->output_meta().size());
 
-    bool is_leaf_sink = node->next_edges().empty() && dynamic_cast<AccumulateGrad*>(node.get());
+    const bool is_leaf_sink = node->next_edges().empty() && dynamic_cast<AccumulateGrad*>(node.get());
+    // Both take an undefined gradient as "all of it was added through the sink": no zeros made.
+    const bool takes_undefined = is_leaf_sink || dynamic_cast<LeafCast*>(node.get());
     if (captures) {
       for (size_t s = 0; s < inputs.size(); ++s) {
         auto it = captures->find({node.get(), static_cast<int>(s)});
@@ -242,13 +314,17 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
       }
       if (is_leaf_sink) continue;
     }
-    for (size_t s = 0; s < inputs.size(); ++s) {
+    for (size_t s = 0; s < inputs.size() && !takes_undefined; ++s) {
       if (!inputs[s].defined()) {
         const TensorMeta& m = node->output_meta()[s];
         inputs[s] = Tensor::zeros(m.shape, m.dtype, m.device);
       }
     }
-    std::vector<Tensor> out = node->apply(inputs);
+    std::vector<Tensor> out;
+    {
+      SinkNodeScope scope(captures ? nullptr : node.get());  // grad() leaves every .grad alone
+      out = node->apply(inputs);
+    }
     if (!retain_graph) {
       node->release();
       node->mark_released();

@@ -94,6 +94,19 @@ std::vector<Tensor> record(const char* name, const std::vector<Tensor>& inputs,
                            std::vector<Tensor> outputs, BackwardFn backward);
 Tensor record(const char* name, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward);
 
+// Records out = leaf's values in a narrower dtype (autocast's cast of a parameter): gradients of out
+// reach the leaf as they are and are widened as they are added to its .grad. Returns out.
+Tensor record_leaf_cast(const Tensor& leaf, Tensor out);
+
+// Inside a backward closure run by run_backward (never by grad()): the tensor that the gradient for
+// input `input_index` would be added to unchanged, i.e. the .grad of the leaf behind that input,
+// directly or through record_leaf_cast (made as zeros if the leaf has none yet); undefined when
+// there is none. A closure that adds its gradient there itself (a GEMM with beta 1) returns an
+// undefined gradient for that input: nothing is lost, and the leaf's grad-ready hooks still fire
+// after every gradient for it is in. The sink has the leaf's dtype, which may be wider than the
+// input's (f32 for a bf16 cast).
+Tensor gradient_sink(size_t input_index);
+
 // The edge a gradient for `t` flows into: its grad_fn, or its leaf accumulator.
 Edge gradient_edge(const Tensor& t);
 

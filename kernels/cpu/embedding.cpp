@@ -40,7 +40,7 @@ void cpu_embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& 
   });
 }
 
-void cpu_embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight) {
+void cpu_embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight, bool accumulate) {
   const int64_t V = dweight.size(0), D = dweight.size(1);
   dispatch_floating(dy.dtype(), "embedding backward", [&](auto tag) {
     using T = decltype(tag);
@@ -56,7 +56,13 @@ void cpu_embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dwe
       });
     });
     T* out = static_cast<T*>(dweight.data_ptr());
-    for (int64_t i = 0; i < V * D; ++i) out[i] = T(acc[static_cast<size_t>(i)]);
+    if (accumulate)
+      for (int64_t i = 0; i < V * D; ++i) {
+        const A sum = static_cast<A>(T(acc[static_cast<size_t>(i)]));  // rounded as a dweight of its own
+        out[i] = T(static_cast<A>(out[i]) + sum);
+      }
+    else
+      for (int64_t i = 0; i < V * D; ++i) out[i] = T(acc[static_cast<size_t>(i)]);
   });
 }
 

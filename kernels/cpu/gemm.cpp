@@ -69,30 +69,37 @@ void narrow(const float* src, T* dst, int64_t n) {
 void gemm_product(const GemmArgs& g);
 
 // f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
-// as an f32 GEMM (gemm_product picks our kernel or Eigen), rounded once. The copies are left
-// uninitialised: every element is written before it is read.
+// as an f32 GEMM (gemm_product picks our kernel or Eigen), rounded once (an f32 C, wide_c, is the
+// product's own). The copies are left uninitialised: every element is written before it is read.
 template <class T>
 void gemm_low_precision(const GemmArgs& g) {
   const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
   const int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
   auto buffer = [](int64_t n) { return std::unique_ptr<float[]>(new float[static_cast<size_t>(n)]); };
-  std::unique_ptr<float[]> a = buffer(a_rows * a_cols), b = buffer(b_rows * b_cols), c = buffer(g.m * g.n);
+  std::unique_ptr<float[]> a = buffer(a_rows * a_cols), b = buffer(b_rows * b_cols);
+  std::unique_ptr<float[]> c = g.wide_c ? nullptr : buffer(g.m * g.n);
   GemmArgs f = g;
   f.dtype = DType::f32;
   f.bf16_products = false;  // plain f32 products of the copies
+  f.wide_c = false;
   f.batch = 1;
   f.a = a.get();
   f.b = b.get();
-  f.c = c.get();
   f.lda = a_cols;
   f.ldb = b_cols;
-  f.ldc = g.n;
+  f.ldc = g.wide_c ? g.ldc : g.n;
   for (int64_t i = 0; i < g.batch; ++i) {
     const T* ai = static_cast<const T*>(g.a) + i * g.stride_a;
     const T* bi = static_cast<const T*>(g.b) + i * g.stride_b;
-    T* ci = static_cast<T*>(g.c) + i * g.stride_c;
     for (int64_t r = 0; r < a_rows; ++r) widen(ai + r * g.lda, a.get() + r * a_cols, a_cols);
     for (int64_t r = 0; r < b_rows; ++r) widen(bi + r * g.ldb, b.get() + r * b_cols, b_cols);
+    if (g.wide_c) {
+      f.c = static_cast<float*>(g.c) + i * g.stride_c;
+      gemm_product(f);
+      continue;
+    }
+    T* ci = static_cast<T*>(g.c) + i * g.stride_c;
+    f.c = c.get();
     if (g.beta != 0)
       for (int64_t r = 0; r < g.m; ++r) widen(ci + r * g.ldc, c.get() + r * g.n, g.n);
     gemm_product(f);
@@ -103,8 +110,8 @@ void gemm_low_precision(const GemmArgs& g) {
 void cpu_gemm(Device, const GemmArgs& g) {
   TANDEM_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.batch >= 0, "gemm: negative size m={} n={} k={} batch={}",
                g.m, g.n, g.k, g.batch);
-  if (!g.has_epilogue()) return gemm_product(g);
   check_gemm_epilogue(g);
+  if (!g.has_epilogue()) return gemm_product(g);
   GemmArgs product = g;
   product.bias = product.pre = product.a_row_sums = nullptr;
   product.gelu = false;

@@ -131,11 +131,14 @@ void pack_block(const Src* x, int64_t rs, int64_t ps, int64_t rows, int64_t h, i
     pack_panel<W>(x + q * h * rs, rs, ps, static_cast<int>(std::min(h, rows - q * h)), kc, out + q * pstride);
 }
 
+// C stores bf16 (not f32: dtype f32, or bf16 operands with wide_c).
+bool c_is_bf16(const GemmArgs& g) { return g.dtype == DType::bf16 && !g.wide_c; }
+
 // C = beta * C when K is empty.
 void scale_c(const GemmArgs& g, void* c) {
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j) {
-      if (g.dtype == DType::f32) {
+      if (!c_is_bf16(g)) {
         float& v = static_cast<float*>(c)[i * g.ldc + j];
         v = g.beta == 0 ? 0.f : static_cast<float>(g.beta) * v;
       } else {
@@ -153,7 +156,7 @@ void run(const GemmArgs& g, const KernelTable<Pk>& kernels) {
   const int64_t nc_max = std::min(N, kNC), mc_max = std::min(M, kMC);
   Pk* bp = static_cast<Pk*>(scratch(0, sizeof(Pk) * static_cast<size_t>((nc_max + kNR - 1) / kNR * kNR * kcg_max * KG)));
   Pk* ap = static_cast<Pk*>(scratch(1, sizeof(Pk) * static_cast<size_t>((mc_max + kMR - 1) / kMR * kMR * kcg_max * KG)));
-  const bool out16 = g.dtype == DType::bf16;
+  const bool out16 = c_is_bf16(g);
   float* w = out16 && K > kKC ? static_cast<float*>(scratch(2, sizeof(float) * static_cast<size_t>(M * nc_max)))
                               : nullptr;
   const int nt = 2 * M * N * K >= kParallelMinFlops ? omp_get_max_threads() : 1;

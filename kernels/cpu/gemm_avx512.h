@@ -12,7 +12,8 @@ bool has_bf16();  // the above plus AVX512-BF16 (vdpbf16ps)
 
 // args.dtype f32: f32 FMA kernel; bf16_products (f32 operands whose values are bf16) or dtype bf16:
 // bf16 pairs multiplied by vdpbf16ps, accumulated in f32 (denormal operands count as zero), output
-// rounded once. Results do not depend on the thread count (K is never split between threads).
+// rounded once (to bf16 for dtype bf16 unless wide_c). Results do not depend on the thread count (K
+// is never split between threads).
 void gemm_f32(const GemmArgs& args);
 void gemm_bf16(const GemmArgs& args);
 

@@ -12,6 +12,9 @@
 namespace tandem::kernels {
 
 void check_gemm_epilogue(const GemmArgs& g) {
+  TANDEM_CHECK(!g.wide_c || is_low_precision(g.dtype), "gemm: wide_c needs f16 or bf16 operands, got {}",
+               dtype_name(g.dtype));
+  TANDEM_CHECK(!g.wide_c || (!g.bias && !g.pre && !g.gelu), "gemm: wide_c allows no epilogue but a_row_sums");
   if (!g.has_epilogue()) return;
   TANDEM_CHECK(g.batch == 1, "gemm: an epilogue needs batch 1, got {}", g.batch);
   TANDEM_CHECK(!g.a_row_sums || (!g.bias && !g.pre && !g.gelu), "gemm: a_row_sums excludes bias, pre and gelu");

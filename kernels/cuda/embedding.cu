@@ -29,14 +29,15 @@ __global__ void embedding_forward_kernel(const I* __restrict__ idx, const T* __r
 template <class T>
 __global__ void embedding_backward_kernel(const T* __restrict__ dy, const int64_t* __restrict__ rows,
                                           const int64_t* __restrict__ start, const int64_t* __restrict__ positions,
-                                          int64_t used, int64_t D, T* __restrict__ dweight) {
+                                          int64_t used, int64_t D, bool accumulate, T* __restrict__ dweight) {
   using A = acc_t<T>;
   for (int64_t r = blockIdx.x; r < used; r += gridDim.x) {
     T* out = dweight + rows[r] * D;
     for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
       A acc = A(0);
       for (int64_t k = start[r]; k < start[r + 1]; ++k) acc += to_acc(dy[positions[k] * D + d]);
-      out[d] = from_acc<T>(acc);
+      const T sum = from_acc<T>(acc);
+      out[d] = accumulate ? from_acc<T>(to_acc(out[d]) + to_acc(sum)) : sum;
     }
   }
 }
@@ -71,11 +72,11 @@ void embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out)
   if (i != n) bad_index(indices.view({-1}).narrow0(i, 1).to_vector<int64_t>()[0], i, V);
 }
 
-void embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight) {
+void embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight, bool accumulate) {
   const Device dev = dweight.device();
   check_on_device("embedding backward", dev, {&indices, &dy, &dweight});
   const int64_t V = dweight.size(0), D = dweight.size(1);
-  dweight.zero_();
+  if (!accumulate) dweight.zero_();
   const std::vector<int64_t> idx = indices.to_vector<int64_t>();
   const int64_t n = static_cast<int64_t>(idx.size());
   // Stable counting sort of positions by row.
@@ -109,7 +110,7 @@ void embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight
     using T = decltype(tag);
     const unsigned threads = static_cast<unsigned>(D >= 256 ? 256 : (D + 31) / 32 * 32);
     TANDEM_LAUNCH(embedding_backward_kernel<T>, grid_for(used, 1), threads, 0, stream_for(dev),
-                  static_cast<const T*>(dy.data_ptr()), p, p + used, p + 2 * used + 1, used, D,
+                  static_cast<const T*>(dy.data_ptr()), p, p + used, p + 2 * used + 1, used, D, accumulate,
                   static_cast<T*>(dweight.data_ptr()));
   });
 }

@@ -101,6 +101,9 @@ cudaDataType_t cuda_type(DType dtype) {
   }
 }
 
+// C's type: A's and B's, or f32 for wide_c (bf16/f16 operands, f32 output: a cuBLAS-listed pairing).
+cudaDataType_t c_cuda_type(const kernels::GemmArgs& a) { return a.wide_c ? CUDA_R_32F : cuda_type(a.dtype); }
+
 // alpha and beta in the scale type (f64 for f64 GEMMs, f32 otherwise), as the host pointers cuBLAS
 // and cuBLASLt read.
 struct Scales {
@@ -135,12 +138,12 @@ void cublas_product(Device device, const kernels::GemmArgs& a) {
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
   cublasOperation_t op_a = a.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = a.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cudaDataType_t type = cuda_type(a.dtype);
+  const cudaDataType_t type = cuda_type(a.dtype), c_type = c_cuda_type(a);
   const cublasComputeType_t compute = a.dtype == DType::f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   const Scales scales(a);
   CUBLAS_CHECK(cuda::cublas().gemm_strided_batched_ex(
       h, op_b, op_a, static_cast<int>(a.n), static_cast<int>(a.m), static_cast<int>(a.k), scales.alpha(), a.b, type,
-      static_cast<int>(a.ldb), a.stride_b, a.a, type, static_cast<int>(a.lda), a.stride_a, scales.beta(), a.c, type,
+      static_cast<int>(a.ldb), a.stride_b, a.a, type, static_cast<int>(a.lda), a.stride_a, scales.beta(), a.c, c_type,
       static_cast<int>(a.ldc), a.stride_c, static_cast<int>(a.batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -159,7 +162,7 @@ struct LtPlan {
 struct LtDevice {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
-  std::map<std::array<int64_t, 15>, LtPlan> plans;
+  std::map<std::array<int64_t, 16>, LtPlan> plans;
 };
 
 // The largest power of two (at most 16) dividing p's address: cuBLASLt picks algorithms by it.
@@ -209,7 +212,7 @@ LtPlan make_plan(const LtDevice& dev, const kernels::GemmArgs& a) {
   const uint64_t m = static_cast<uint64_t>(a.m), n = static_cast<uint64_t>(a.n), k = static_cast<uint64_t>(a.k);
   CUBLAS_CHECK(lt.layout_create(&plan.a, type, a.trans_b ? k : n, a.trans_b ? n : k, a.ldb));
   CUBLAS_CHECK(lt.layout_create(&plan.b, type, a.trans_a ? m : k, a.trans_a ? k : m, a.lda));
-  CUBLAS_CHECK(lt.layout_create(&plan.c, type, n, m, a.ldc));
+  CUBLAS_CHECK(lt.layout_create(&plan.c, c_cuda_type(a), n, m, a.ldc));
   cublasLtMatmulPreference_t pref;
   CUBLAS_CHECK(lt.preference_create(&pref));
   const uint64_t workspace = kLtWorkspaceBytes;
@@ -241,9 +244,9 @@ bool lt_gemm(Device device, const kernels::GemmArgs& a) {
     CUBLAS_CHECK(cuda::cublaslt().create(&dev.handle));
     dev.workspace = device_alloc(kLtWorkspaceBytes, device);  // kept for the process
   }
-  const std::array<int64_t, 15> key{static_cast<int64_t>(a.dtype), a.trans_a, a.trans_b, a.m, a.n, a.k, a.lda, a.ldb,
-                                    a.ldc, static_cast<int64_t>(lt_epilogue(a)), alignment(a.a), alignment(a.b),
-                                    alignment(a.c), alignment(a.a_row_sums ? a.a_row_sums : a.bias),
+  const std::array<int64_t, 16> key{static_cast<int64_t>(a.dtype), a.wide_c, a.trans_a, a.trans_b, a.m, a.n, a.k,
+                                    a.lda, a.ldb, a.ldc, static_cast<int64_t>(lt_epilogue(a)), alignment(a.a),
+                                    alignment(a.b), alignment(a.c), alignment(a.a_row_sums ? a.a_row_sums : a.bias),
                                     alignment(a.pre)};
   auto it = dev.plans.find(key);
   if (it == dev.plans.end()) it = dev.plans.emplace(key, make_plan(dev, a)).first;

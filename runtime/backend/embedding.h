@@ -8,8 +8,10 @@ namespace tandem::kernels {
 // indices [n] (i32 or i64, any shape flattened), weight [V, D] -> out [n, D], out[i] = weight[indices[i]].
 // An index outside [0, V) is an error (ValueError on CPU).
 TANDEM_KERNEL(embedding_forward, void(const Tensor& indices, const Tensor& weight, Tensor& out));
-// dweight [V, D] (overwritten) = sum over i of dy[i] into row indices[i]. Deterministic: each row's
-// contributions are added in increasing i (no float atomics).
-TANDEM_KERNEL(embedding_backward, void(const Tensor& indices, const Tensor& dy, Tensor& dweight));
+// dweight [V, D] = sum over i of dy[i] into row indices[i], overwriting dweight, or with `accumulate`
+// added to it (each row's sum rounded to dy's dtype first, as if made apart and then added: a
+// parameter's .grad). Deterministic: each row's contributions are added in increasing i (no float
+// atomics).
+TANDEM_KERNEL(embedding_backward, void(const Tensor& indices, const Tensor& dy, Tensor& dweight, bool accumulate));
 
 }  // namespace tandem::kernels

@@ -11,8 +11,8 @@ namespace tandem::kernels {
 // Row-major, strided-batched: for each b < batch,
 //   C_b[m, n] = alpha * op(A_b)[m, k] @ op(B_b)[k, n] + beta * C_b[m, n]
 // op(X) = X^T when trans_X. lda/ldb/ldc are row strides (elements) of the matrices as stored.
-// A, B, C share `dtype`; accumulation is f32 for f16/bf16 (f64 for f64). beta == 0 ignores C's
-// prior contents (NaNs included).
+// A, B, C share `dtype` (but see wide_c); accumulation is f32 for f16/bf16 (f64 for f64). beta == 0
+// ignores C's prior contents (NaNs included).
 struct GemmArgs {
   DType dtype = DType::f32;
   bool trans_a = false, trans_b = false;
@@ -27,6 +27,9 @@ struct GemmArgs {
   // f32 A and B whose values are bf16 (an autocast region's widened operands): the CPU may multiply
   // them as bf16 pairs (vdpbf16ps, exact products, f32 sums); others compute in f32 as usual.
   bool bf16_products = false;
+  // C is f32 while A and B are f16/bf16: the product is summed (beta 1) into an f32 buffer unrounded,
+  // a weight gradient into its parameter's f32 .grad. Epilogue: a_row_sums only (still in `dtype`).
+  bool wide_c = false;
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries (0: shared)
 
@@ -42,7 +45,7 @@ struct GemmArgs {
   bool has_epilogue() const { return bias || pre || gelu || a_row_sums; }
 };
 
-// Checks the epilogue fields' combinations (a bad one is a bug in the caller: Internal).
+// Checks the epilogue fields' combinations and wide_c's (a bad one is a bug in the caller).
 void check_gemm_epilogue(const GemmArgs& args);
 
 TANDEM_KERNEL(gemm, void(Device device, const GemmArgs& args));

@@ -1,5 +1,5 @@
 // embedding entry: gather rows of weight by index; backward scatter-adds into a dense dweight in index
-// order (deterministic).
+// order (deterministic), or straight into the table's .grad (gradient_sink).
 #include "runtime/autograd.h"
 #include "runtime/backend/embedding.h"
 #include "runtime/ops/embedding.h"
@@ -25,8 +25,13 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   const Shape w_shape = weight.shape();
   return record("EmbeddingBackward", {weight}, out, [indices, w_shape](const std::vector<Tensor>& grads) {
     const Tensor& dy = grads[0];  // [..., D]
+    Tensor sink = gradient_sink(0);
+    if (sink.defined() && sink.dtype() == dy.dtype()) {  // no [V, D] of mostly zeros, no pass adding it
+      kernels::embedding_backward(dy.device())(indices, dy, sink, true);
+      return std::vector<Tensor>{Tensor()};
+    }
     Tensor dw = Tensor::empty(w_shape, dy.dtype(), dy.device());
-    kernels::embedding_backward(dy.device())(indices, dy, dw);
+    kernels::embedding_backward(dy.device())(indices, dy, dw, false);
     return std::vector<Tensor>{dw};
   });
 }

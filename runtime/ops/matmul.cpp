@@ -21,8 +21,9 @@ struct Epilogue {
 };
 
 // C[m, n] (+)= op(A) @ op(B) on contiguous row-major operands, `batch` times with the given
-// element strides, then the epilogue (batch 1). Handles the empty cases itself (k == 0 leaves
-// zeros, or C untouched with beta 1; callers with an epilogue handle k == 0 themselves).
+// element strides, then the epilogue (batch 1). C is A's and B's dtype, or f32 for f16/bf16 operands
+// (GemmArgs::wide_c). Handles the empty cases itself (k == 0 leaves zeros, or C untouched with beta
+// 1; callers with an epilogue handle k == 0 themselves).
 void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, int64_t m, int64_t n, int64_t k,
           double beta = 0.0, int64_t batch = 1, int64_t stride_a = 0, int64_t stride_b = 0, int64_t stride_c = 0,
           const Epilogue& epilogue = {}) {
@@ -36,7 +37,8 @@ void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, int64_t
   args.pre = epilogue.pre.defined() ? epilogue.pre.data_ptr() : nullptr;
   args.gelu = epilogue.gelu;
   args.a_row_sums = epilogue.a_row_sums.defined() ? epilogue.a_row_sums.data_ptr() : nullptr;
-  args.dtype = c.dtype();
+  args.dtype = a.dtype();
+  args.wide_c = c.dtype() != a.dtype();
   args.trans_a = ta;
   args.trans_b = tb;
   args.m = m;
@@ -59,6 +61,16 @@ void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, int64_t
 void check_gemm_operands(const char* op, const Tensor& a, const Tensor& b) {
   detail::check_compatible(op, a, b);
   detail::check_floating(op, a);
+}
+
+// In a backward: the parameter gradient that input `index`'s gradient (computed from g) may be
+// summed into by its GEMM itself, beta 1 (gradient_sink), or undefined. g's dtype, or f32 for f16/bf16
+// g (an autocast cast's parameter: the GEMM writes f32, unrounded, and no widening pass follows).
+Tensor gemm_sink(size_t index, const Tensor& g) {
+  Tensor sink = gradient_sink(index);
+  if (!sink.defined()) return sink;
+  if (sink.dtype() == g.dtype() || (is_low_precision(g.dtype()) && sink.dtype() == DType::f32)) return sink;
+  return {};
 }
 
 }  // namespace
@@ -98,9 +110,12 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
       else gemm(g, false, b_saved, true, da, B * M, K, N);
     }
     if (gb) {  // dB = A^T @ g (summed over the batch when B is shared: one GEMM over [B*M, K])
-      db = Tensor::empty(sb, g.dtype(), g.device());
-      if (batched_b) gemm(a_saved, true, g, false, db, K, N, M, 0.0, B, M * K, M * N, K * N);
-      else gemm(a_saved, true, g, false, db, K, N, B * M);
+      Tensor sink = gemm_sink(1, g);
+      db = sink.defined() ? sink : Tensor::empty(sb, g.dtype(), g.device());
+      const double beta = sink.defined() ? 1.0 : 0.0;
+      if (batched_b) gemm(a_saved, true, g, false, db, K, N, M, beta, B, M * K, M * N, K * N);
+      else gemm(a_saved, true, g, false, db, K, N, B * M, beta);
+      if (sink.defined()) db = Tensor();  // added to the parameter's .grad already
     }
     return {da, db};
   });
@@ -109,7 +124,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
 namespace {
 
 // The gradients of y = x W^T + b from g = dL/dy (for linear_gelu, dL/d(its GELU's input)): dx = g W,
-// dW = g^T x with db = g's column sums made by the same GEMM's epilogue.
+// dW = g^T x with db = g's column sums made by the same GEMM's epilogue. dW goes straight into the
+// weight's .grad where the engine offers it (gradient_sink): no dW tensor, no pass adding it.
 std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Shape& sx,
                                     const Shape& sw, bool gx, bool gw, bool gbias) {
   const int64_t out_f = sw[0], in = sw[1], M = g.numel() / std::max<int64_t>(out_f, 1);
@@ -120,11 +136,17 @@ std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x, const Tens
   }
   if (gbias) db = Tensor::empty({out_f}, g.dtype(), g.device());
   if (gw) {  // dW [out, in] = g^T [out, M] @ x [M, in]; db [out] = sums over M of g^T's rows
-    dw = Tensor::empty(sw, g.dtype(), g.device());
+    Tensor sink = gemm_sink(1, g);
+    dw = sink.defined() ? sink : Tensor::empty(sw, g.dtype(), g.device());
     Epilogue e;
-    if (gbias && in > 0 && M > 0) e.a_row_sums = db;
-    gemm(g, true, x, false, dw, out_f, in, M, 0.0, 1, 0, 0, 0, e);
+    // Into an f32 sink from 16-bit operands the GEMM stays a plain cuBLAS one (cuBLASLt's bias
+    // gradient epilogue beside an f32 C is not a combination to count on): the bias gradient is then
+    // the column sums' own kernel, as fast as cuBLASLt's BGRADB one on an H100.
+    const bool wide = sink.defined() && sink.dtype() != g.dtype();
+    if (gbias && in > 0 && M > 0 && !wide) e.a_row_sums = db;
+    gemm(g, true, x, false, dw, out_f, in, M, sink.defined() ? 1.0 : 0.0, 1, 0, 0, 0, e);
     if (gbias && !e.a_row_sums.defined()) kernels::sum_to(g.device())(g, db, 1.0);
+    if (sink.defined()) dw = Tensor();  // added to the weight's .grad already
   } else if (gbias) {
     kernels::sum_to(g.device())(g, db, 1.0);
   }

@@ -117,14 +117,15 @@ TEST(Autocast, GradientsMatchF32WithinLowPrecision) {
 }
 
 // A parameter's gradient from an autocast region arrives in bf16 and is widened as it is added: equal
-// to the f32 sum of the widened parts, whether .grad exists yet or not, and in grad().
+// to the f32 sum of the widened parts, whether .grad exists yet or not, and in grad(). (A conv2d's
+// weight gradient: a linear's goes into .grad unrounded, below.)
 TEST(Autocast, ParameterGradientsAreWidenedAsTheyAccumulate) {
-  Tensor x = leaf({5, 7}, 21), w = leaf({3, 7}, 22);
+  Tensor x = leaf({1, 2, 5, 5}, 21), w = leaf({3, 2, 3, 3}, 22);
   auto loss_of = [&](bool direct_too) {
     AutocastGuard guard(DType::bf16);
     // An f32 use of w recorded first, so that backward delivers the bf16 gradient to w's sink first.
     Tensor direct = direct_too ? ops::sum(ops::mul(w, 3.0)) : Tensor();  // gradient 3
-    Tensor y = ops::sum(ops::linear(x.detach(), w));  // w cast to bf16; its gradient is bf16
+    Tensor y = ops::sum(ops::conv2d(x.detach(), w));  // w cast to bf16; its gradient is bf16
     return direct_too ? ops::add(direct, y) : y;
   };
   // The bf16 part alone, through grad() (widened on the way out).
@@ -140,6 +141,49 @@ TEST(Autocast, ParameterGradientsAreWidenedAsTheyAccumulate) {
   loss_of(false).backward();  // .grad exists: the bf16 part added to it in place
   std::vector<float> g2 = w.grad().to_vector<float>();
   for (size_t i = 0; i < g.size(); ++i) EXPECT_EQ(g2[i], g[i] + bf[i]) << i;
+}
+
+// Under backward, a linear's (and a matmul's) weight gradient is summed by its GEMM straight into the
+// f32 .grad (gradient_sink, GemmArgs::wide_c): f32 products of the bf16 operands, never rounded to
+// bf16, added to .grad in place, the same whether .grad exists yet or not; with a second use of
+// the weight (the tied head's case) both parts arrive. grad(), which leaves .grad alone, still
+// returns the gradient rounded to bf16 and widened.
+TEST(Autocast, LinearWeightGradientsAreSummedUnroundedIntoGrad) {
+  const int64_t M = 6, in = 40, out = 5;
+  Tensor x = leaf({M, in}, 31), w = leaf({out, in}, 32), b = leaf({out}, 33);
+  Generator gen(34);
+  Tensor gy = rand_uniform({M, out}, -1.0, 1.0, gen);
+  auto loss_of = [&](bool tied) {
+    AutocastGuard guard(DType::bf16);
+    Tensor y = ops::linear(x.detach(), w, b);
+    Tensor loss = ops::sum(ops::mul(ops::cast(y, DType::f32), gy));  // dL/dy = gy
+    if (tied) loss = ops::add(loss, ops::sum(ops::mul(w, 3.0)));   // gradient 3, f32
+    return loss;
+  };
+  // dW[o][i] = sum_m gy[m][o] x[m][i] on the bf16 values, in f64 (the reference).
+  auto bf = [](float v) { return static_cast<double>(float(bfloat16(v))); };
+  std::vector<float> xv = x.to_vector<float>(), gv = gy.to_vector<float>();
+  std::vector<double> want(static_cast<size_t>(out * in), 0.0);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t m = 0; m < M; ++m) want[o * in + i] += bf(gv[m * out + o]) * bf(xv[m * in + i]);
+  loss_of(false).backward();  // no .grad yet
+  std::vector<float> g1 = w.grad().to_vector<float>();
+  int unrounded = 0;
+  for (size_t k = 0; k < g1.size(); ++k) {
+    EXPECT_NEAR(g1[k], want[k], 1e-5 * (1 + std::abs(want[k]))) << k;
+    unrounded += g1[k] != float(bfloat16(g1[k]));
+  }
+  EXPECT_GT(unrounded, 0) << "the weight gradient was rounded to bf16 on its way to .grad";
+  loss_of(true).backward();  // added in place, with the tied f32 part
+  std::vector<float> g2 = w.grad().to_vector<float>();
+  for (size_t k = 0; k < g2.size(); ++k) EXPECT_NEAR(g2[k], 2 * g1[k] + 3.0f, 1e-5 * (1 + std::abs(g2[k]))) << k;
+  // grad(): the bf16 gradient widened.
+  std::vector<float> g3 = grad({loss_of(false)}, {w})[0].to_vector<float>();
+  for (size_t k = 0; k < g3.size(); ++k) {
+    EXPECT_EQ(g3[k], float(bfloat16(g3[k]))) << k;
+    EXPECT_NEAR(g3[k], want[k], 1e-2 * (1 + std::abs(want[k]))) << k;
+  }
 }
 
 // autocast_prefetch casts the parameters LowPrecision ops will cast, in one list, and caches them:

@@ -1,6 +1,7 @@
 // The CPU GEMM (our AVX-512 kernels where the CPU has them, else Eigen) against an f64 reference over
 // tails in every dimension, all transposes, alpha/beta, padded leading dimensions, batches and K/N/M
-// larger than one cache block; bf16 against the f64 product of the bf16 inputs; thread invariance.
+// larger than one cache block; bf16 against the f64 product of the bf16 inputs (with a bf16 C, and
+// with an f32 C: wide_c); thread invariance.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -25,8 +26,9 @@ struct Shape {
   int64_t batch;
 };
 
-// Element types of the operands as stored: f32, bf16, or f32 with bf16 values (bf16_products).
-enum class Kind { F32, BF16, F32AsBF16 };
+// Element types of the operands as stored: f32, bf16, or f32 with bf16 values (bf16_products); C
+// has the operands' type, but BF16WideC's is f32 (GemmArgs::wide_c).
+enum class Kind { F32, BF16, F32AsBF16, BF16WideC };
 
 struct Problem {
   Shape s;
@@ -45,36 +47,31 @@ Problem make(const Shape& s, Kind kind, std::mt19937& rng) {
   p.sb = (s.tb ? s.n : s.k) * p.ldb;
   p.sc = s.m * p.ldc + 1;
   std::uniform_real_distribution<double> u(-1, 1);
-  auto fill = [&](std::vector<double>& v, int64_t n) {
+  auto fill = [&](std::vector<double>& v, int64_t n, bool f32) {
     v.resize(static_cast<size_t>(n));
-    for (double& x : v) x = kind == Kind::F32 ? double(float(u(rng))) : round_bf16(u(rng));
+    for (double& x : v) x = f32 ? double(float(u(rng))) : round_bf16(u(rng));
   };
-  fill(p.a, s.batch * p.sa);
-  fill(p.b, s.batch * p.sb);
-  fill(p.c0, s.batch * p.sc);
+  fill(p.a, s.batch * p.sa, kind == Kind::F32);
+  fill(p.b, s.batch * p.sb, kind == Kind::F32);
+  fill(p.c0, s.batch * p.sc, kind == Kind::F32 || kind == Kind::BF16WideC);
   return p;
 }
 
 // Runs the CPU GEMM on the problem; C starts as c0, or NaN where beta == 0 (it must be overwritten).
 std::vector<double> run(const Problem& p, Kind kind) {
   const Shape& s = p.s;
-  const bool b16 = kind == Kind::BF16;
+  const bool b16 = kind == Kind::BF16 || kind == Kind::BF16WideC, c16_out = kind == Kind::BF16;
   std::vector<float> a32, b32, c32;
   std::vector<bfloat16> a16, b16v, c16;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto c_init = [&](double v) { return s.beta == 0 ? nan : v; };
-  if (b16) {
-    for (double v : p.a) a16.push_back(bfloat16(float(v)));
-    for (double v : p.b) b16v.push_back(bfloat16(float(v)));
-    for (double v : p.c0) c16.push_back(bfloat16(float(c_init(v))));
-  } else {
-    for (double v : p.a) a32.push_back(float(v));
-    for (double v : p.b) b32.push_back(float(v));
-    for (double v : p.c0) c32.push_back(float(c_init(v)));
-  }
+  for (double v : p.a) b16 ? a16.push_back(bfloat16(float(v))) : a32.push_back(float(v));
+  for (double v : p.b) b16 ? b16v.push_back(bfloat16(float(v))) : b32.push_back(float(v));
+  for (double v : p.c0) c16_out ? c16.push_back(bfloat16(float(c_init(v)))) : c32.push_back(float(c_init(v)));
   kernels::GemmArgs g;
   g.dtype = b16 ? DType::bf16 : DType::f32;
   g.bf16_products = kind == Kind::F32AsBF16;
+  g.wide_c = kind == Kind::BF16WideC;
   g.trans_a = s.ta;
   g.trans_b = s.tb;
   g.m = s.m;
@@ -82,7 +79,7 @@ std::vector<double> run(const Problem& p, Kind kind) {
   g.k = s.k;
   g.a = b16 ? static_cast<const void*>(a16.data()) : a32.data();
   g.b = b16 ? static_cast<const void*>(b16v.data()) : b32.data();
-  g.c = b16 ? static_cast<void*>(c16.data()) : c32.data();
+  g.c = c16_out ? static_cast<void*>(c16.data()) : c32.data();
   g.lda = p.lda;
   g.ldb = p.ldb;
   g.ldc = p.ldc;
@@ -94,7 +91,7 @@ std::vector<double> run(const Problem& p, Kind kind) {
   g.stride_c = p.sc;
   kernels::gemm(kCPU)(kCPU, g);
   std::vector<double> out;
-  if (b16)
+  if (c16_out)
     for (bfloat16 v : c16) out.push_back(float(v));
   else
     for (float v : c32) out.push_back(v);
@@ -155,7 +152,7 @@ std::vector<Shape> shapes(std::mt19937& rng) {
 }
 
 void check_all(Kind kind) {
-  std::mt19937 rng(kind == Kind::F32 ? 1 : kind == Kind::BF16 ? 2 : 3);
+  std::mt19937 rng(static_cast<unsigned>(kind) + 1);
   for (const Shape& s : shapes(rng)) {
     check(s, kind, rng);
     if (::testing::Test::HasFatalFailure()) return;
@@ -167,6 +164,7 @@ void check_all(Kind kind) {
 TEST(CpuGemm, F32MatchesF64Reference) { check_all(Kind::F32); }
 TEST(CpuGemm, Bf16MatchesF64ReferenceOfBf16Inputs) { check_all(Kind::BF16); }
 TEST(CpuGemm, F32WithBf16ValuesMatchesF64Reference) { check_all(Kind::F32AsBF16); }
+TEST(CpuGemm, Bf16IntoF32MatchesF64Reference) { check_all(Kind::BF16WideC); }
 
 TEST(CpuGemm, EigenFallbackMatchesReference) {
   ::setenv("TANDEM_CPU_GEMM", "eigen", 1);
@@ -176,6 +174,7 @@ TEST(CpuGemm, EigenFallbackMatchesReference) {
       check({37, 45, 70, ta, tb, 0.5, 1, 2}, Kind::F32, rng);
       check({37, 45, 70, ta, tb, 1, 0, 2}, Kind::BF16, rng);
       check({37, 45, 70, ta, tb, 1, 0, 1}, Kind::F32AsBF16, rng);
+      check({37, 45, 70, ta, tb, 1, 1, 2}, Kind::BF16WideC, rng);
     }
   ::unsetenv("TANDEM_CPU_GEMM");
 }
@@ -210,7 +209,7 @@ TEST(CpuGemm, Bf16DenormalInputsGiveNoGarbage) {
 // Threads split M and N only: the result is bitwise the same for any thread count.
 TEST(CpuGemm, ThreadCountInvariantBitwise) {
   std::mt19937 rng(5);
-  for (Kind kind : {Kind::F32, Kind::BF16})
+  for (Kind kind : {Kind::F32, Kind::BF16, Kind::BF16WideC})
     for (bool tb : {false, true}) {
       const Problem p = make({301, 290, 300, false, tb, 1, 0, 1}, kind, rng);
       omp_set_num_threads(1);

@@ -2,6 +2,7 @@
 #include <tuple>
 
 #include "runtime/backend/embedding.h"
+#include "runtime/ops.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {
@@ -21,9 +22,17 @@ TEST_P(EmbeddingOps, EmbeddingForwardBackwardMatchCpuExactly) {
       kernels::embedding_forward(dev())(indices.to(dev()), weight.to(dev()), got);
       expect_close(got, want, 0, "embedding forward");
       Tensor dw = Tensor::empty({V, D}), ddw = Tensor::empty({V, D}, DType::f32, dev());
-      kernels::embedding_backward(kCPU)(indices, dy, dw);
-      kernels::embedding_backward(dev())(indices.to(dev()), dy.to(dev()), ddw);
+      kernels::embedding_backward(kCPU)(indices, dy, dw, false);
+      kernels::embedding_backward(dev())(indices.to(dev()), dy.to(dev()), ddw, false);
       expect_close(ddw, dw, 0, "embedding backward (same order of additions)");
+      // accumulate: added to what the table's gradient holds, as the sum made apart and then added.
+      Tensor prior = random_tensor({V, D}, DType::f32, 93);
+      Tensor acc = prior.clone(), dacc = prior.to(dev());
+      kernels::embedding_backward(kCPU)(indices, dy, acc, true);
+      kernels::embedding_backward(dev())(indices.to(dev()), dy.to(dev()), dacc, true);
+      Tensor apart = ops::add(prior, dw);
+      expect_close(acc, apart, 0, "embedding backward accumulate (CPU)");
+      expect_close(dacc, apart, 0, "embedding backward accumulate");
     }
   Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 5}, {2}).to(dev());
   Tensor out = Tensor::empty({2, 3}, DType::f32, dev());

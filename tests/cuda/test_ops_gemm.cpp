@@ -1,7 +1,8 @@
 // GEMM epilogues on the CUDA backend (cuBLASLt's fused ones on a GPU, or our kernels after the
 // product where cuBLASLt has none, and always under the emulator) against the CPU backend's: the
-// bias, GELU with its stored input, the bias gradient as op(A)'s row sums; then linear and
-// linear_gelu forward and backward through the ops.
+// bias, GELU with its stored input, the bias gradient as op(A)'s row sums, 16-bit operands summed
+// into an f32 C (wide_c, alone and with the row sums); then linear and linear_gelu forward and
+// backward through the ops, grad() and backward() (the weight gradient's GEMM adding into .grad).
 #include <array>
 #include <optional>
 
@@ -16,7 +17,7 @@ namespace {
 
 class GemmOps : public BackendTest {};
 
-enum class Case { Bias, BiasGelu, Gelu, RowSums, RowSumsTransposed };
+enum class Case { Bias, BiasGelu, Gelu, RowSums, RowSumsTransposed, WideC, WideCRowSums };
 
 const char* case_name(Case c) {
   switch (c) {
@@ -25,20 +26,26 @@ const char* case_name(Case c) {
     case Case::Gelu: return "gelu";
     case Case::RowSums: return "a_row_sums";
     case Case::RowSumsTransposed: return "a_row_sums of A^T";
+    case Case::WideC: return "f32 C, beta 1";
+    case Case::WideCRowSums: return "f32 C, beta 1, a_row_sums of A^T";
   }
   return "";
 }
 
 // One GEMM with the epilogue on `d`; returns C, then pre or the row sums (undefined when unused).
 std::pair<Tensor, Tensor> run_gemm(Device d, Case c, DType dt, int64_t m, int64_t n, int64_t k) {
-  const bool ta = c == Case::RowSumsTransposed;
+  const bool wide = c == Case::WideC || c == Case::WideCRowSums;
+  const bool ta = c == Case::RowSumsTransposed || c == Case::WideCRowSums;
   Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, dt, 11, -1, 1).to(d);
   Tensor b = random_tensor({n, k}, dt, 12, -1, 1).to(d);  // op(B) = B^T, as a linear's weight
   Tensor bias = random_tensor({n}, dt, 13, -1, 1).to(d);
-  Tensor out = random_tensor({m, n}, dt, 14).to(d);  // beta 0: its contents must not matter
+  // beta 0: its contents must not matter; wide: an f32 .grad the product is added to (beta 1).
+  Tensor out = random_tensor({m, n}, wide ? DType::f32 : dt, 14).to(d);
   Tensor extra;
   kernels::GemmArgs g;
   g.dtype = dt;
+  g.wide_c = wide;
+  g.beta = wide ? 1.0 : 0.0;
   g.trans_a = ta;
   g.trans_b = true;
   g.m = m;
@@ -56,7 +63,7 @@ std::pair<Tensor, Tensor> run_gemm(Device d, Case c, DType dt, int64_t m, int64_
     g.pre = extra.data_ptr();
     g.gelu = true;
   }
-  if (c == Case::RowSums || c == Case::RowSumsTransposed) {
+  if (c == Case::RowSums || c == Case::RowSumsTransposed || c == Case::WideCRowSums) {
     extra = Tensor::zeros({m}, dt, d);
     g.a_row_sums = extra.data_ptr();
   }
@@ -68,22 +75,27 @@ TEST_P(GemmOps, EpiloguesMatchCpu) {
   // n = 7: a leading dimension cuBLASLt's GELU input refuses (our kernels run); the others fuse.
   const std::vector<std::array<int64_t, 3>> shapes{{5, 7, 3}, {16, 24, 40}, {33, 64, 48}, {1, 8, 1}};
   for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64})
-    for (Case c : {Case::Bias, Case::BiasGelu, Case::Gelu, Case::RowSums, Case::RowSumsTransposed})
+    for (Case c : {Case::Bias, Case::BiasGelu, Case::Gelu, Case::RowSums, Case::RowSumsTransposed, Case::WideC,
+                   Case::WideCRowSums})
       for (const auto& [m, n, k] : shapes) {
+        const bool wide = c == Case::WideC || c == Case::WideCRowSums;
+        if (wide && !is_low_precision(dt)) continue;  // wide_c is for 16-bit operands
         const std::string what = std::string(dtype_name(dt)) + " " + case_name(c) + " m=" + std::to_string(m) +
                                  " n=" + std::to_string(n) + " k=" + std::to_string(k);
         auto [c_cpu, e_cpu] = run_gemm(kCPU, c, dt, m, n, k);
         auto [c_dev, e_dev] = run_gemm(dev(), c, dt, m, n, k);
         // A GPU applies the epilogue to the f32 accumulator, the CPU to C rounded to dt: 16-bit
         // results may differ by a rounding of each.
-        const double low = dt == DType::bf16 ? 2e-2 : dt == DType::f16 ? 3e-3 : 0;
+        // An f32 C (wide) holds f32 sums of exact products: only the order of the sums differs.
+        const double low = wide ? 0 : dt == DType::bf16 ? 2e-2 : dt == DType::f16 ? 3e-3 : 0;
         // On the CPU, f32 GELU uses Eigen's vectorised tanh (saturating early), the kernels tanhf.
-        const double sim = dt == DType::f32 ? 2e-6 : ulps(dt);
+        const double sim = dt == DType::f32 || wide ? 2e-6 : ulps(dt);
         const double t = low > 0 ? tol(sim, low) : tol(sim, dt == DType::f64 ? 1e-12 : 1e-5);
         expect_close(c_dev, c_cpu, t, what + " C");
         // Row sums: the GPU's reduction order differs from the CPU's (and sums k products, not one).
-        const bool sums = c == Case::RowSums || c == Case::RowSumsTransposed;
-        if (e_cpu.defined()) expect_close(e_dev, e_cpu, sums ? std::max(t, tol(ulps(dt), 1e-4)) : t, what + " pre / sums");
+        const bool sums = c == Case::RowSums || c == Case::RowSumsTransposed || c == Case::WideCRowSums;
+        const double t_sums = std::max(t, tol(ulps(dt), 1e-4));  // the sums are in dt
+        if (e_cpu.defined()) expect_close(e_dev, e_cpu, sums ? t_sums : t, what + " pre / sums");
       }
 }
 
@@ -110,6 +122,35 @@ TEST_P(GemmOps, LinearAndLinearGeluMatchCpu) {
       const char* names[] = {"y", "dx", "dw", "db"};
       for (int i = 0; i < 4; ++i)
         expect_close(dev_out[i], cpu[i], bf16 ? tol(2e-2, 3e-2) : tol(1e-6, 1e-4), what + " " + names[i]);
+    }
+}
+
+// backward() twice: the weight's gradient is added into its .grad by the GEMM itself (an f32 .grad
+// under bf16 autocast: wide_c), the first time into the zeros made for it; the device equals the CPU.
+TEST_P(GemmOps, LinearBackwardAddsIntoGradMatchesCpu) {
+  for (bool gelu : {false, true})
+    for (bool bf16 : {false, true}) {
+      const std::string what = std::string(gelu ? "linear_gelu" : "linear") + (bf16 ? " bf16" : " f32");
+      auto run = [&](Device d) {
+        Tensor x = random_tensor({3, 5, 24}, DType::f32, 31, -1, 1).to(d);
+        Tensor w = random_tensor({40, 24}, DType::f32, 32, -0.3, 0.3).to(d).set_requires_grad();
+        Tensor b = random_tensor({40}, DType::f32, 33, -0.5, 0.5).to(d).set_requires_grad();
+        Tensor dy = random_tensor({3, 5, 40}, bf16 ? DType::bf16 : DType::f32, 34, -1, 1).to(d);
+        for (int step = 0; step < 2; ++step) {
+          Tensor y;
+          {
+            std::optional<AutocastGuard> guard;
+            if (bf16) guard.emplace(DType::bf16);
+            y = gelu ? ops::linear_gelu(x, w, b) : ops::linear(x, w, b);
+          }
+          y.backward(dy);
+        }
+        return std::vector<Tensor>{w.grad(), b.grad()};
+      };
+      auto cpu = run(kCPU), dev_out = run(dev());
+      EXPECT_EQ(dev_out[0].dtype(), DType::f32);
+      expect_close(dev_out[0], cpu[0], bf16 ? tol(2e-2, 3e-2) : tol(1e-6, 1e-4), what + " w.grad");
+      expect_close(dev_out[1], cpu[1], bf16 ? tol(2e-2, 3e-2) : tol(1e-6, 1e-4), what + " b.grad");
     }
 }
 

@@ -28,6 +28,30 @@ Tensor total(const Tensor& x) {
     return std::vector<Tensor>{Tensor::full(shape, g[0].item(), DType::f64)};
   });
 }
+// square whose backward adds 2x * g into x's gradient sink itself when the engine offers one (as
+// a weight gradient's GEMM with beta 1 does); `offered` records whether it did.
+Tensor square_into_sink(const Tensor& x, bool* offered) {
+  Tensor y = Tensor::empty(x.shape(), DType::f64);
+  for (int64_t i = 0; i < x.numel(); ++i) y.data<double>()[i] = x.data<double>()[i] * x.data<double>()[i];
+  return record("square_into_sink", {x}, y, [x, offered](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor sink = gradient_sink(0);
+    *offered = sink.defined();
+    Tensor dx = sink.defined() ? sink : Tensor::zeros(x.shape(), DType::f64);
+    for (int64_t i = 0; i < x.numel(); ++i) dx.data<double>()[i] += 2 * x.data<double>()[i] * g[0].data<double>()[i];
+    return {sink.defined() ? Tensor() : dx};
+  });
+}
+// Counts a leaf's grad-ready hook calls and keeps element 1 of the gradient the last call saw.
+struct HookLog {
+  int calls = 0;
+  double seen = 0;
+};
+void log_hook(Tensor& x, HookLog& log) {
+  x.add_grad_ready_hook([&log](Tensor& t) {
+    ++log.calls;
+    log.seen = t.grad().to_vector<double>()[1];
+  });
+}
 Tensor leaf(std::vector<double> v) {
   Tensor t = Tensor::from_vector(v, {static_cast<int64_t>(v.size())});
   t.set_requires_grad(true);
@@ -55,16 +79,12 @@ TEST(Autograd, DiamondSumsBothPaths) {
 
 TEST(Autograd, GradReadyHookFiresOncePerBackwardAfterAccumulation) {
   Tensor x = leaf({1, 2});
-  int calls = 0;
-  double seen = 0;
-  x.add_grad_ready_hook([&](Tensor& t) {
-    ++calls;
-    seen = t.grad().to_vector<double>()[1];
-  });
+  HookLog log;
+  log_hook(x, log);
   Tensor y = square(x);
   run_backward({total(y), total(y)}, {Tensor(), Tensor()}, false);
-  EXPECT_EQ(calls, 1);
-  EXPECT_EQ(seen, 8.0);
+  EXPECT_EQ(log.calls, 1);
+  EXPECT_EQ(log.seen, 8.0);
 }
 
 TEST(Autograd, SecondBackwardThroughFreedGraphIsAnError) {
@@ -109,4 +129,42 @@ TEST(Autograd, NoGradRecordsNothingAndGradLeavesDotGradAlone) {
   auto g = grad({total(square(x))}, {x});
   EXPECT_EQ(g[0].item(), 4.0);
   EXPECT_FALSE(x.grad().defined());
+}
+
+// A backward adding into the sink (the leaf's .grad, made when it has none) loses nothing beside a
+// gradient arriving the usual way, and the leaf's hook still fires once, after both parts.
+TEST(Autograd, GradientSinkIsTheLeafsGradAndHooksFireAfterEveryPart) {
+  Tensor x = leaf({1, 2});
+  HookLog log;
+  log_hook(x, log);
+  bool offered = false;
+  for (int round = 1; round <= 2; ++round) {
+    log.calls = 0;
+    // The sink's part (2x, recorded last so it runs first) and the usual part (2x) of one backward.
+    Tensor loss_a = total(square(x)), loss_b = total(square_into_sink(x, &offered));
+    run_backward({loss_a, loss_b}, {Tensor(), Tensor()}, false);
+    EXPECT_TRUE(offered);
+    EXPECT_EQ(log.calls, 1);
+    EXPECT_EQ(log.seen, 8.0 * round);  // 4x, accumulated over the rounds
+    EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{4.0 * round, 8.0 * round}));
+  }
+  // Only the sink's part: the first backward has no .grad yet; the sink is made as zeros.
+  Tensor z = leaf({3});
+  total(square_into_sink(z, &offered)).backward();
+  EXPECT_TRUE(offered);
+  EXPECT_EQ(z.grad().item(), 6.0);
+}
+
+// No sink in grad() (it leaves .grad alone) nor for an input that is not a leaf.
+TEST(Autograd, GradientSinkOnlyForLeavesUnderBackward) {
+  Tensor x = leaf({3});
+  bool offered = true;
+  auto g = grad({total(square_into_sink(x, &offered))}, {x});
+  EXPECT_FALSE(offered);
+  EXPECT_EQ(g[0].item(), 6.0);
+  EXPECT_FALSE(x.grad().defined());
+  offered = true;
+  total(square_into_sink(square(x), &offered)).backward();  // d(x^4) = 4x^3
+  EXPECT_FALSE(offered);
+  EXPECT_EQ(x.grad().item(), 108.0);
 }
