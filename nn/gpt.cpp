@@ -48,10 +48,12 @@ class MLP final : public Cloneable<MLP> {
     register_module("c_fc", std::make_shared<Linear>(c.n_embd, 4 * c.n_embd, true, scratch));
     register_module("c_proj", std::make_shared<Linear>(4 * c.n_embd, c.n_embd, true, scratch));
   }
-  // c_fc and GELU (tanh form) as one op: the GEMM's epilogue adds the bias and applies GELU.
+  // c_fc, GELU (tanh form) and c_proj as one op: the GEMMs' epilogues add the biases and apply GELU,
+  // and in backward GELU's derivative and c_fc's bias gradient.
   Tensor forward(const Tensor& x) override {
     Linear& fc = child<Linear>(children_, 0);
-    return child<Linear>(children_, 1)(ops::linear_gelu(x, fc.param("weight"), fc.param("bias")));
+    Linear& proj = child<Linear>(children_, 1);
+    return ops::mlp_gelu(x, fc.param("weight"), fc.param("bias"), proj.param("weight"), proj.param("bias"));
   }
   std::string type_name() const override { return "MLP"; }
 };

@@ -8,6 +8,7 @@
 #include "runtime/ops/embedding.h"
 #include "runtime/ops/loss.h"
 #include "runtime/ops/matmul.h"
+#include "runtime/ops/mlp.h"
 #include "runtime/ops/norm.h"
 #include "runtime/ops/pool.h"
 #include "runtime/ops/reduce.h"

@@ -113,7 +113,8 @@ void cpu_gemm(Device, const GemmArgs& g) {
   check_gemm_epilogue(g);
   if (!g.has_epilogue()) return gemm_product(g);
   GemmArgs product = g;
-  product.bias = product.pre = product.a_row_sums = nullptr;
+  product.bias = product.pre = product.a_row_sums = product.c_col_sums = nullptr;
+  product.dgelu_pre = nullptr;
   product.gelu = false;
   gemm_product(product);
   cpu_gemm_epilogue(g);

@@ -1,6 +1,7 @@
 // GemmArgs' epilogue on the CPU: rows of C widened to the accumulation type, the bias added, the
-// pre-activation stored, GELU applied, rounded once on store. The CUDA backend runs cuBLASLt's
-// epilogues instead (or its own kernels where cuBLASLt has none); both are tested against this.
+// pre-activation stored, GELU applied, rounded once on store; or GELU's backward on C and C's
+// column sums (dgelu_pre, c_col_sums). The CUDA backend runs cuBLASLt's epilogues instead (or its
+// own kernels where cuBLASLt has none); both are tested against this.
 #include "kernels/cpu/gemm_epilogue.h"
 
 #include <algorithm>
@@ -14,10 +15,15 @@ namespace tandem::kernels {
 void check_gemm_epilogue(const GemmArgs& g) {
   TANDEM_CHECK(!g.wide_c || is_low_precision(g.dtype), "gemm: wide_c needs f16 or bf16 operands, got {}",
                dtype_name(g.dtype));
-  TANDEM_CHECK(!g.wide_c || (!g.bias && !g.pre && !g.gelu), "gemm: wide_c allows no epilogue but a_row_sums");
+  TANDEM_CHECK(!g.wide_c || (!g.bias && !g.pre && !g.gelu && !g.dgelu_pre && !g.c_col_sums),
+               "gemm: wide_c allows no epilogue but a_row_sums");
   if (!g.has_epilogue()) return;
   TANDEM_CHECK(g.batch == 1, "gemm: an epilogue needs batch 1, got {}", g.batch);
   TANDEM_CHECK(!g.a_row_sums || (!g.bias && !g.pre && !g.gelu), "gemm: a_row_sums excludes bias, pre and gelu");
+  TANDEM_CHECK(!g.c_col_sums || g.dgelu_pre, "gemm: c_col_sums comes with dgelu_pre");
+  TANDEM_CHECK(!g.c_col_sums || g.ldc == g.n, "gemm: c_col_sums needs a dense C (ldc {} for n {})", g.ldc, g.n);
+  TANDEM_CHECK(!g.dgelu_pre || (!g.bias && !g.pre && !g.gelu && !g.a_row_sums),
+               "gemm: dgelu_pre excludes bias, pre, gelu and a_row_sums");
   TANDEM_CHECK(!g.pre || g.gelu, "gemm: pre is GELU's input; it needs gelu");
 }
 
@@ -72,8 +78,56 @@ void epilogue_rows(const GemmArgs& g) {
 
 }  // namespace
 
+// C[i, j] = C[i, j] * gelu'(pre[i, j]) row by row (f32 rows through gelu_tanh_f32, as the elementwise
+// GELU backward), rounded to T; then the column sums of the rounded values, rows in order.
+template <class T>
+void dgelu_rows(const GemmArgs& g) {
+  using X = acc_t<T>;
+  T* c = static_cast<T*>(g.c);
+  const T* pre = static_cast<const T*>(g.dgelu_pre);
+  const int64_t m = g.m, n = g.n;
+#pragma omp parallel if (m * n >= kParallelMinElements)
+  {
+    std::vector<float> v, d;
+    if constexpr (!std::is_same_v<T, float> && std::is_same_v<X, float>) {
+      v.resize(static_cast<size_t>(n));
+      d.resize(static_cast<size_t>(n));
+    }
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      T* ci = c + i * g.ldc;
+      const T* pi = pre + i * g.ldc;
+      if constexpr (std::is_same_v<T, float>) {
+        gelu_tanh_f32(pi, ci, ci, n);
+      } else if constexpr (std::is_same_v<X, float>) {
+        for (int64_t j = 0; j < n; ++j) {
+          v[j] = static_cast<float>(pi[j]);
+          d[j] = static_cast<float>(ci[j]);
+        }
+        gelu_tanh_f32(v.data(), d.data(), d.data(), n);
+        for (int64_t j = 0; j < n; ++j) ci[j] = T(d[j]);
+      } else {
+        for (int64_t j = 0; j < n; ++j) ci[j] = T(gelu_tanh_grad(static_cast<X>(ci[j]), static_cast<X>(pi[j])));
+      }
+    }
+  }
+  if (!g.c_col_sums) return;
+  std::vector<X> sums(static_cast<size_t>(n), X(0));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) sums[j] += static_cast<X>(c[i * g.ldc + j]);
+  T* out = static_cast<T*>(g.c_col_sums);
+  for (int64_t j = 0; j < n; ++j) out[j] = T(sums[j]);
+}
+
 void cpu_gemm_epilogue(const GemmArgs& g) {
   check_gemm_epilogue(g);
+  if (g.dgelu_pre) {
+    dispatch_floating(g.dtype, "gemm epilogue", [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_floating_type_v<T>) dgelu_rows<T>(g);
+    });
+    return;
+  }
   if (!g.bias && !g.pre && !g.gelu) return;
   dispatch_floating(g.dtype, "gemm epilogue", [&](auto tag) {
     using T = decltype(tag);

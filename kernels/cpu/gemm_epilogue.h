@@ -4,7 +4,7 @@
 
 namespace tandem::kernels {
 
-// bias, pre and gelu over C (alpha op(A) op(B) + beta C already there).
+// bias, pre and gelu, or dgelu_pre and c_col_sums, over C (alpha op(A) op(B) + beta C already there).
 void cpu_gemm_epilogue(const GemmArgs& g);
 // a_row_sums[i] = sum over k of op(A)[i, k], accumulated in acc_t (f32 for 16-bit types).
 void cpu_gemm_a_row_sums(const GemmArgs& g);

@@ -1,8 +1,9 @@
 // GEMM for the CUDA backend: cuBLAS strided-batched GEMM (tensor-op math for f16/bf16, f32
-// accumulation) on the device's stream. A GEMM with an epilogue (bias, GELU, a bias gradient; see
-// GemmArgs) runs as one cuBLASLt matmul with the matching fused epilogue; where cuBLASLt has no
-// algorithm for the case, the product and then our epilogue kernels below. Under the emulator the
-// CPU GEMM stands in for cuBLAS and the epilogue kernels run after it.
+// accumulation) on the device's stream. A GEMM with an epilogue (bias, GELU, a bias gradient, GELU's
+// backward; see GemmArgs) runs as one cuBLASLt matmul with the matching fused epilogue; where
+// cuBLASLt has no algorithm for the case, the product and then our epilogue kernels below. Under the
+// emulator the CPU GEMM stands in for cuBLAS and the epilogue kernels run after it.
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/gelu.cuh"
 #include "runtime/backend/gemm.h"
@@ -54,15 +55,39 @@ __global__ void a_row_sums_kernel(const T* __restrict__ a, int64_t lda, bool tra
   }
 }
 
+// C[i, j] = C[i, j] * gelu'(pre[i, j]), on C as the product left it (rounded to T, as the CPU).
+template <class T>
+__global__ void dgelu_kernel(T* __restrict__ c, int64_t ldc, int64_t m, int64_t n, const T* __restrict__ pre) {
+  for (int64_t e = global_thread(); e < m * n; e += grid_threads()) {
+    const int64_t i = e / n, j = e % n, at = i * ldc + j;
+    c[at] = from_acc<T>(gelu_tanh_grad(to_acc(c[at]), to_acc(pre[at])));
+  }
+}
+
 // The epilogue on C after the product (a.has_epilogue()).
 void run_epilogue_kernels(Device device, const kernels::GemmArgs& a) {
   dispatch_floating(a.dtype, "gemm epilogue", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_floating_type_v<T>) {
       if (a.a_row_sums) {
-        if (a.m > 0)
+        if (a.m == 0) return;
+        if (a.trans_a && a.lda == a.m && a.k > 0)  // op(A) = A^T of a dense [k, m]: its column sums
+          launch_column_sums(device, static_cast<const T*>(a.a), a.k, a.m, static_cast<T*>(a.a_row_sums));
+        else
           TANDEM_LAUNCH(a_row_sums_kernel<T>, grid_for(a.m, kBlock), kBlock, 0, stream_for(device),
                         static_cast<const T*>(a.a), a.lda, a.trans_a, a.m, a.k, static_cast<T*>(a.a_row_sums));
+      } else if (a.dgelu_pre) {
+        if (a.n == 0) return;
+        if (a.m == 0) {  // no rows: the sums are zeros
+          if (a.c_col_sums)
+            TANDEM_LAUNCH(fill_kernel<T>, grid_for(a.n, kBlock), kBlock, 0, stream_for(device),
+                          static_cast<T*>(a.c_col_sums), a.n, from_acc<T>(acc_t<T>(0)));
+          return;
+        }
+        TANDEM_LAUNCH(dgelu_kernel<T>, grid_for(a.m * a.n, kBlock), kBlock, 0, stream_for(device),
+                      static_cast<T*>(a.c), a.ldc, a.m, a.n, static_cast<const T*>(a.dgelu_pre));
+        if (a.c_col_sums)
+          launch_column_sums(device, static_cast<const T*>(a.c), a.m, a.n, static_cast<T*>(a.c_col_sums));
       } else if (a.m * a.n > 0) {
         TANDEM_LAUNCH(epilogue_kernel<T>, grid_for(a.m * a.n, kBlock), kBlock, 0, stream_for(device),
                       static_cast<T*>(a.c), a.ldc, a.m, a.n, static_cast<const T*>(a.bias), static_cast<T*>(a.pre),
@@ -74,8 +99,8 @@ void run_epilogue_kernels(Device device, const kernels::GemmArgs& a) {
 
 kernels::GemmArgs product_only(const kernels::GemmArgs& a) {
   kernels::GemmArgs p = a;
-  p.bias = nullptr;
-  p.pre = p.a_row_sums = nullptr;
+  p.bias = p.dgelu_pre = nullptr;
+  p.pre = p.a_row_sums = p.c_col_sums = nullptr;
   p.gelu = false;
   return p;
 }
@@ -175,6 +200,8 @@ int64_t alignment(const void* p) {
 
 cublasLtEpilogue_t lt_epilogue(const kernels::GemmArgs& a) {
   if (a.a_row_sums) return CUBLASLT_EPILOGUE_BGRADB;  // our op(A) is cuBLAS's B (the operands swap)
+  // Our C [m, n] is cuBLAS's D [n, m]: its bias gradient (over D's columns) is our column sums.
+  if (a.dgelu_pre) return a.c_col_sums ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
   if (a.gelu) {
     if (a.pre) return a.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     return a.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
@@ -187,11 +214,17 @@ void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
   CUBLAS_CHECK(cuda::cublaslt().desc_set(desc, attr, &value, sizeof(value)));
 }
 
+// The epilogue's vector (bias, or a bias gradient it writes) and its [m, n] auxiliary matrix (GELU's
+// input: written by the forward, read by the backward).
+const void* epilogue_vector(const kernels::GemmArgs& a) {
+  return a.a_row_sums ? a.a_row_sums : a.c_col_sums ? a.c_col_sums : a.bias;
+}
+const void* epilogue_aux(const kernels::GemmArgs& a) { return a.pre ? a.pre : a.dgelu_pre; }
+
 // The per-call pointers of the epilogue (the plan's descriptor is reused across calls).
 void set_epilogue_pointers(cublasLtMatmulDesc_t desc, const kernels::GemmArgs& a) {
-  const void* vector = a.a_row_sums ? a.a_row_sums : a.bias;
-  if (vector) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, vector);
-  if (a.pre) set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<const void*>(a.pre));
+  if (const void* vector = epilogue_vector(a)) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, vector);
+  if (const void* aux = epilogue_aux(a)) set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
 }
 
 LtPlan make_plan(const LtDevice& dev, const kernels::GemmArgs& a) {
@@ -205,8 +238,8 @@ LtPlan make_plan(const LtDevice& dev, const kernels::GemmArgs& a) {
   set_desc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, trans_a);
   set_desc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, trans_b);
   set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(lt_epilogue(a)));
-  if (a.bias || a.a_row_sums) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(type));
-  if (a.pre) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(a.ldc));
+  if (epilogue_vector(a)) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(type));
+  if (epilogue_aux(a)) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(a.ldc));
   set_epilogue_pointers(plan.desc, a);  // the heuristic reads their alignment
   // Stored shapes, column-major: our B [k, n] (or [n, k]) is [n, k] (or [k, n]); our A likewise.
   const uint64_t m = static_cast<uint64_t>(a.m), n = static_cast<uint64_t>(a.n), k = static_cast<uint64_t>(a.k);
@@ -233,7 +266,7 @@ LtPlan make_plan(const LtDevice& dev, const kernels::GemmArgs& a) {
 bool lt_gemm(Device device, const kernels::GemmArgs& a) {
   // GELU's stored input needs a leading dimension that is a multiple of 8 (cuBLASLt's rule). f64
   // stays on our kernels: cuBLASLt's f64 GELU differs from tanh's by ~1e-10 (seen on an H200).
-  if ((a.pre && a.ldc % 8 != 0) || a.dtype == DType::f64) return false;
+  if ((epilogue_aux(a) && a.ldc % 8 != 0) || a.dtype == DType::f64) return false;
   static std::mutex mutex;
   static std::vector<LtDevice> devices;
   Stream stream = stream_for(device);  // makes the device current
@@ -246,8 +279,8 @@ bool lt_gemm(Device device, const kernels::GemmArgs& a) {
   }
   const std::array<int64_t, 16> key{static_cast<int64_t>(a.dtype), a.wide_c, a.trans_a, a.trans_b, a.m, a.n, a.k,
                                     a.lda, a.ldb, a.ldc, static_cast<int64_t>(lt_epilogue(a)), alignment(a.a),
-                                    alignment(a.b), alignment(a.c), alignment(a.a_row_sums ? a.a_row_sums : a.bias),
-                                    alignment(a.pre)};
+                                    alignment(a.b), alignment(a.c), alignment(epilogue_vector(a)),
+                                    alignment(epilogue_aux(a))};
   auto it = dev.plans.find(key);
   if (it == dev.plans.end()) it = dev.plans.emplace(key, make_plan(dev, a)).first;
   const LtPlan& plan = it->second;
@@ -263,8 +296,13 @@ void gemm(Device device, const kernels::GemmArgs& a) {
   TANDEM_CHECK(device.kind == kKind, "gemm: expected a cuda device, got {}", device.str());
   check_args(a);
   if (!a.has_epilogue()) return cublas_product(device, a);
+  if (a.m == 0 && a.c_col_sums) return run_epilogue_kernels(device, a);  // the sums of no rows: zeros
   if (a.m == 0 || (a.n == 0 && !a.a_row_sums)) return;
-  if (a.n > 0 && a.k > 0 && lt_gemm(device, a)) return;
+  // wide_c (an f32 C beside 16-bit operands, a weight gradient into .grad) with a bias gradient: the
+  // product by cuBLAS and the sums by our column sums (as fast as cuBLASLt's BGRADB kernel on an
+  // H100), not a cuBLASLt epilogue beside an f32 C, which is not a combination to count on.
+  const bool lt = !(a.wide_c && a.a_row_sums);
+  if (lt && a.n > 0 && a.k > 0 && lt_gemm(device, a)) return;
   cublas_product(device, product_only(a));
   run_epilogue_kernels(device, a);
 }

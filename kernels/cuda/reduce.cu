@@ -2,6 +2,7 @@
 // summed dims, or column sums for the [rows, cols] -> [cols] of bias gradients), its adjoint expand,
 // and argmax. Integer sums accumulate in 64 bits and wrap to the storage type at the end, which gives
 // the CPU's wrapped result exactly.
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/strided_gather.cuh"
@@ -20,9 +21,6 @@ struct SumPlan {
   int64_t red_size[kMaxDims], red_stride[kMaxDims];
 };
 
-template <class T>
-using sum_acc_t = std::conditional_t<std::is_integral_v<T>, long long, acc_t<T>>;
-
 // Sums split blockIdx.x of every output's items (grid y strides over outputs): into part[o * splits
 // + split], or, with one split (part null), scaled straight into dst[o].
 template <class T>
@@ -40,34 +38,6 @@ __global__ void sum_to_kernel(const T* __restrict__ src, T* __restrict__ dst, su
     if (part) part[o * splits + blockIdx.x] = acc;
     else dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
   }
-}
-
-// The columns of a row-major [rows, cols] source summed over split blockIdx.y of the rows into
-// part[c * splits + split] (reduce.cuh's column sums): bias gradients, [tokens, features] -> [features].
-template <class T>
-__global__ void sum_columns_kernel(const T* __restrict__ src, sum_acc_t<T>* __restrict__ part, int64_t rows,
-                                   int64_t cols, int64_t splits) {
-  using S = sum_acc_t<T>;
-  __shared__ S lanes[kColumnRowLanes][33];
-  const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
-  const SplitRange r = split_range(rows, blockIdx.y, splits);
-  S acc = S(0);
-  if (c < cols)
-    for (int64_t m = r.begin + threadIdx.y; m < r.end; m += kColumnRowLanes) acc += static_cast<S>(to_acc(src[m * cols + c]));
-  lanes[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    for (int l = 1; l < kColumnRowLanes; ++l) acc += lanes[l][threadIdx.x];
-    part[c * splits + blockIdx.y] = acc;
-  }
-}
-
-// dst[o] = scale * (the partials of output o summed in split order).
-template <class T>
-__global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t outputs,
-                                     int64_t splits, acc_t<T> scale) {
-  for (int64_t o = global_thread(); o < outputs; o += grid_threads())
-    dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum_of_splits(part, o, splits)) * scale));
 }
 
 // A scaled broadcast: strided_gather's plan (dst's dims, the source stride of each, 0 where
@@ -126,14 +96,8 @@ void sum_to(const Tensor& src, Tensor& dst, double scale) {
     const Device dev = src.device();
     if (p.keep_rank == 1 && p.red_rank == 1 && p.keep_stride[0] == 1 && p.red_stride[0] == p.keep_size[0]) {
       // Leading rows summed, contiguous columns kept: the coalesced column sums.
-      const int64_t rows = p.red_size[0], cols = p.keep_size[0], splits = column_splits(rows, cols);
-      Tensor part = Tensor::empty({cols * splits * static_cast<int64_t>(sizeof(S))}, DType::u8, dev);
-      TANDEM_LAUNCH(sum_columns_kernel<T>, dim3(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(splits)),
-                    dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const T*>(src.data_ptr()),
-                    static_cast<S*>(part.data_ptr()), rows, cols, splits);
-      TANDEM_LAUNCH(sum_splits_to_kernel<T>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
-                    static_cast<const S*>(part.data_ptr()), static_cast<T*>(dst.data_ptr()), cols, splits,
-                    static_cast<acc_t<T>>(scale));
+      launch_column_sums(dev, static_cast<const T*>(src.data_ptr()), p.red_size[0], p.keep_size[0],
+                         static_cast<T*>(dst.data_ptr()), static_cast<acc_t<T>>(scale));
       return;
     }
     const int64_t splits = reduction_splits(outputs, per_output);

@@ -41,8 +41,14 @@ struct GemmArgs {
   // [m] in `dtype`: the sums over k of op(A) (a linear layer's bias gradient, made by its weight-
   // gradient GEMM dW = g^T x from g's columns). Excludes bias, pre and gelu.
   void* a_row_sums = nullptr;
+  // The backward through GELU, on each element v of the product: C[i, j] = v * gelu_tanh'(dgelu_pre[i, j])
+  // (dgelu_pre [m, n] in `dtype`, row stride ldc: GELU's stored input, dL/d(GELU's output) the
+  // product); c_col_sums [n] in `dtype` (optional; needs ldc == n) = the sums over i of those C
+  // values, the bias gradient of the linear GELU followed. Excludes bias, pre, gelu and a_row_sums.
+  const void* dgelu_pre = nullptr;
+  void* c_col_sums = nullptr;
 
-  bool has_epilogue() const { return bias || pre || gelu || a_row_sums; }
+  bool has_epilogue() const { return bias || pre || gelu || a_row_sums || dgelu_pre || c_col_sums; }
 };
 
 // Checks the epilogue fields' combinations and wide_c's (a bad one is a bug in the caller).

@@ -5,75 +5,15 @@
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/elementwise.h"
-#include "runtime/backend/gemm.h"
 #include "runtime/backend/reduce.h"
+#include "runtime/ops/gemm_call.h"
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {
-namespace {
 
-// The epilogue of one GEMM (kernels::GemmArgs): tensors in C's dtype, undefined when unused.
-struct Epilogue {
-  Tensor bias;        // [n], added to every row
-  Tensor pre;         // [m, n]: GELU's input
-  bool gelu = false;
-  Tensor a_row_sums;  // [m]: sums over k of op(A)
-};
-
-// C[m, n] (+)= op(A) @ op(B) on contiguous row-major operands, `batch` times with the given
-// element strides, then the epilogue (batch 1). C is A's and B's dtype, or f32 for f16/bf16 operands
-// (GemmArgs::wide_c). Handles the empty cases itself (k == 0 leaves zeros, or C untouched with beta
-// 1; callers with an epilogue handle k == 0 themselves).
-void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, int64_t m, int64_t n, int64_t k,
-          double beta = 0.0, int64_t batch = 1, int64_t stride_a = 0, int64_t stride_b = 0, int64_t stride_c = 0,
-          const Epilogue& epilogue = {}) {
-  if (m == 0 || n == 0 || batch == 0) return;
-  if (k == 0) {
-    if (beta == 0.0) c.zero_();
-    return;
-  }
-  kernels::GemmArgs args;
-  args.bias = epilogue.bias.defined() ? epilogue.bias.data_ptr() : nullptr;
-  args.pre = epilogue.pre.defined() ? epilogue.pre.data_ptr() : nullptr;
-  args.gelu = epilogue.gelu;
-  args.a_row_sums = epilogue.a_row_sums.defined() ? epilogue.a_row_sums.data_ptr() : nullptr;
-  args.dtype = a.dtype();
-  args.wide_c = c.dtype() != a.dtype();
-  args.trans_a = ta;
-  args.trans_b = tb;
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.a = a.data_ptr();
-  args.lda = ta ? m : k;
-  args.b = b.data_ptr();
-  args.ldb = tb ? k : n;
-  args.c = c.data_ptr();
-  args.ldc = n;
-  args.beta = beta;
-  args.batch = batch;
-  args.stride_a = stride_a;
-  args.stride_b = stride_b;
-  args.stride_c = stride_c;
-  kernels::gemm(c.device())(c.device(), args);
-}
-
-void check_gemm_operands(const char* op, const Tensor& a, const Tensor& b) {
-  detail::check_compatible(op, a, b);
-  detail::check_floating(op, a);
-}
-
-// In a backward: the parameter gradient that input `index`'s gradient (computed from g) may be
-// summed into by its GEMM itself, beta 1 (gradient_sink), or undefined. g's dtype, or f32 for f16/bf16
-// g (an autocast cast's parameter: the GEMM writes f32, unrounded, and no widening pass follows).
-Tensor gemm_sink(size_t index, const Tensor& g) {
-  Tensor sink = gradient_sink(index);
-  if (!sink.defined()) return sink;
-  if (sink.dtype() == g.dtype() || (is_low_precision(g.dtype()) && sink.dtype() == DType::f32)) return sink;
-  return {};
-}
-
-}  // namespace
+using detail::check_gemm_operands;
+using detail::gemm;
+using detail::gemm_sink;
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   detail::check_defined(a_in, "matmul", "a");
@@ -129,27 +69,12 @@ namespace {
 std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Shape& sx,
                                     const Shape& sw, bool gx, bool gw, bool gbias) {
   const int64_t out_f = sw[0], in = sw[1], M = g.numel() / std::max<int64_t>(out_f, 1);
-  Tensor dx, dw, db;
+  Tensor dx;
   if (gx) {  // dx [M, in] = g [M, out] @ W [out, in]
     dx = Tensor::empty(sx, g.dtype(), g.device());
     gemm(g, false, w, false, dx, M, in, out_f);
   }
-  if (gbias) db = Tensor::empty({out_f}, g.dtype(), g.device());
-  if (gw) {  // dW [out, in] = g^T [out, M] @ x [M, in]; db [out] = sums over M of g^T's rows
-    Tensor sink = gemm_sink(1, g);
-    dw = sink.defined() ? sink : Tensor::empty(sw, g.dtype(), g.device());
-    Epilogue e;
-    // Into an f32 sink from 16-bit operands the GEMM stays a plain cuBLAS one (cuBLASLt's bias
-    // gradient epilogue beside an f32 C is not a combination to count on): the bias gradient is then
-    // the column sums' own kernel, as fast as cuBLASLt's BGRADB one on an H100.
-    const bool wide = sink.defined() && sink.dtype() != g.dtype();
-    if (gbias && in > 0 && M > 0 && !wide) e.a_row_sums = db;
-    gemm(g, true, x, false, dw, out_f, in, M, sink.defined() ? 1.0 : 0.0, 1, 0, 0, 0, e);
-    if (gbias && !e.a_row_sums.defined()) kernels::sum_to(g.device())(g, db, 1.0);
-    if (sink.defined()) dw = Tensor();  // added to the weight's .grad already
-  } else if (gbias) {
-    kernels::sum_to(g.device())(g, db, 1.0);
-  }
+  auto [dw, db] = detail::weight_bias_grads(g, x, sw, gw, gbias, 1);
   return {dx, dw, db};
 }
 
@@ -175,7 +100,7 @@ Tensor linear_op(const char* op, const Tensor& x_in, const Tensor& w_in, const T
   Shape out_shape = x.shape();
   out_shape.back() = out_f;
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
-  Epilogue e;
+  detail::GemmEpilogue e;
   e.bias = bias;
   e.gelu = gelu;
   if (gelu && grad) e.pre = Tensor::empty(out_shape, x.dtype(), x.device());

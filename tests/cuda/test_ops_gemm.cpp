@@ -1,8 +1,10 @@
 // GEMM epilogues on the CUDA backend (cuBLASLt's fused ones on a GPU, or our kernels after the
 // product where cuBLASLt has none, and always under the emulator) against the CPU backend's: the
 // bias, GELU with its stored input, the bias gradient as op(A)'s row sums, 16-bit operands summed
-// into an f32 C (wide_c, alone and with the row sums); then linear and linear_gelu forward and
-// backward through the ops, grad() and backward() (the weight gradient's GEMM adding into .grad).
+// into an f32 C (wide_c, alone and with the row sums), GELU's backward on C with and without C's
+// column sums; then linear, linear_gelu and mlp_gelu forward and backward through the ops, grad()
+// and backward() (the weight gradient's GEMM adding into .grad).
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -17,7 +19,7 @@ namespace {
 
 class GemmOps : public BackendTest {};
 
-enum class Case { Bias, BiasGelu, Gelu, RowSums, RowSumsTransposed, WideC, WideCRowSums };
+enum class Case { Bias, BiasGelu, Gelu, RowSums, RowSumsTransposed, WideC, WideCRowSums, DGelu, DGeluColSums };
 
 const char* case_name(Case c) {
   switch (c) {
@@ -28,6 +30,8 @@ const char* case_name(Case c) {
     case Case::RowSumsTransposed: return "a_row_sums of A^T";
     case Case::WideC: return "f32 C, beta 1";
     case Case::WideCRowSums: return "f32 C, beta 1, a_row_sums of A^T";
+    case Case::DGelu: return "dgelu";
+    case Case::DGeluColSums: return "dgelu+c_col_sums";
   }
   return "";
 }
@@ -67,6 +71,12 @@ std::pair<Tensor, Tensor> run_gemm(Device d, Case c, DType dt, int64_t m, int64_
     extra = Tensor::zeros({m}, dt, d);
     g.a_row_sums = extra.data_ptr();
   }
+  Tensor pre = random_tensor({m, n}, dt, 15, -3, 3).to(d);  // GELU's input, read by dgelu
+  if (c == Case::DGelu || c == Case::DGeluColSums) g.dgelu_pre = pre.data_ptr();
+  if (c == Case::DGeluColSums) {
+    extra = random_tensor({n}, dt, 16).to(d);  // every entry must be written
+    g.c_col_sums = extra.data_ptr();
+  }
   kernels::gemm(d)(d, g);
   return {out, extra};
 }
@@ -76,7 +86,7 @@ TEST_P(GemmOps, EpiloguesMatchCpu) {
   const std::vector<std::array<int64_t, 3>> shapes{{5, 7, 3}, {16, 24, 40}, {33, 64, 48}, {1, 8, 1}};
   for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64})
     for (Case c : {Case::Bias, Case::BiasGelu, Case::Gelu, Case::RowSums, Case::RowSumsTransposed, Case::WideC,
-                   Case::WideCRowSums})
+                   Case::WideCRowSums, Case::DGelu, Case::DGeluColSums})
       for (const auto& [m, n, k] : shapes) {
         const bool wide = c == Case::WideC || c == Case::WideCRowSums;
         if (wide && !is_low_precision(dt)) continue;  // wide_c is for 16-bit operands
@@ -89,12 +99,18 @@ TEST_P(GemmOps, EpiloguesMatchCpu) {
         // An f32 C (wide) holds f32 sums of exact products: only the order of the sums differs.
         const double low = wide ? 0 : dt == DType::bf16 ? 2e-2 : dt == DType::f16 ? 3e-3 : 0;
         // On the CPU, f32 GELU uses Eigen's vectorised tanh (saturating early), the kernels tanhf.
-        const double sim = dt == DType::f32 || wide ? 2e-6 : ulps(dt);
-        const double t = low > 0 ? tol(sim, low) : tol(sim, dt == DType::f64 ? 1e-12 : 1e-5);
+        // GELU's derivative multiplies tanh's error by up to ~|v|: Eigen's tanh on the CPU and tanhf
+        // in the kernels (or cuBLASLt's) differ by ~2e-5 there.
+        const bool dgelu = c == Case::DGelu || c == Case::DGeluColSums;
+        const double f32_tol = dgelu ? 5e-5 : 2e-6;
+        const double sim = dt == DType::f32 || wide ? f32_tol : ulps(dt);
+        const double t = low > 0 ? tol(sim, low) : tol(sim, dt == DType::f64 ? 1e-12 : std::max(1e-5, f32_tol));
         expect_close(c_dev, c_cpu, t, what + " C");
         // Row sums: the GPU's reduction order differs from the CPU's (and sums k products, not one).
-        const bool sums = c == Case::RowSums || c == Case::RowSumsTransposed || c == Case::WideCRowSums;
-        const double t_sums = std::max(t, tol(ulps(dt), 1e-4));  // the sums are in dt
+        const bool sums = c == Case::RowSums || c == Case::RowSumsTransposed || c == Case::WideCRowSums ||
+                          c == Case::DGeluColSums;
+        // The sums are in dt, over k (or m) items in another order (the column sums' splits).
+        const double t_sums = std::max({t, tol(ulps(dt), 1e-4), dt == DType::f64 ? 1e-13 : 0.0});
         if (e_cpu.defined()) expect_close(e_dev, e_cpu, sums ? t_sums : t, what + " pre / sums");
       }
 }
@@ -123,6 +139,38 @@ TEST_P(GemmOps, LinearAndLinearGeluMatchCpu) {
       for (int i = 0; i < 4; ++i)
         expect_close(dev_out[i], cpu[i], bf16 ? tol(2e-2, 3e-2) : tol(1e-6, 1e-4), what + " " + names[i]);
     }
+}
+
+// mlp_gelu forward and every gradient (backward() twice: .grad made, then added to), f32 and under
+// bf16 autocast, the device against the CPU.
+TEST_P(GemmOps, MlpGeluMatchesCpu) {
+  for (bool bf16 : {false, true}) {
+    const std::string what = std::string("mlp_gelu") + (bf16 ? " bf16" : " f32");
+    auto run = [&](Device d) {
+      std::vector<Tensor> p{random_tensor({3, 5, 24}, DType::f32, 41, -1, 1).to(d).set_requires_grad(),
+                            random_tensor({48, 24}, DType::f32, 42, -0.3, 0.3).to(d).set_requires_grad(),
+                            random_tensor({48}, DType::f32, 43, -0.5, 0.5).to(d).set_requires_grad(),
+                            random_tensor({16, 48}, DType::f32, 44, -0.3, 0.3).to(d).set_requires_grad(),
+                            random_tensor({16}, DType::f32, 45, -0.5, 0.5).to(d).set_requires_grad()};
+      Tensor dy = random_tensor({3, 5, 16}, bf16 ? DType::bf16 : DType::f32, 46, -1, 1).to(d);
+      Tensor y;
+      for (int step = 0; step < 2; ++step) {
+        {
+          std::optional<AutocastGuard> guard;
+          if (bf16) guard.emplace(DType::bf16);
+          y = ops::mlp_gelu(p[0], p[1], p[2], p[3], p[4]);
+        }
+        y.backward(dy);
+      }
+      std::vector<Tensor> out{y};
+      for (const Tensor& t : p) out.push_back(t.grad());
+      return out;
+    };
+    auto cpu = run(kCPU), dev_out = run(dev());
+    const char* names[] = {"y", "dx", "dw_fc", "db_fc", "dw_proj", "db_proj"};
+    for (size_t i = 0; i < cpu.size(); ++i)
+      expect_close(dev_out[i], cpu[i], bf16 ? tol(2e-2, 3e-2) : tol(1e-5, 1e-4), what + " " + names[i]);
+  }
 }
 
 // backward() twice: the weight's gradient is added into its .grad by the GEMM itself (an f32 .grad

@@ -1,5 +1,5 @@
-// matmul and linear: forward (and gradients) against PyTorch values, f64 gradchecks, empty dims,
-// error messages; linear under bf16 autocast.
+// matmul, linear, linear_gelu and mlp_gelu: forward (and gradients) against PyTorch values or the
+// ops they fuse, f64 gradchecks, empty dims, error messages; linear under bf16 autocast.
 #include "runtime/autocast.h"
 #include "tests/ops/ops_test_util.h"
 #include "tests/reference/ops_a_values.h"
@@ -143,6 +143,59 @@ TEST(LinearGelu, GradcheckAndEdges) {
                      {"linear_gelu", "[2, 3]", "[5, 4]"});
   expect_value_error([] { ops::linear_gelu(Tensor::zeros({2, 4}), Tensor::zeros({5, 4}), Tensor::zeros({4})); },
                      {"linear_gelu", "bias", "[4]"});
+}
+
+// mlp_gelu is linear(gelu(linear)) as one op (GELU's derivative and b_fc's gradient in a GEMM's
+// epilogue in backward): the values and every gradient of the three ops, through grad() and through
+// backward() (whose weight gradients go straight into .grad), finite differences in f64, without
+// biases, the shapes with nothing to fuse, and errors that name the op.
+TEST(MlpGelu, EqualsLinearOfLinearGelu) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const double tol = dt == DType::f64 ? 1e-12 : 1e-5;
+    for (bool with_bias : {true, false}) {
+      Generator gen(61);
+      Tensor x = leaf(rand_uniform({2, 3, 8}, -2, 2, gen, dt));
+      Tensor wf = leaf(rand_uniform({12, 8}, -1, 1, gen, dt)), wp = leaf(rand_uniform({5, 12}, -1, 1, gen, dt));
+      Tensor bf = with_bias ? leaf(rand_uniform({12}, -1, 1, gen, dt)) : Tensor();
+      Tensor bp = with_bias ? leaf(rand_uniform({5}, -1, 1, gen, dt)) : Tensor();
+      Tensor dy = rand_uniform({2, 3, 5}, -1, 1, gen, dt);
+      std::vector<Tensor> inputs = with_bias ? std::vector<Tensor>{x, wf, bf, wp, bp} : std::vector<Tensor>{x, wf, wp};
+      Tensor fused = ops::mlp_gelu(x, wf, bf, wp, bp);
+      Tensor three = ops::linear(ops::gelu(ops::linear(x, wf, bf), true), wp, bp);
+      EXPECT_EQ(fused.shape(), (Shape{2, 3, 5}));
+      expect_close(fused, three, tol, tol);
+      auto gf = grad({fused}, inputs, {dy}), g3 = grad({three}, inputs, {dy});
+      for (size_t i = 0; i < gf.size(); ++i) expect_close(gf[i], g3[i], tol, tol);
+      // backward(), twice: .grad made, then added to (the weights' through the GEMMs themselves).
+      for (int round = 1; round <= 2; ++round) ops::mlp_gelu(x, wf, bf, wp, bp).backward(dy);
+      for (size_t i = 0; i < inputs.size(); ++i) expect_close(inputs[i].grad(), ops::mul(g3[i], 2.0), tol, tol);
+    }
+  }
+}
+
+TEST(MlpGelu, GradcheckEdgesAndErrors) {
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::mlp_gelu(in[0], in[1], in[2], in[3], in[4]); },
+                   {random_leaf({4, 3}, 71), random_leaf({6, 3}, 72), random_leaf({6}, 73), random_leaf({2, 6}, 74),
+                    random_leaf({2}, 75)});
+  expect_gradcheck([](const std::vector<Tensor>& in) { return ops::mlp_gelu(in[0], in[1], Tensor(), in[2], Tensor()); },
+                   {random_leaf({3}, 76), random_leaf({4, 3}, 77), random_leaf({2, 4}, 78)});
+  // No rows: [0, out], zero gradients for the weights, and b_fc's sums of nothing.
+  Tensor wf = random_leaf({4, 3}, 79), bf = random_leaf({4}, 80), wp = random_leaf({2, 4}, 81), bp = random_leaf({2}, 82);
+  Tensor y = ops::mlp_gelu(Tensor::zeros({0, 3}, DType::f64), wf, bf, wp, bp);
+  EXPECT_EQ(y.shape(), (Shape{0, 2}));
+  ops::sum(y).backward();
+  expect_close(wf.grad(), std::vector<double>(12, 0.0));
+  expect_close(bf.grad(), std::vector<double>(4, 0.0));
+  expect_close(wp.grad(), std::vector<double>(8, 0.0));
+  expect_value_error([] { ops::mlp_gelu(Tensor::zeros({2, 3}), Tensor::zeros({5, 4}), Tensor(), Tensor::zeros({2, 5}),
+                                        Tensor()); },
+                     {"mlp_gelu", "[2, 3]", "[5, 4]"});
+  expect_value_error([] { ops::mlp_gelu(Tensor::zeros({2, 4}), Tensor::zeros({5, 4}), Tensor(), Tensor::zeros({2, 6}),
+                                        Tensor()); },
+                     {"mlp_gelu", "w_proj", "[2, 6]"});
+  expect_value_error([] { ops::mlp_gelu(Tensor::zeros({2, 4}), Tensor::zeros({5, 4}), Tensor::zeros({4}),
+                                        Tensor::zeros({2, 5}), Tensor()); },
+                     {"mlp_gelu", "b_fc", "[4]"});
 }
 
 // Under autocast, linear computes in bf16 and cross_entropy in f32; f32 parameters get f32 grads
