@@ -127,5 +127,8 @@ Device node_device();
 // The job size the launcher announces (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_SIZE), read without
 // initialising MPI; 1 when the process was not started by mpirun or a PMI launcher.
 int launcher_world_size();
+// The job's ranks on this node as the launcher announces them (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE,
+// MPICH's MPI_LOCALNRANKS), read without initialising MPI; 1 otherwise.
+int launcher_local_size();
 
 }  // namespace tandem::comm

@@ -1,6 +1,8 @@
-// make_world_communicator, node_device and launcher_world_size: the one place that picks MPI or NCCL
-// for a device and reads the launcher's view of the job.
+// make_world_communicator, node_device and launcher_world_size / launcher_local_size: the one place
+// that picks MPI or NCCL for a device and reads the launcher's view of the job.
+#include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 
 #include "comm/communicator.h"
 #include "comm/device_choice.h"
@@ -44,10 +46,16 @@ Device node_device() {
   return Device(DeviceKind::CUDA, 0);
 }
 
-int launcher_world_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+namespace {
+// The first of the launcher's variables that is set, as a count of at least 1; 1 when none is.
+int launcher_count(std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    if (const char* v = std::getenv(name); v && *v) return std::max(1, std::atoi(v));
   return 1;
 }
+}  // namespace
+
+int launcher_world_size() { return launcher_count({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}); }
+int launcher_local_size() { return launcher_count({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}); }
 
 }  // namespace tandem::comm

@@ -9,16 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "comm/communicator.h"
+
 namespace tandem::app {
 
 int threads_per_rank(int usable_cpus, int node_cpus, int local_ranks) {
   return std::max(1, std::min(usable_cpus, node_cpus / std::max(1, local_ranks)));
-}
-
-int launcher_local_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const char* v = std::getenv(name); v && *v) return std::max(1, std::atoi(v));
-  return 1;
 }
 
 ThreadChoice apply_threads(int threads) {
@@ -28,7 +24,7 @@ ThreadChoice apply_threads(int threads) {
     c.reason = "--threads";
   } else if (const char* env = std::getenv("OMP_NUM_THREADS"); env && *env) {
     c.reason = "OMP_NUM_THREADS";
-  } else if (const int local = launcher_local_size(); local > 1) {
+  } else if (const int local = comm::launcher_local_size(); local > 1) {
     const int usable = omp_get_num_procs(), node = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     omp_set_num_threads(threads_per_rank(usable, node, local));
     c.reason = fmt::format("{} CPUs on the node shared by its {} ranks, {} usable by this one", node, local, usable);

@@ -16,10 +16,6 @@ struct ThreadChoice {
 // split it; unbound ranks split the node.
 int threads_per_rank(int usable_cpus, int node_cpus, int local_ranks);
 
-// Ranks of this job on this node as the launcher announces them (Open MPI's
-// OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS), read without initialising MPI; 1 otherwise.
-int launcher_local_size();
-
 // Sets the thread count: `threads` when > 0 (--threads); else OMP_NUM_THREADS when set (OpenMP's
 // own); else threads_per_rank when the launcher put several ranks on this node; else OpenMP's
 // default. Returns the count in effect and where it came from.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "apps/common/threads.h"
+#include "comm/communicator.h"
 
 namespace tandem::app {
 namespace {
@@ -45,7 +46,7 @@ TEST(Threads, ApplyTakesFlagThenEnvironmentThenLauncher) {
   const int saved = omp_get_max_threads();
   ScopedEnv omp("OMP_NUM_THREADS", std::nullopt), ompi("OMPI_COMM_WORLD_LOCAL_SIZE", std::nullopt),
       mpich("MPI_LOCALNRANKS", std::nullopt);
-  EXPECT_EQ(launcher_local_size(), 1);
+  EXPECT_EQ(comm::launcher_local_size(), 1);
 
   ThreadChoice c = apply_threads(3);
   EXPECT_EQ(c.count, 3);
@@ -53,7 +54,7 @@ TEST(Threads, ApplyTakesFlagThenEnvironmentThenLauncher) {
 
   {
     ScopedEnv local("OMPI_COMM_WORLD_LOCAL_SIZE", "2");
-    EXPECT_EQ(launcher_local_size(), 2);
+    EXPECT_EQ(comm::launcher_local_size(), 2);
     c = apply_threads(0);
     const int node = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     EXPECT_EQ(c.count, threads_per_rank(omp_get_num_procs(), node, 2));
@@ -67,9 +68,21 @@ TEST(Threads, ApplyTakesFlagThenEnvironmentThenLauncher) {
   }
   {
     ScopedEnv local("MPI_LOCALNRANKS", "4");
-    EXPECT_EQ(launcher_local_size(), 4);
+    EXPECT_EQ(comm::launcher_local_size(), 4);
   }
   omp_set_num_threads(saved);
+}
+
+// The job size read from the launcher's variables, never below 1.
+TEST(Threads, LauncherWorldSize) {
+  ScopedEnv ompi("OMPI_COMM_WORLD_SIZE", std::nullopt), pmi("PMI_SIZE", std::nullopt), pmix("PMIX_SIZE", std::nullopt);
+  EXPECT_EQ(comm::launcher_world_size(), 1);
+  {
+    ScopedEnv size("PMI_SIZE", "6");
+    EXPECT_EQ(comm::launcher_world_size(), 6);
+  }
+  ScopedEnv bad("OMPI_COMM_WORLD_SIZE", "0");
+  EXPECT_EQ(comm::launcher_world_size(), 1);
 }
 
 }  // namespace
