@@ -158,7 +158,16 @@ bool Trainer::train_epoch(EpochStats& stats) {
     for (auto& cb : callbacks_) cb->after_backward(*this);
     {
       trace::TraceSpan span("optimizer");
-      optimizer_step();
+      try {
+        optimizer_step();
+      } catch (const OutOfMemoryError& e) {
+        // Nothing to recover by halving: the state is made at the first step, as large as the parameters.
+        throw_out_of_memory(__FILE__, __LINE__,
+                            fmt::format("out of memory in the optimizer step of step {} (its state, as large as "
+                                        "the parameters, is made at the first step; a smaller micro-batch cannot "
+                                        "make room for it: give more memory): {}",
+                                        state_.step + 1, e.what()));
+      }
     }
     if (scheduler_) scheduler_->step();
     ++state_.step;
