@@ -44,7 +44,7 @@ class CausalSelfAttention final : public Cloneable<CausalSelfAttention> {
 
 class MLP final : public Cloneable<MLP> {
  public:
-  MLP(const GPTConfig& c, Generator& scratch) {
+  MLP(const GPTConfig& c, Generator& scratch) : fused_(c.fused_mlp) {
     register_module("c_fc", std::make_shared<Linear>(c.n_embd, 4 * c.n_embd, true, scratch));
     register_module("c_proj", std::make_shared<Linear>(4 * c.n_embd, c.n_embd, true, scratch));
   }
@@ -53,9 +53,13 @@ class MLP final : public Cloneable<MLP> {
   Tensor forward(const Tensor& x) override {
     Linear& fc = child<Linear>(children_, 0);
     Linear& proj = child<Linear>(children_, 1);
+    if (!fused_) return proj(ops::linear_gelu(x, fc.param("weight"), fc.param("bias")));
     return ops::mlp_gelu(x, fc.param("weight"), fc.param("bias"), proj.param("weight"), proj.param("bias"));
   }
   std::string type_name() const override { return "MLP"; }
+
+ private:
+  bool fused_;
 };
 
 // x + attn(ln_1(x)), then + mlp(ln_2(.)).

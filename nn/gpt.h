@@ -25,6 +25,9 @@ struct GPTConfig {
   int64_t vocab_size = 256;  // rows of wte (GPT-2: 50257 padded to 50304, a multiple of 64)
   int64_t context = 128;     // positions (rows of wpe)
   int64_t n_layer = 4, n_head = 4, n_embd = 256;
+  // The MLP as one op (ops::mlp_gelu: GELU's backward in a GEMM's epilogue); false: linear_gelu then
+  // linear, the same values (A/B runs: tandem-bench-train --no-fuse).
+  bool fused_mlp = true;
 
   // "tiny" (2 layers, 2 heads, width 32, context 16, vocab 256: tests), "small" (4/4/256, context 128,
   // vocab 256: tandem-train's default), "gpt2-124m" (12/12/768, context 1024, vocab 50304).

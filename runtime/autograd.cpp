@@ -2,6 +2,8 @@
 // pass in reverse creation order.
 #include "runtime/autograd.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -193,9 +195,20 @@ Tensor record_leaf_cast(const Tensor& leaf, Tensor out) {
   return out;
 }
 
+namespace {
+// TANDEM_GRAD_SINK=off: no sinks, every gradient through its leaf's accumulation (A/B runs). Read once.
+bool sinks_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TANDEM_GRAD_SINK");
+    return !(v && std::strcmp(v, "off") == 0);
+  }();
+  return on;
+}
+}  // namespace
+
 Tensor gradient_sink(size_t input_index) {
   Node* node = t_sink_node;
-  if (!node || input_index >= node->next_edges().size()) return {};
+  if (!sinks_enabled() || !node || input_index >= node->next_edges().size()) return {};
   Node* next = node->next_edges()[input_index].fn.get();
   if (auto* cast = dynamic_cast<LeafCast*>(next)) next = cast->next_edges()[0].fn.get();
   auto* acc = dynamic_cast<AccumulateGrad*>(next);

@@ -56,6 +56,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
   omp_set_num_threads(o.threads);
   nn::GPTConfig cfg = nn::GPTConfig::preset(o.size);
   if (o.context > 0) cfg.context = o.context;
+  cfg.fused_mlp = o.fused_mlp;
   const int64_t t = cfg.context;
   const Device device = o.device == "cuda" ? cuda::default_device(/*insist=*/true) : Device::parse(o.device);
   Generator gen(0);
@@ -126,6 +127,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
                    {"amp", o.amp},
                    {"batch", o.batch},
                    {"fused_adamw", o.fused_adamw},
+                   {"fused_mlp", o.fused_mlp},
                    {"steps", o.steps},
                    {"threads", o.threads},
                    {"tokens_per_s", tokens_per_s},

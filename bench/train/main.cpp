@@ -60,7 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--amp", amp, "autocast: off, bf16 or f16")
       ->check(CLI::IsMember({"off", "bf16", "f16"}))
       ->capture_default_str();
-  app.add_flag("--no-fuse", no_fuse, "keep BatchNorm, ReLU and MaxPool2d separate ops (the cnn; for A/B runs)");
+  app.add_flag("--no-fuse", no_fuse,
+               "keep separate ops (for A/B runs): the cnn's BatchNorm, ReLU and MaxPool2d; the gpt's MLP as "
+               "linear_gelu then linear");
   app.add_flag("--profile", profile, "also time every layer's forward and backward (JSON lines first)");
   try {
     app.parse(argc, argv);
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
       gpt.warmup = app.count("--warmup") ? warmup : 3;
       gpt.threads = threads;
       gpt.device = device_name;
+      gpt.fused_mlp = !no_fuse;
       gpt.amp = amp;
       return bench::run_gpt_bench(gpt);
     }

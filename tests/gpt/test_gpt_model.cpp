@@ -154,6 +154,32 @@ TEST(GPT, TiedWeightGradientMatchesFiniteDifferences) {
   }
 }
 
+// The MLP as one op (the default) and as linear_gelu then linear (fused_mlp = false, A/B runs): the
+// same loss and parameter gradients (f64), and the same parameter names.
+TEST(GPT, FusedMlpEqualsTheSeparateOps) {
+  auto run = [](bool fused) {
+    GPTConfig c = GPTConfig::preset("tiny");
+    c.fused_mlp = fused;
+    Generator gen(8);
+    GPT m(c, gen);
+    m.to(DType::f64);
+    Tensor x = ids_of(some_ids(2 * 16, 256), 2, 16), y = ids_of(some_ids(2 * 16, 256, 5), 2, 16);
+    Tensor loss = lm_loss(m, x, y);
+    loss.backward();
+    std::vector<std::pair<std::string, Tensor>> out{{"loss", loss}};
+    for (auto& [name, p] : m.named_parameters()) out.emplace_back(name, p.grad());
+    return out;
+  };
+  auto fused = run(true), separate = run(false);
+  ASSERT_EQ(fused.size(), separate.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    ASSERT_EQ(fused[i].first, separate[i].first);
+    auto a = fused[i].second.to_vector<double>(), b = separate[i].second.to_vector<double>();
+    ASSERT_EQ(a.size(), b.size()) << fused[i].first;
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-12 * (1 + std::abs(b[k]))) << fused[i].first;
+  }
+}
+
 TEST(GPT, CloneIsIndependentAndEqual) {
   Generator gen(6);
   GPT m(GPTConfig::preset("tiny"), gen);
