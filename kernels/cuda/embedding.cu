@@ -74,9 +74,12 @@ void embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out)
 
 void embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight, bool accumulate) {
   const Device dev = dweight.device();
-  check_on_device("embedding backward", dev, {&indices, &dy, &dweight});
+  check_on_device("embedding backward", dev, {&dy, &dweight});
+  if (!indices.device().is_cpu()) check_on_device("embedding backward", dev, {&indices});
   const int64_t V = dweight.size(0), D = dweight.size(1);
   if (!accumulate) dweight.zero_();
+  // The plan is made on the host: from device indices that is a copy the host waits for (every
+  // kernel queued before it finishes first); host indices need none.
   const std::vector<int64_t> idx = indices.to_vector<int64_t>();
   const int64_t n = static_cast<int64_t>(idx.size());
   // Stable counting sort of positions by row.

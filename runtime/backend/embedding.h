@@ -11,7 +11,8 @@ TANDEM_KERNEL(embedding_forward, void(const Tensor& indices, const Tensor& weigh
 // dweight [V, D] = sum over i of dy[i] into row indices[i], overwriting dweight, or with `accumulate`
 // added to it (each row's sum rounded to dy's dtype first, as if made apart and then added: a
 // parameter's .grad). Deterministic: each row's contributions are added in increasing i (no float
-// atomics).
+// atomics). indices may be a CPU tensor for any backend (the CUDA backend plans the sums on the host:
+// given host indices it need not wait for the device to copy them).
 TANDEM_KERNEL(embedding_backward, void(const Tensor& indices, const Tensor& dy, Tensor& dweight, bool accumulate));
 
 }  // namespace tandem::kernels

@@ -23,7 +23,11 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   kernels::embedding_forward(weight.device())(indices, weight, out);
   if (!needs_grad({&weight})) return out;
   const Shape w_shape = weight.shape();
-  return record("EmbeddingBackward", {weight}, out, [indices, w_shape](const std::vector<Tensor>& grads) {
+  // On a device, the backward's plan of the sums is made on the host: a host copy of the indices
+  // taken now (the forward has just waited for the device to check them) spares the backward a
+  // copy that would wait for the whole backward queued before it.
+  Tensor saved = indices.device().is_cpu() ? indices : indices.to(kCPU);
+  return record("EmbeddingBackward", {weight}, out, [indices = saved, w_shape](const std::vector<Tensor>& grads) {
     const Tensor& dy = grads[0];  // [..., D]
     Tensor sink = gradient_sink(0);
     if (sink.defined() && sink.dtype() == dy.dtype()) {  // no [V, D] of mostly zeros, no pass adding it

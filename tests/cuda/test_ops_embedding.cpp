@@ -1,4 +1,5 @@
-// embedding forward and backward on the CUDA backend vs the CPU, bit for bit, and a bad index.
+// embedding forward and backward (device or host indices, overwriting or accumulating) on the CUDA
+// backend vs the CPU, bit for bit, and a bad index.
 #include <tuple>
 
 #include "runtime/backend/embedding.h"
@@ -25,6 +26,9 @@ TEST_P(EmbeddingOps, EmbeddingForwardBackwardMatchCpuExactly) {
       kernels::embedding_backward(kCPU)(indices, dy, dw, false);
       kernels::embedding_backward(dev())(indices.to(dev()), dy.to(dev()), ddw, false);
       expect_close(ddw, dw, 0, "embedding backward (same order of additions)");
+      Tensor hdw = Tensor::empty({V, D}, DType::f32, dev());  // the indices on the host (the op's way)
+      kernels::embedding_backward(dev())(indices, dy.to(dev()), hdw, false);
+      expect_close(hdw, dw, 0, "embedding backward, host indices");
       // accumulate: added to what the table's gradient holds, as the sum made apart and then added.
       Tensor prior = random_tensor({V, D}, DType::f32, 93);
       Tensor acc = prior.clone(), dacc = prior.to(dev());
@@ -37,6 +41,19 @@ TEST_P(EmbeddingOps, EmbeddingForwardBackwardMatchCpuExactly) {
   Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 5}, {2}).to(dev());
   Tensor out = Tensor::empty({2, 3}, DType::f32, dev());
   EXPECT_THROW(kernels::embedding_forward(dev())(bad, Tensor::zeros({4, 3}, DType::f32, dev()), out), ValueError);
+}
+
+// The op on the device: its backward plans from the host copy of the indices taken in the forward
+// and adds into the table's .grad (made at the first backward, added to at the second): the CPU's.
+TEST_P(EmbeddingOps, EmbeddingOpBackwardIntoGradMatchesCpu) {
+  auto run = [&](Device d) {
+    Tensor w = random_tensor({11, 6}, DType::f32, 94).to(d).set_requires_grad();
+    Tensor idx = Tensor::from_vector(std::vector<int64_t>{3, 0, 3, 10, 7, 3}, {2, 3}).to(d);
+    Tensor dy = random_tensor({2, 3, 6}, DType::f32, 95).to(d);
+    for (int step = 0; step < 2; ++step) ops::embedding(idx, w).backward(dy);
+    return w.grad();
+  };
+  expect_close(run(dev()), run(kCPU), 0, "embedding op: the table's .grad after two backwards");
 }
 
 TANDEM_BACKEND_SUITE(EmbeddingOps);
