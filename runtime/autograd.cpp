@@ -50,7 +50,7 @@ class AccumulateGrad final : public Node {
     } else if (g.defined()) {
       leaf.set_grad(in_dtype(g, leaf.dtype()));  // own the memory: g may be shared with other leaves' gradients
     } else {
-      leaf.set_grad(Tensor::zeros(leaf.shape(), leaf.dtype(), leaf.device()));
+      set_zero_grad(leaf);
     }
     for (auto& hook : impl->grad_ready_hooks) hook(leaf);
     return {};
@@ -64,16 +64,18 @@ class AccumulateGrad final : public Node {
     if (!impl) return {};
     Tensor leaf(impl);
     Tensor existing = leaf.grad();
-    if (!existing.defined()) {
-      leaf.set_grad(Tensor::zeros(leaf.shape(), leaf.dtype(), leaf.device()));
-      return leaf.grad();
-    }
+    if (!existing.defined()) return set_zero_grad(leaf);
     const bool usable = existing.dtype() == leaf.dtype() && existing.shape() == leaf.shape() &&
                         existing.device() == leaf.device();
     return usable ? existing : Tensor();
   }
 
  private:
+  static Tensor set_zero_grad(Tensor& leaf) {
+    leaf.set_grad(Tensor::zeros(leaf.shape(), leaf.dtype(), leaf.device()));
+    return leaf.grad();
+  }
+
   std::weak_ptr<TensorImpl> leaf_;
 };
 
@@ -156,9 +158,12 @@ Edge gradient_edge(const Tensor& t) {
   return {accumulator_of(t), 0};
 }
 
-std::vector<Tensor> record(const char* name, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
-                           BackwardFn backward) {
-  if (!needs_grad(inputs)) return outputs;
+namespace {
+// A node of type N (its constructor's arguments after the metadata: `extra`) with edges to `inputs`,
+// made the grad_fn of `outputs`' floating tensors.
+template <class N, class... Extra>
+std::vector<Tensor> attach_node(const char* name, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
+                                Extra&&... extra) {
   std::vector<Edge> edges;
   std::vector<TensorMeta> in_meta, out_meta;
   for (const Tensor& t : inputs) {
@@ -166,8 +171,8 @@ std::vector<Tensor> record(const char* name, const std::vector<Tensor>& inputs, 
     in_meta.push_back(t.defined() ? meta_of(t) : TensorMeta{});
   }
   for (const Tensor& t : outputs) out_meta.push_back(meta_of(t));
-  auto node = std::make_shared<FunctionNode>(name, std::move(edges), std::move(in_meta), std::move(out_meta),
-                                             std::move(backward));
+  auto node = std::make_shared<N>(name, std::move(edges), std::move(in_meta), std::move(out_meta),
+                                  std::forward<Extra>(extra)...);
   for (size_t i = 0; i < outputs.size(); ++i) {
     TensorImpl* impl = outputs[i].impl();
     if (!is_floating(impl->dtype)) continue;  // integer outputs (argmax indices) carry no gradient
@@ -176,6 +181,13 @@ std::vector<Tensor> record(const char* name, const std::vector<Tensor>& inputs, 
     impl->output_nr = static_cast<int>(i);
   }
   return outputs;
+}
+}  // namespace
+
+std::vector<Tensor> record(const char* name, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
+                           BackwardFn backward) {
+  if (!needs_grad(inputs)) return outputs;
+  return attach_node<FunctionNode>(name, inputs, std::move(outputs), std::move(backward));
 }
 
 Tensor record(const char* name, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward) {
@@ -186,13 +198,7 @@ Tensor record_leaf_cast(const Tensor& leaf, Tensor out) {
   if (!needs_grad({&leaf})) return out;
   TANDEM_CHECK(leaf.is_leaf() && is_floating(out.dtype()) && out.shape() == leaf.shape(),
                "record_leaf_cast: needs a leaf and a floating copy of its shape");
-  auto node = std::make_shared<LeafCast>("AutocastCast", std::vector<Edge>{gradient_edge(leaf)},
-                                         std::vector<TensorMeta>{meta_of(leaf)}, std::vector<TensorMeta>{meta_of(out)});
-  TensorImpl* impl = out.impl();
-  impl->requires_grad = true;
-  impl->grad_fn = node;
-  impl->output_nr = 0;
-  return out;
+  return attach_node<LeafCast>("AutocastCast", {leaf}, {std::move(out)})[0];
 }
 
 namespace {
@@ -212,11 +218,9 @@ Tensor gradient_sink(size_t input_index) {
   Node* next = node->next_edges()[input_index].fn.get();
   if (auto* cast = dynamic_cast<LeafCast*>(next)) next = cast->next_edges()[0].fn.get();
   auto* acc = dynamic_cast<AccumulateGrad*>(next);
-  if (!acc) return {};
-  Tensor sink = acc->sink();
-  const TensorMeta& want = node->input_meta()[input_index];
-  if (!sink.defined() || sink.shape() != want.shape || sink.device() != want.device) return {};
-  return sink;
+  // The sink has the leaf's shape and device, which are the input's: the input is the leaf or its
+  // cast (record_leaf_cast checks the shape).
+  return acc ? acc->sink() : Tensor();
 }
 
 namespace {

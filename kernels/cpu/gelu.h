@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "kernels/cpu/eigen.h"
+#include "runtime/dtype.h"
+#include "runtime/tensor.h"
 
 namespace tandem::kernels {
 
@@ -45,6 +47,29 @@ inline void gelu_tanh_f32(const float* x, const float* g, float* out, int64_t n)
       Eigen::Map<const Eigen::ArrayXf> gv(g + lo, len);
       o = gv * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * (c1 * (1.0f + 3.0f * c2 * v.square())));
     }
+  }
+}
+
+// gelu_tanh_f32 over any floating type (g, out as there; out may alias x or g): f32 as it is; f16
+// and bf16 widened to f32 in L1-sized pieces and rounded once on store; f64 element by element. (The
+// GEMM epilogue's; the elementwise op keeps the scalar formula for f16/bf16, which the CUDA
+// kernels' results are held to bit for bit.)
+template <class T>
+void gelu_tanh_span(const T* x, const T* g, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    gelu_tanh_f32(x, g, out, n);
+  } else if constexpr (std::is_same_v<acc_t<T>, float>) {
+    constexpr int64_t kPiece = 1024;
+    alignas(64) float xs[kPiece], gs[kPiece];
+    for (int64_t lo = 0; lo < n; lo += kPiece) {
+      const int64_t len = std::min(kPiece, n - lo);
+      convert_host(x + lo, dtype_v<T>, xs, DType::f32, len);
+      if (g) convert_host(g + lo, dtype_v<T>, gs, DType::f32, len);
+      gelu_tanh_f32(xs, g ? gs : nullptr, xs, len);
+      convert_host(xs, DType::f32, out + lo, dtype_v<T>, len);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = g ? T(gelu_tanh_grad(g[i], x[i])) : T(gelu_tanh(x[i]));
   }
 }
 

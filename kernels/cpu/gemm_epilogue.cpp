@@ -78,39 +78,16 @@ void epilogue_rows(const GemmArgs& g) {
 
 }  // namespace
 
-// C[i, j] = C[i, j] * gelu'(pre[i, j]) row by row (f32 rows through gelu_tanh_f32, as the elementwise
-// GELU backward), rounded to T; then the column sums of the rounded values, rows in order.
+// C[i, j] = C[i, j] * gelu'(pre[i, j]) row by row (gelu_tanh_span: 16-bit rows through f32 and
+// Eigen's vectorised tanh), rounded to T; then the column sums of the rounded values, rows in order.
 template <class T>
 void dgelu_rows(const GemmArgs& g) {
   using X = acc_t<T>;
   T* c = static_cast<T*>(g.c);
   const T* pre = static_cast<const T*>(g.dgelu_pre);
   const int64_t m = g.m, n = g.n;
-#pragma omp parallel if (m * n >= kParallelMinElements)
-  {
-    std::vector<float> v, d;
-    if constexpr (!std::is_same_v<T, float> && std::is_same_v<X, float>) {
-      v.resize(static_cast<size_t>(n));
-      d.resize(static_cast<size_t>(n));
-    }
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < m; ++i) {
-      T* ci = c + i * g.ldc;
-      const T* pi = pre + i * g.ldc;
-      if constexpr (std::is_same_v<T, float>) {
-        gelu_tanh_f32(pi, ci, ci, n);
-      } else if constexpr (std::is_same_v<X, float>) {
-        for (int64_t j = 0; j < n; ++j) {
-          v[j] = static_cast<float>(pi[j]);
-          d[j] = static_cast<float>(ci[j]);
-        }
-        gelu_tanh_f32(v.data(), d.data(), d.data(), n);
-        for (int64_t j = 0; j < n; ++j) ci[j] = T(d[j]);
-      } else {
-        for (int64_t j = 0; j < n; ++j) ci[j] = T(gelu_tanh_grad(static_cast<X>(ci[j]), static_cast<X>(pi[j])));
-      }
-    }
-  }
+#pragma omp parallel for schedule(static) if (m * n >= kParallelMinElements)
+  for (int64_t i = 0; i < m; ++i) gelu_tanh_span(pre + i * g.ldc, c + i * g.ldc, c + i * g.ldc, n);
   if (!g.c_col_sums) return;
   std::vector<X> sums(static_cast<size_t>(n), X(0));
   for (int64_t i = 0; i < m; ++i)

@@ -54,6 +54,13 @@ void check_gemm_operands(const char* op, const Tensor& a, const Tensor& b) {
   check_floating(op, a);
 }
 
+void check_bias(const char* op, const char* name, const Tensor& weight, const Tensor& bias) {
+  if (!bias.defined()) return;
+  check_compatible(op, weight, bias);
+  TANDEM_CHECK(bias.shape() == Shape{weight.size(0)}, "{}: {} must be [{}] for its weight {}, got {}", op, name,
+               weight.size(0), shape_str(weight.shape()), shape_str(bias.shape()));
+}
+
 Tensor gemm_sink(size_t index, const Tensor& g) {
   Tensor sink = gradient_sink(index);
   if (!sink.defined()) return sink;

@@ -28,6 +28,9 @@ void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, int64_t
           const GemmEpilogue& epilogue = {});
 
 void check_gemm_operands(const char* op, const Tensor& a, const Tensor& b);
+// A linear layer's bias (argument `name` of `op`, may be undefined): [out] for weight [out, in], on
+// the weight's device in its dtype.
+void check_bias(const char* op, const char* name, const Tensor& weight, const Tensor& bias);
 
 // In a backward: the parameter gradient that input `index`'s gradient (computed from g) may be
 // summed into by its GEMM itself, beta 1 (gradient_sink), or undefined. g's dtype, or f32 for f16/bf16

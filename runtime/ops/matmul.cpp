@@ -84,18 +84,14 @@ Tensor linear_op(const char* op, const Tensor& x_in, const Tensor& w_in, const T
   detail::check_defined(w_in, op, "weight");
   Tensor x = autocast_arg(x_in, AutocastCategory::LowPrecision);
   Tensor w = autocast_arg(w_in, AutocastCategory::LowPrecision);
-  Tensor bias = bias_in.defined() ? autocast_arg(bias_in, AutocastCategory::LowPrecision) : Tensor();
+  Tensor bias = autocast_arg(bias_in, AutocastCategory::LowPrecision);  // undefined stays undefined
   check_gemm_operands(op, x, w);
   TANDEM_CHECK(w.dim() == 2, "{}: weight must be [out, in], got {}", op, shape_str(w.shape()));
   TANDEM_CHECK(x.dim() >= 1 && x.size(-1) == w.size(1),
                "{}: input {} does not match weight {} (input's last dim must equal in = {})", op,
                shape_str(x.shape()), shape_str(w.shape()), w.size(1));
   const int64_t in = w.size(1), out_f = w.size(0), M = x.numel() / std::max<int64_t>(in, 1);
-  if (bias.defined()) {
-    detail::check_compatible(op, w, bias);
-    TANDEM_CHECK(bias.shape() == Shape{out_f}, "{}: bias must be [{}] for weight {}, got {}", op, out_f,
-                 shape_str(w.shape()), shape_str(bias.shape()));
-  }
+  detail::check_bias(op, "bias", w, bias);
   const bool grad = needs_grad({&x, &w, &bias});
   Shape out_shape = x.shape();
   out_shape.back() = out_f;

@@ -16,16 +16,7 @@ namespace {
 
 constexpr const char* kOp = "mlp_gelu";
 
-void check_bias(const Tensor& w, const Tensor& bias, const char* name) {
-  if (!bias.defined()) return;
-  detail::check_compatible(kOp, w, bias);
-  TANDEM_CHECK(bias.shape() == Shape{w.size(0)}, "{}: {} must be [{}] for its weight {}, got {}", kOp, name,
-               w.size(0), shape_str(w.shape()), shape_str(bias.shape()));
-}
-
-Tensor autocast_optional(const Tensor& t) {
-  return t.defined() ? autocast_arg(t, AutocastCategory::LowPrecision) : Tensor();
-}
+Tensor autocast_low(const Tensor& t) { return autocast_arg(t, AutocastCategory::LowPrecision); }  // undefined stays
 
 }  // namespace
 
@@ -34,8 +25,8 @@ Tensor mlp_gelu(const Tensor& x_in, const Tensor& w_fc_in, const Tensor& b_fc_in
   detail::check_defined(x_in, kOp, "x");
   detail::check_defined(w_fc_in, kOp, "w_fc");
   detail::check_defined(w_proj_in, kOp, "w_proj");
-  Tensor x = autocast_optional(x_in), w_fc = autocast_optional(w_fc_in), b_fc = autocast_optional(b_fc_in);
-  Tensor w_proj = autocast_optional(w_proj_in), b_proj = autocast_optional(b_proj_in);
+  Tensor x = autocast_low(x_in), w_fc = autocast_low(w_fc_in), b_fc = autocast_low(b_fc_in);
+  Tensor w_proj = autocast_low(w_proj_in), b_proj = autocast_low(b_proj_in);
   detail::check_gemm_operands(kOp, x, w_fc);
   detail::check_compatible(kOp, w_fc, w_proj);
   TANDEM_CHECK(w_fc.dim() == 2 && w_proj.dim() == 2,
@@ -46,8 +37,8 @@ Tensor mlp_gelu(const Tensor& x_in, const Tensor& w_fc_in, const Tensor& b_fc_in
                shape_str(x.shape()), shape_str(w_fc.shape()), w_fc.size(1));
   TANDEM_CHECK(w_proj.size(1) == w_fc.size(0), "{}: w_proj {} does not take the {} hidden features of w_fc {}", kOp,
                shape_str(w_proj.shape()), w_fc.size(0), shape_str(w_fc.shape()));
-  check_bias(w_fc, b_fc, "b_fc");
-  check_bias(w_proj, b_proj, "b_proj");
+  detail::check_bias(kOp, "b_fc", w_fc, b_fc);
+  detail::check_bias(kOp, "b_proj", w_proj, b_proj);
   const int64_t in = w_fc.size(1), hidden = w_fc.size(0), out_f = w_proj.size(0);
   const int64_t M = x.numel() / std::max<int64_t>(in, 1);
   // No rows or an empty dimension: nothing to fuse; the three ops handle those shapes.
