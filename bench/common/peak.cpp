@@ -1,7 +1,13 @@
 // fp32 FMA peak kernel: 12 independent vector accumulators hide the FMA latency (4 cycles x 2
 // ports needs at least 8 in flight). Built at -O3 so the accumulators stay in registers (-O2
-// spilled them in our measurement).
+// spilled them in our measurement). The bf16 peaks: the instruction the CPU GEMM multiplies bf16
+// with (kernels::cpu_bf16_gemm_path), AMX tile products or vdpbf16ps, on independent accumulators.
 #include "bench/common/peak.h"
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cpu/gemm_avx512.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -62,6 +68,71 @@ __attribute__((noinline)) float fma_kernel(long iters, float seed) {
   return s;
 }
 
+#define TANDEM_PEAK_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define TANDEM_PEAK_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16")))
+
+// 12 vdpbf16ps chains: 16 lanes x 2 products x 2 flops each.
+constexpr double kDpbf16FlopsPerIter = 12 * 16 * 2 * 2.0;
+TANDEM_PEAK_BF16 __attribute__((noinline)) float dpbf16_kernel(long iters, float seed) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(seed);
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, a);
+  }
+  __m512 total = acc[0];
+  for (int i = 1; i < 12; ++i) total = _mm512_add_ps(total, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, total);
+  float s = 0;
+  for (float x : lanes) s += x;
+  return s;
+}
+
+// 6 tile chains (tdpbf16ps issues every 16 cycles on Sapphire Rapids and takes several times that):
+// 16 x 16 outputs x 32 products x 2 flops each.
+constexpr double kAmxFlopsPerIter = 6 * 16 * 16 * 32 * 2.0;
+TANDEM_PEAK_AMX __attribute__((noinline)) float amx_kernel(long iters, float seed) {
+  struct alignas(64) {
+    uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+  } cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  alignas(64) uint16_t ab[16 * 32];
+  alignas(64) float c[16 * 16];
+  for (uint16_t& v : ab) v = 0x3a83;  // bf16 ~1e-3
+  for (float& v : c) v = seed;
+  _tile_loadconfig(&cfg);
+  _tile_loadd(6, ab, 64);
+  _tile_loadd(7, ab, 64);
+  _tile_loadd(0, c, 64);
+  _tile_loadd(1, c, 64);
+  _tile_loadd(2, c, 64);
+  _tile_loadd(3, c, 64);
+  _tile_loadd(4, c, 64);
+  _tile_loadd(5, c, 64);
+  for (long it = 0; it < iters; ++it) {
+    _tile_dpbf16ps(0, 6, 7);
+    _tile_dpbf16ps(1, 6, 7);
+    _tile_dpbf16ps(2, 6, 7);
+    _tile_dpbf16ps(3, 6, 7);
+    _tile_dpbf16ps(4, 6, 7);
+    _tile_dpbf16ps(5, 6, 7);
+  }
+  float s = 0;
+  _tile_stored(0, c, 64);
+  s += c[0];
+  _tile_stored(5, c, 64);
+  s += c[0];
+  _tile_release();
+  return s;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -74,7 +145,12 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-PeakResult measure_fp32_peak(int threads, double seconds, int repeats) {
+namespace {
+
+// Runs kernel(iters, seed) on `threads` OpenMP threads at once for about `seconds` in total and
+// reports the median of `repeats` timings.
+template <class Kernel>
+PeakResult measure(Kernel kernel, double flops_per_iter, int threads, double seconds, int repeats) {
   threads = std::max(1, threads);
   repeats = std::max(1, repeats);
   // Calibrate: iterations that take about seconds / repeats on one thread.
@@ -82,7 +158,7 @@ PeakResult measure_fp32_peak(int threads, double seconds, int repeats) {
   volatile float sink = 0;
   for (;;) {
     auto t0 = std::chrono::steady_clock::now();
-    sink = sink + fma_kernel(iters, 1.0f);
+    sink = sink + kernel(iters, 1.0f);
     double dt = seconds_since(t0);
     if (dt > 0.02 || iters > (1L << 40)) {
       iters = std::max(1L, static_cast<long>(static_cast<double>(iters) * (seconds / repeats) / dt));
@@ -96,11 +172,11 @@ PeakResult measure_fp32_peak(int threads, double seconds, int repeats) {
     auto t0 = std::chrono::steady_clock::now();
     float total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
-    total += fma_kernel(iters, 1.0f + static_cast<float>(omp_get_thread_num()));
+    total += kernel(iters, 1.0f + static_cast<float>(omp_get_thread_num()));
     double dt = seconds_since(t0), dc = process_cpu_seconds() - c0;
     sink = sink + total;
-    rates.push_back(kFlopsPerIter * static_cast<double>(iters) / dt / 1e9);
-    cpu_rates.push_back(kFlopsPerIter * static_cast<double>(iters) * threads / dc / 1e9);
+    rates.push_back(flops_per_iter * static_cast<double>(iters) / dt / 1e9);
+    cpu_rates.push_back(flops_per_iter * static_cast<double>(iters) * threads / dc / 1e9);
   }
   std::sort(rates.begin(), rates.end());
   std::sort(cpu_rates.begin(), cpu_rates.end());
@@ -109,8 +185,25 @@ PeakResult measure_fp32_peak(int threads, double seconds, int repeats) {
   out.gflops = out.gflops_per_thread * threads;
   out.gflops_cpu_time = cpu_rates[cpu_rates.size() / 2];
   out.threads = threads;
+  return out;
+}
+
+}  // namespace
+
+PeakResult measure_fp32_peak(int threads, double seconds, int repeats) {
+  PeakResult out = measure(fma_kernel, kFlopsPerIter, threads, seconds, repeats);
   out.isa = kIsa;
   out.vector_floats = kLanes;
+  return out;
+}
+
+PeakResult measure_bf16_peak(int threads, double seconds, int repeats) {
+  const std::string path = kernels::cpu_bf16_gemm_path();
+  if (path == "fp32") return measure_fp32_peak(threads, seconds, repeats);
+  PeakResult out = path == "amx-bf16" ? measure(amx_kernel, kAmxFlopsPerIter, threads, seconds, repeats)
+                                      : measure(dpbf16_kernel, kDpbf16FlopsPerIter, threads, seconds, repeats);
+  out.isa = path;
+  out.vector_floats = 0;
   return out;
 }
 

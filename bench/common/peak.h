@@ -1,5 +1,6 @@
 // The fp32 FMA peak of this machine's cores, measured with the widest vector ISA the compiler
-// targets (-march=native: AVX-512, else AVX2+FMA, else SSE) and 12 independent accumulators.
+// targets (-march=native: AVX-512, else AVX2+FMA, else SSE) and 12 independent accumulators; and the
+// peak of the bf16 products the CPU GEMM uses.
 #pragma once
 #include <string>
 
@@ -12,7 +13,7 @@ struct PeakResult {
   // (a shared machine), so it pairs with a CPU-time figure of the workload being compared.
   double gflops_cpu_time = 0;
   int threads = 1;
-  std::string isa;               // "avx512", "avx2", "sse"
+  std::string isa;               // fp32: "avx512", "avx2", "sse"; bf16: "amx-bf16", "avx512-bf16"
   int vector_floats = 0;         // lanes per register
 };
 
@@ -22,5 +23,10 @@ double process_cpu_seconds();
 // Runs the FMA kernel on `threads` OpenMP threads at once for about `seconds` in total and reports
 // the median of `repeats` timings.
 PeakResult measure_fp32_peak(int threads = 1, double seconds = 0.5, int repeats = 5);
+
+// The peak of the arithmetic the CPU GEMM multiplies bf16 with here (kernels::cpu_bf16_gemm_path):
+// AMX tile products (isa "amx-bf16"), vdpbf16ps ("avx512-bf16"), or the fp32 FMA peak where bf16 is
+// widened. vector_floats is 0 for the first two.
+PeakResult measure_bf16_peak(int threads = 1, double seconds = 0.5, int repeats = 5);
 
 }  // namespace tandem::bench

@@ -135,10 +135,12 @@ int run_gpt_bench(const GptBenchOptions& o) {
                    {"flops_per_token", flops_per_token},
                    {"tflops", tokens_per_s * flops_per_token / 1e12}};
   if (device.is_cpu()) {
-    PeakResult peak = measure_fp32_peak(o.threads);
+    // Under --amp bf16 the GEMMs multiply bf16 (AMX tiles or vdpbf16ps): mfu against that peak.
+    const PeakResult peak = o.amp == "bf16" ? measure_bf16_peak(o.threads) : measure_fp32_peak(o.threads);
     const double tokens_per_cpu_s = tokens * static_cast<double>(o.steps) / cpu;
     j["peak_gflops"] = peak.gflops;
-    j["peak"] = "fp32 FMA, measured";
+    j["peak"] = o.amp == "bf16" && peak.isa.find("bf16") != std::string::npos ? peak.isa + " bf16 products, measured"
+                                                                               : std::string("fp32 FMA, measured");
     j["mfu"] = tokens_per_s * flops_per_token / (peak.gflops * 1e9);
     j["mfu_cpu_time"] = tokens_per_cpu_s * flops_per_token / (peak.gflops_cpu_time * 1e9);
   } else {

@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
       std::printf("%s\n", j.dump().c_str());
       return 0;
     }
-    auto peak = bench::measure_fp32_peak(threads);
+    // Under --amp bf16 the GEMMs multiply bf16 (AMX tiles or vdpbf16ps): the fraction of that peak.
+    const bench::PeakResult peak = amp == "bf16" ? bench::measure_bf16_peak(threads) : bench::measure_fp32_peak(threads);
     nlohmann::json j{{"model", model},
                      {"device", device.str()},
                      {"amp", amp},
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
                      {"step_ms_mean", 1e3 * wall / static_cast<double>(steps)},
                      {"gflops", gflops},
                      {"peak_gflops", peak.gflops},
+                     {"peak_isa", peak.isa},
                      {"fraction_of_peak", gflops / peak.gflops},
                      {"gflops_cpu_time", gflops_cpu},
                      {"peak_gflops_cpu_time", peak.gflops_cpu_time},

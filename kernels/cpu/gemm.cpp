@@ -1,10 +1,12 @@
-// CPU GEMM: f32 and bf16 on our AVX-512 kernels (gemm_avx512.cpp) where the CPU has them; otherwise,
-// and for f64/f16, Eigen: row-major maps over the caller's memory, transposes folded into Eigen's
-// product (no copies for f32/f64); f16 (and bf16 without AVX512-BF16) widened to f32 once, multiplied,
-// and rounded on store. TANDEM_CPU_GEMM=eigen forces Eigen everywhere (A/B measurements, tests).
+// CPU GEMM: f32 and bf16 on our AVX-512 kernels (gemm_avx512.cpp) where the CPU has them, bf16 on
+// AMX tiles where it has those; otherwise, and for f64/f16, Eigen: row-major maps over the caller's
+// memory, transposes folded into Eigen's product (no copies for f32/f64); f16 (and bf16 without
+// AVX512-BF16) widened to f32 once, multiplied, and rounded on store. TANDEM_CPU_GEMM=eigen forces
+// Eigen everywhere, TANDEM_CPU_GEMM=avx512 our AVX-512 kernels without AMX (A/B measurements, tests).
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm_epilogue.h"
@@ -49,10 +51,10 @@ void gemm_one(const GemmArgs& g, const T* a, const T* b, T* c) {
   else run(A.transpose(), B.transpose());
 }
 
-// Read at every call (cheap) so that a test can switch paths within one process.
-bool eigen_forced() {
+// TANDEM_CPU_GEMM, read at every call (cheap) so that a test can switch paths within one process.
+bool cpu_gemm_forced(const char* path) {
   const char* v = std::getenv("TANDEM_CPU_GEMM");
-  return v && std::strcmp(v, "eigen") == 0;
+  return v && std::strcmp(v, path) == 0;
 }
 
 // Rows through convert_host: AVX-512 where the CPU has it, bit-identical to the scalar conversions
@@ -124,9 +126,12 @@ void cpu_gemm(Device, const GemmArgs& g) {
 // The product alone: C = alpha op(A) op(B) + beta C.
 void gemm_product(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
-  if (!eigen_forced()) {
-    if ((g.dtype == DType::bf16 || (g.dtype == DType::f32 && g.bf16_products)) && avx512::has_bf16())
-      return avx512::gemm_bf16(g);
+  if (!cpu_gemm_forced("eigen")) {
+    if (g.dtype == DType::bf16 || (g.dtype == DType::f32 && g.bf16_products)) {
+      const std::string_view path = cpu_bf16_gemm_path();
+      if (path == "amx-bf16") return avx512::gemm_bf16_amx(g);
+      if (path == "avx512-bf16") return avx512::gemm_bf16(g);
+    }
     if (g.dtype == DType::f32 && avx512::has_f32()) return avx512::gemm_f32(g);
   }
   dispatch_floating(g.dtype, "gemm", [&](auto tag) {
@@ -144,4 +149,10 @@ void gemm_product(const GemmArgs& g) {
 TANDEM_REGISTER_KERNEL(gemm, DeviceKind::CPU, cpu_gemm);
 
 }  // namespace
+
+const char* cpu_bf16_gemm_path() {
+  if (cpu_gemm_forced("eigen") || !avx512::has_bf16()) return "fp32";
+  return avx512::has_amx() && !cpu_gemm_forced("avx512") ? "amx-bf16" : "avx512-bf16";
+}
+
 }  // namespace tandem::kernels

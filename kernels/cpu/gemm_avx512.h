@@ -9,6 +9,7 @@ namespace tandem::kernels::avx512 {
 // What this CPU can run, checked once (cpuid), never assumed from the compiler's -march.
 bool has_f32();   // AVX-512F/BW/VL
 bool has_bf16();  // the above plus AVX512-BF16 (vdpbf16ps)
+bool has_amx();   // the above plus AMX-TILE and AMX-BF16, and Linux lets this process use the tiles
 
 // args.dtype f32: f32 FMA kernel; bf16_products (f32 operands whose values are bf16) or dtype bf16:
 // bf16 pairs multiplied by vdpbf16ps, accumulated in f32 (denormal operands count as zero), output
@@ -16,5 +17,16 @@ bool has_bf16();  // the above plus AVX512-BF16 (vdpbf16ps)
 // is never split between threads).
 void gemm_f32(const GemmArgs& args);
 void gemm_bf16(const GemmArgs& args);
+// As gemm_bf16, on AMX tiles (tdpbf16ps: the same pairs, the same f32 sums of each pair's products).
+void gemm_bf16_amx(const GemmArgs& args);
 
 }  // namespace tandem::kernels::avx512
+
+namespace tandem::kernels {
+
+// The arithmetic of the CPU GEMM's bf16 products now (TANDEM_CPU_GEMM included): "amx-bf16" (tiles),
+// "avx512-bf16" (vdpbf16ps) or "fp32" (widened to f32: our FMA kernel or Eigen). Benchmarks measure
+// the peak of the one in use.
+const char* cpu_bf16_gemm_path();
+
+}  // namespace tandem::kernels

@@ -1,7 +1,7 @@
-// The CPU GEMM (our AVX-512 kernels where the CPU has them, else Eigen) against an f64 reference over
-// tails in every dimension, all transposes, alpha/beta, padded leading dimensions, batches and K/N/M
-// larger than one cache block; bf16 against the f64 product of the bf16 inputs (with a bf16 C, and
-// with an f32 C: wide_c); thread invariance.
+// The CPU GEMM (our AVX-512 kernels where the CPU has them, bf16 on AMX tiles where it has those, else
+// Eigen) against an f64 reference over tails in every dimension, all transposes, alpha/beta, padded
+// leading dimensions, batches and K/N/M larger than one cache block; bf16 against the f64 product of the bf16 inputs (with a bf16 C, and
+// with an f32 C: wide_c); thread invariance; the AVX-512 bf16 kernel also where AMX would be taken.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/gemm_avx512.h"
 #include "runtime/backend/common/half.h"
 #include "runtime/backend/gemm.h"
 #include "runtime/tensor.h"
@@ -177,6 +178,39 @@ TEST(CpuGemm, EigenFallbackMatchesReference) {
       check({37, 45, 70, ta, tb, 1, 1, 2}, Kind::BF16WideC, rng);
     }
   ::unsetenv("TANDEM_CPU_GEMM");
+}
+
+// Sets TANDEM_CPU_GEMM for the scope (the GEMM reads it at each call).
+struct ForcedPath {
+  explicit ForcedPath(const char* path) { ::setenv("TANDEM_CPU_GEMM", path, 1); }
+  ~ForcedPath() { ::unsetenv("TANDEM_CPU_GEMM"); }
+};
+
+// On a CPU with AMX the tests above ran the tile kernel; the AVX-512 bf16 kernel must stay right too.
+TEST(CpuGemm, Bf16WithoutAmxMatchesF64Reference) {
+  ForcedPath avx512("avx512");
+  check_all(Kind::BF16);
+  check_all(Kind::F32AsBF16);
+  check_all(Kind::BF16WideC);
+}
+
+// Where the CPU has AMX the bf16 product runs on its tiles. tdpbf16ps rounds its sums differently
+// from vdpbf16ps (it adds a pair's two products before adding them to the sum, and orders a tile's 16
+// pairs its own way), so its f32 results differ from the AVX-512 kernel's in low bits somewhere: the
+// sign that the tile kernel ran (both meet the reference bound in the tests above).
+TEST(CpuGemm, Bf16RunsOnAmxTilesWhereTheCpuHasThem) {
+  if (!kernels::avx512::has_amx()) GTEST_SKIP() << "this CPU (or its kernel) offers no AMX tiles";
+  std::mt19937 rng(6);
+  const Problem p = make({70, 45, 300, false, false, 1, 0, 1}, Kind::BF16WideC, rng);
+  const std::vector<double> amx = run(p, Kind::BF16WideC);
+  std::vector<double> avx;
+  {
+    ForcedPath avx512("avx512");
+    avx = run(p, Kind::BF16WideC);
+  }
+  size_t differ = 0;
+  for (size_t i = 0; i < amx.size(); ++i) differ += amx[i] != avx[i] && !(std::isnan(amx[i]) && std::isnan(avx[i]));
+  EXPECT_GT(differ, 0u) << "the default bf16 path gave the AVX-512 kernel's bits everywhere: AMX unused?";
 }
 
 // vdpbf16ps treats denormal inputs as zero: products of tiny values must come out as (close to) zero,
