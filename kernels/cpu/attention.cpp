@@ -2,7 +2,8 @@
 // block_k keys through Eigen products with an online softmax (running max and sum per query row), so
 // only one [block_q, block_k] score tile exists at a time. The forward keeps the per-row logsumexp;
 // the backward recomputes each probability tile from it. OpenMP runs over (batch, head); f16/bf16
-// are widened to f32, computed, and rounded once. Heads contiguous or token-major (AttentionShape).
+// are widened to f32, computed, and rounded once, except bf16 where the bf16 GEMM runs on AMX tiles
+// (attention_bf16.cpp). Heads contiguous or token-major (AttentionShape).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include "kernels/cpu/eigen.h"
 
+#include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/lanes.h"
 #include "runtime/backend/attention.h"
 
@@ -189,6 +191,9 @@ void cpu_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Te
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       forward_t<T>(ptr<T>(q), ptr<T>(k), ptr<T>(v), mptr<T>(out), mptr<T>(lse), s);
+    } else if (std::is_same_v<T, bfloat16> && attention_bf16_on_tiles()) {
+      attention_forward_bf16(ptr<bfloat16>(q), ptr<bfloat16>(k), ptr<bfloat16>(v), mptr<bfloat16>(out),
+                             mptr<float>(lse), s);
     } else {
       Tensor of = Tensor::empty(out.shape(), DType::f32, out.device());
       auto w = once_each(q, k, v, widened);
@@ -205,6 +210,10 @@ void cpu_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, c
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       backward_t<T>(ptr<T>(q), ptr<T>(k), ptr<T>(v), ptr<T>(out), ptr<T>(lse), ptr<T>(dout), mptr<T>(dq),
                     mptr<T>(dk), mptr<T>(dv), s);
+    } else if (std::is_same_v<T, bfloat16> && attention_bf16_on_tiles()) {
+      attention_backward_bf16(ptr<bfloat16>(q), ptr<bfloat16>(k), ptr<bfloat16>(v), ptr<bfloat16>(out),
+                              ptr<float>(lse), ptr<bfloat16>(dout), mptr<bfloat16>(dq), mptr<bfloat16>(dk),
+                              mptr<bfloat16>(dv), s);
     } else {
       auto w = once_each(q, k, v, widened);
       auto f = once_each(dq, dk, dv, f32_like);
@@ -217,6 +226,11 @@ void cpu_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, c
   });
 }
 
+bool cpu_attention_low_precision_native(Device, DType dtype) {
+  return dtype == DType::bf16 && attention_bf16_on_tiles();
+}
+
+TANDEM_REGISTER_KERNEL(attention_low_precision_native, DeviceKind::CPU, cpu_attention_low_precision_native);
 TANDEM_REGISTER_KERNEL(attention_forward, DeviceKind::CPU, cpu_attention_forward);
 TANDEM_REGISTER_KERNEL(attention_backward, DeviceKind::CPU, cpu_attention_backward);
 

@@ -47,4 +47,9 @@ TANDEM_KERNEL(attention_backward, void(const Tensor& q, const Tensor& k, const T
                                        const Tensor& lse, const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv,
                                        const AttentionShape& s));
 
+// Whether the device's kernels compute attention on `dtype` operands themselves, so that autocast
+// hands them 16-bit tensors instead of f32 ones (the op asks it only of the CPU: a GPU's tensor-core
+// kernels always do). CPU: bf16 where its bf16 GEMM runs on AMX tiles; f16 is widened there.
+TANDEM_KERNEL(attention_low_precision_native, bool(Device device, DType dtype));
+
 }  // namespace tandem::kernels

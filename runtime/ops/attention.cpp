@@ -15,10 +15,15 @@ namespace tandem::ops {
 namespace {
 
 // Under autocast: the 16-bit type on a GPU, whose tensor-core kernels keep the scores, the
-// logsumexp and the running rescaling in f32 inside; f32 on the CPU, whose kernel computes in f32
-// and would only convert.
+// logsumexp and the running rescaling in f32 inside; on the CPU, bf16 where its kernels compute on
+// bf16 (AMX tiles, the same way), else f32: its f32 kernels would only convert.
 AutocastCategory attention_category(const Tensor& x) {
-  return x.device().is_cpu() ? AutocastCategory::Float32 : AutocastCategory::LowPrecision;
+  if (!x.device().is_cpu()) return AutocastCategory::LowPrecision;
+  const std::optional<DType> dtype = autocast_dtype();
+  const auto& native = kernels::attention_low_precision_native;
+  return dtype && native.has(x.device().kind) && native(x.device())(x.device(), *dtype)
+             ? AutocastCategory::LowPrecision
+             : AutocastCategory::Float32;
 }
 
 // b x h heads of t rows of d, the scores scaled by 1/sqrt(d).

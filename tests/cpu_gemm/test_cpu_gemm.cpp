@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/gemm_avx512.h"
+#include "tests/support/cpu_gemm_path.h"
 #include "runtime/backend/common/half.h"
 #include "runtime/backend/gemm.h"
 #include "runtime/tensor.h"
@@ -168,7 +170,7 @@ TEST(CpuGemm, F32WithBf16ValuesMatchesF64Reference) { check_all(Kind::F32AsBF16)
 TEST(CpuGemm, Bf16IntoF32MatchesF64Reference) { check_all(Kind::BF16WideC); }
 
 TEST(CpuGemm, EigenFallbackMatchesReference) {
-  ::setenv("TANDEM_CPU_GEMM", "eigen", 1);
+  tandem::testing::CpuGemmPath eigen("eigen");
   std::mt19937 rng(4);
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
@@ -177,18 +179,12 @@ TEST(CpuGemm, EigenFallbackMatchesReference) {
       check({37, 45, 70, ta, tb, 1, 0, 1}, Kind::F32AsBF16, rng);
       check({37, 45, 70, ta, tb, 1, 1, 2}, Kind::BF16WideC, rng);
     }
-  ::unsetenv("TANDEM_CPU_GEMM");
 }
 
-// Sets TANDEM_CPU_GEMM for the scope (the GEMM reads it at each call).
-struct ForcedPath {
-  explicit ForcedPath(const char* path) { ::setenv("TANDEM_CPU_GEMM", path, 1); }
-  ~ForcedPath() { ::unsetenv("TANDEM_CPU_GEMM"); }
-};
 
 // On a CPU with AMX the tests above ran the tile kernel; the AVX-512 bf16 kernel must stay right too.
 TEST(CpuGemm, Bf16WithoutAmxMatchesF64Reference) {
-  ForcedPath avx512("avx512");
+  tandem::testing::CpuGemmPath avx512("avx512");
   check_all(Kind::BF16);
   check_all(Kind::F32AsBF16);
   check_all(Kind::BF16WideC);
@@ -199,13 +195,14 @@ TEST(CpuGemm, Bf16WithoutAmxMatchesF64Reference) {
 // pairs its own way), so its f32 results differ from the AVX-512 kernel's in low bits somewhere: the
 // sign that the tile kernel ran (both meet the reference bound in the tests above).
 TEST(CpuGemm, Bf16RunsOnAmxTilesWhereTheCpuHasThem) {
-  if (!kernels::avx512::has_amx()) GTEST_SKIP() << "this CPU (or its kernel) offers no AMX tiles";
+  if (std::string(kernels::cpu_bf16_gemm_path()) != "amx-bf16")
+    GTEST_SKIP() << "no AMX tiles here (the CPU, its kernel, or TANDEM_CPU_GEMM)";
   std::mt19937 rng(6);
   const Problem p = make({70, 45, 300, false, false, 1, 0, 1}, Kind::BF16WideC, rng);
   const std::vector<double> amx = run(p, Kind::BF16WideC);
   std::vector<double> avx;
   {
-    ForcedPath avx512("avx512");
+    tandem::testing::CpuGemmPath avx512("avx512");
     avx = run(p, Kind::BF16WideC);
   }
   size_t differ = 0;

@@ -131,12 +131,22 @@ TEST(CausalAttention, HalfAndBfloat16AccumulateInF32) {
   }
 }
 
-TEST(CausalAttention, RunsInF32UnderAutocast) {
+// Under autocast the CPU runs attention in f32 (its f32 kernels would only convert 16-bit operands),
+// except bf16 where its bf16 GEMM runs on AMX tiles (kernels/cpu/attention_bf16.cpp).
+TEST(CausalAttention, AutocastPicksTheKernelsPrecision) {
   Shape s{1, 2, 9, 4};
   Tensor q = leaf(s, 21, DType::f32), k = leaf(s, 22, DType::f32), v = leaf(s, 23, DType::f32);
   Tensor want = ops::causal_attention(q, k, v);
-  AutocastGuard guard(DType::bf16);
-  Tensor y = ops::causal_attention(ops::cast(q, DType::bf16), k, v);  // mixed inputs meet in f32
+  const bool tiles = kernels::attention_low_precision_native(kCPU)(kCPU, DType::bf16);
+  EXPECT_FALSE(kernels::attention_low_precision_native(kCPU)(kCPU, DType::f16));
+  {
+    AutocastGuard guard(DType::bf16);
+    Tensor y = ops::causal_attention(ops::cast(q, DType::bf16), k, v);  // mixed inputs meet in one type
+    EXPECT_EQ(y.dtype(), tiles ? DType::bf16 : DType::f32);
+    expect_close(ops::cast(y, DType::f32), want, 2e-2, 2e-2);
+  }
+  AutocastGuard guard(DType::f16);
+  Tensor y = ops::causal_attention(ops::cast(q, DType::f16), k, v);
   EXPECT_EQ(y.dtype(), DType::f32);
   expect_close(y, want, 2e-2, 2e-2);
 }
