@@ -12,6 +12,7 @@
 #include "kernels/cpu/eigen.h"
 
 #include "kernels/cpu/attention_bf16.h"
+#include "kernels/cpu/attention_heads.h"
 #include "kernels/cpu/lanes.h"
 #include "runtime/backend/attention.h"
 
@@ -139,26 +140,18 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
 // q, k, v (and dq, dk, dv) at their offsets, head bh's rows from HeadRows (contiguous or token-major).
 template <class T>
 void forward_t(const T* q, const T* k, const T* v, T* o, T* lse, const AttentionShape& s) {
-  if (s.heads() == 0 || s.t == 0) return;  // empty tensors may have null data
-  const HeadRows in = head_rows(s, s.ld_in), io = head_rows(s, s.ld_out);
-#pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * s.t * s.d * s.t >= kParallelMinWork)
-  for (int64_t bh = 0; bh < s.heads(); ++bh) {
-    const int64_t b = in.base(bh);
-    forward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, o + io.base(bh), lse + bh * s.t, in.row, io.row, s);
-  }
+  for_each_head(s, [&](int64_t bh, int64_t b, int64_t bo, int64_t ld, int64_t ld_o) {
+    forward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, o + bo, lse + bh * s.t, ld, ld_o, s);
+  });
 }
 
 template <class T>
 void backward_t(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout, T* dq, T* dk, T* dv,
                 const AttentionShape& s) {
-  if (s.heads() == 0 || s.t == 0) return;
-  const HeadRows in = head_rows(s, s.ld_in), io = head_rows(s, s.ld_out);
-#pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * s.t * s.d * s.t >= kParallelMinWork)
-  for (int64_t bh = 0; bh < s.heads(); ++bh) {
-    const int64_t b = in.base(bh), bo = io.base(bh);
+  for_each_head(s, [&](int64_t bh, int64_t b, int64_t bo, int64_t ld, int64_t ld_o) {
     backward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, o + bo, lse + bh * s.t, dout + bo,
-                  dq + s.q_off + b, dk + s.k_off + b, dv + s.v_off + b, in.row, io.row, s);
-  }
+                  dq + s.q_off + b, dk + s.k_off + b, dv + s.v_off + b, ld, ld_o, s);
+  });
 }
 
 // f16/bf16 run the f32 path on widened copies. A tensor passed for several operands (token-major q,

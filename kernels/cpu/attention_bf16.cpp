@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/cpu/attention_heads.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/lanes.h"
@@ -182,27 +183,18 @@ bool attention_bf16_on_tiles() { return std::string_view(cpu_bf16_gemm_path()) =
 
 void attention_forward_bf16(const bfloat16* q, const bfloat16* k, const bfloat16* v, bfloat16* out, float* lse,
                             const AttentionShape& s) {
-  if (s.heads() == 0 || s.t == 0) return;
-  const HeadRows in = head_rows(s, s.ld_in), io = head_rows(s, s.ld_out);
-#pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * s.t * s.d * s.t >= kParallelMinWork)
-  for (int64_t bh = 0; bh < s.heads(); ++bh) {
-    const int64_t b = in.base(bh);
-    forward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, out + io.base(bh), lse + bh * s.t, in.row,
-                 io.row, s);
-  }
+  for_each_head(s, [&](int64_t bh, int64_t b, int64_t bo, int64_t ld, int64_t ld_o) {
+    forward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, out + bo, lse + bh * s.t, ld, ld_o, s);
+  });
 }
 
 void attention_backward_bf16(const bfloat16* q, const bfloat16* k, const bfloat16* v, const bfloat16* out,
                              const float* lse, const bfloat16* dout, bfloat16* dq, bfloat16* dk, bfloat16* dv,
                              const AttentionShape& s) {
-  if (s.heads() == 0 || s.t == 0) return;
-  const HeadRows in = head_rows(s, s.ld_in), io = head_rows(s, s.ld_out);
-#pragma omp parallel for schedule(static) if (s.heads() > 1 && s.heads() * s.t * s.d * s.t >= kParallelMinWork)
-  for (int64_t bh = 0; bh < s.heads(); ++bh) {
-    const int64_t b = in.base(bh), bo = io.base(bh);
+  for_each_head(s, [&](int64_t bh, int64_t b, int64_t bo, int64_t ld, int64_t ld_o) {
     backward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, out + bo, lse + bh * s.t, dout + bo,
-                  dq + s.q_off + b, dk + s.k_off + b, dv + s.v_off + b, in.row, io.row, s);
-  }
+                  dq + s.q_off + b, dk + s.k_off + b, dv + s.v_off + b, ld, ld_o, s);
+  });
 }
 
 }  // namespace tandem::kernels
