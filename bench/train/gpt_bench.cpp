@@ -139,7 +139,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
     const PeakResult peak = o.amp == "bf16" ? measure_bf16_peak(o.threads) : measure_fp32_peak(o.threads);
     const double tokens_per_cpu_s = tokens * static_cast<double>(o.steps) / cpu;
     j["peak_gflops"] = peak.gflops;
-    j["peak"] = o.amp == "bf16" && peak.isa.find("bf16") != std::string::npos ? peak.isa + " bf16 products, measured"
+    j["peak"] = o.amp == "bf16" && peak.isa.find("bf16") != std::string::npos ? peak.isa + " products, measured"
                                                                                : std::string("fp32 FMA, measured");
     j["mfu"] = tokens_per_s * flops_per_token / (peak.gflops * 1e9);
     j["mfu_cpu_time"] = tokens_per_cpu_s * flops_per_token / (peak.gflops_cpu_time * 1e9);
