@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/gemm_avx512.h"
 
 #include <immintrin.h>
@@ -69,7 +70,6 @@ __attribute__((noinline)) float fma_kernel(long iters, float seed) {
 }
 
 #define TANDEM_PEAK_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
-#define TANDEM_PEAK_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16")))
 
 // 12 vdpbf16ps chains: 16 lanes x 2 products x 2 flops each.
 constexpr double kDpbf16FlopsPerIter = 12 * 16 * 2 * 2.0;
@@ -93,21 +93,12 @@ TANDEM_PEAK_BF16 __attribute__((noinline)) float dpbf16_kernel(long iters, float
 // 6 tile chains (tdpbf16ps issues every 16 cycles on Sapphire Rapids and takes several times that):
 // 16 x 16 outputs x 32 products x 2 flops each.
 constexpr double kAmxFlopsPerIter = 6 * 16 * 16 * 32 * 2.0;
-TANDEM_PEAK_AMX __attribute__((noinline)) float amx_kernel(long iters, float seed) {
-  struct alignas(64) {
-    uint8_t palette = 1, start_row = 0, reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-  } cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
+TANDEM_AMX __attribute__((noinline)) float amx_kernel(long iters, float seed) {
   alignas(64) uint16_t ab[16 * 32];
   alignas(64) float c[16 * 16];
   for (uint16_t& v : ab) v = 0x3a83;  // bf16 ~1e-3
   for (float& v : c) v = seed;
-  _tile_loadconfig(&cfg);
+  kernels::amx_begin();
   _tile_loadd(6, ab, 64);
   _tile_loadd(7, ab, 64);
   _tile_loadd(0, c, 64);
@@ -129,7 +120,7 @@ TANDEM_PEAK_AMX __attribute__((noinline)) float amx_kernel(long iters, float see
   s += c[0];
   _tile_stored(5, c, 64);
   s += c[0];
-  _tile_release();
+  kernels::amx_end();
   return s;
 }
 

@@ -8,9 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <new>
 #include <string_view>
-#include <vector>
 
 #include "kernels/cpu/attention_heads.h"
 #include "kernels/cpu/eigen.h"
@@ -53,40 +51,6 @@ void product(const bfloat16* a, int64_t lda, bool ta, const bfloat16* b, int64_t
 
 void to_bf16(const float* src, bfloat16* dst, int64_t n) { convert_host(src, DType::f32, dst, DType::bf16, n); }
 
-// 64-byte aligned storage. Eigen's vectorised loops over a row take the elements before its first
-// aligned packet one by one (its scalar exp's bits differ from the packet exp's, and its sum()
-// adds in an order that follows the alignment), so a row's alignment must not depend on the
-// allocator's history: with Eigen's sum() over malloc'd rows a resumed run came out with other bits
-// than the run that never stopped. Row sums also go through sum_of (a fixed order).
-template <class T>
-struct Aligned64 {
-  using value_type = T;
-  Aligned64() = default;
-  template <class U>
-  Aligned64(const Aligned64<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
-  template <class U>
-  bool operator==(const Aligned64<U>&) const { return true; }
-  template <class U>
-  bool operator!=(const Aligned64<U>&) const { return false; }
-};
-
-// Grow-only per-thread buffers (a head's blocks reuse them; large ones would page-fault if freed).
-struct Scratch {
-  std::vector<float, Aligned64<float>> s, dp, o, dk, dv, delta, m, l;
-  std::vector<bfloat16, Aligned64<bfloat16>> p, ds;
-  template <class V>
-  static typename V::value_type* take(V& v, int64_t n) {
-    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
-    return v.data();
-  }
-};
-Scratch& scratch() {
-  static thread_local Scratch w;
-  return w;
-}
-
 // Row i of the [qb, kn] scores of queries q0.. against keys 0..kn-1: exp(score - shift) for the
 // keys the query sees (j <= q0 + i), exactly 0 after them.
 void exp_row(float* row, int64_t q0, int64_t i, int64_t kn, float shift) {
@@ -100,20 +64,21 @@ void exp_row(float* row, int64_t q0, int64_t i, int64_t kn, float shift) {
 void forward_head(const bfloat16* q, const bfloat16* k, const bfloat16* v, bfloat16* out, float* lse, int64_t ld,
                   int64_t ld_o, const AttentionShape& s) {
   const int64_t t = s.t, d = s.d;
-  Scratch& w = scratch();
   for (int64_t q0 = 0; q0 < t; q0 += kBlockQ) {
     const int64_t qb = std::min(kBlockQ, t - q0), kn = q0 + qb;  // the block sees keys [0, kn)
-    float* S = Scratch::take(w.s, qb * kn);
-    bfloat16* P = Scratch::take(w.p, qb * kn);
-    float* O = Scratch::take(w.o, qb * d);
-    float* m = Scratch::take(w.m, qb);
-    float* l = Scratch::take(w.l, qb);
+    float* S = thread_scratch<float>(Scratch::AttnScores, qb * kn);
+    bfloat16* P = thread_scratch<bfloat16>(Scratch::AttnScores, qb * kn);
+    float* O = thread_scratch<float>(Scratch::AttnRows, qb * d);
+    float* m = thread_scratch<float>(Scratch::AttnMax, qb);
+    float* l = thread_scratch<float>(Scratch::AttnSum, qb);
     product(q + q0 * ld, ld, false, k, ld, true, S, kn, qb, kn, d, s.scale, 0);
     for (int64_t i = 0; i < qb; ++i) {
       float* row = S + i * kn;
       m[i] = Eigen::Map<Eigen::ArrayXf>(row, q0 + i + 1).maxCoeff();
       exp_row(row, q0, i, kn, m[i]);
-      l[i] = sum_of<float>(row, kn);  // of the f32 probabilities, as the GPU's; in a fixed order
+      // Of the f32 probabilities, as the GPU's; in a fixed order (Eigen's sum() follows the row's
+      // alignment: with it a resumed run came out with other bits than the one that never stopped).
+      l[i] = sum_of<float>(row, kn);
       to_bf16(row, P + i * kn, kn);
     }
     product(P, kn, false, v, ld, false, O, d, qb, d, kn, 1, 0);
@@ -134,24 +99,23 @@ void backward_head(const bfloat16* q, const bfloat16* k, const bfloat16* v, cons
                    const AttentionShape& s) {
   const int64_t t = s.t, d = s.d;
   const float scale = static_cast<float>(s.scale);
-  Scratch& w = scratch();
-  float* delta = Scratch::take(w.delta, t);  // dO_i . O_i, the softmax backward's row term
+  float* delta = thread_scratch<float>(Scratch::AttnDelta, t);  // dO_i . O_i, the softmax backward's row term
   for (int64_t i = 0; i < t; ++i) {
     float sum = 0;
     for (int64_t j = 0; j < d; ++j) sum += float(dout[i * ld_o + j]) * float(o[i * ld_o + j]);
     delta[i] = sum;
   }
-  float* dK = Scratch::take(w.dk, t * d);
-  float* dV = Scratch::take(w.dv, t * d);
+  float* dK = thread_scratch<float>(Scratch::AttnKeyGrad, t * d);
+  float* dV = thread_scratch<float>(Scratch::AttnValueGrad, t * d);
   std::fill(dK, dK + t * d, 0.f);
   std::fill(dV, dV + t * d, 0.f);
   for (int64_t q0 = 0; q0 < t; q0 += kBlockQ) {
     const int64_t qb = std::min(kBlockQ, t - q0), kn = q0 + qb;
-    float* S = Scratch::take(w.s, qb * kn);
-    float* dP = Scratch::take(w.dp, qb * kn);
-    bfloat16* P = Scratch::take(w.p, qb * kn);
-    bfloat16* dS = Scratch::take(w.ds, qb * kn);
-    float* dQ = Scratch::take(w.o, qb * d);
+    float* S = thread_scratch<float>(Scratch::AttnScores, qb * kn);
+    float* dP = thread_scratch<float>(Scratch::AttnScoresGrad, qb * kn);
+    bfloat16* P = thread_scratch<bfloat16>(Scratch::AttnScores, qb * kn);
+    bfloat16* dS = thread_scratch<bfloat16>(Scratch::AttnScoresGrad, qb * kn);
+    float* dQ = thread_scratch<float>(Scratch::AttnRows, qb * d);
     const bfloat16* dO = dout + q0 * ld_o;
     product(q + q0 * ld, ld, false, k, ld, true, S, kn, qb, kn, d, s.scale, 0);
     for (int64_t i = 0; i < qb; ++i) {

@@ -3,9 +3,8 @@
 // by a target attribute and have internal linkage: they run only after has_amx() (cpuid, and Linux's
 // permission to use the tile registers) said yes.
 #pragma once
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/gemm_avx512_kernels.h"
-
-#define TANDEM_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 namespace tandem::kernels::avx512 {
 namespace {
@@ -19,31 +18,12 @@ constexpr int kAmxMR = 32, kAmxStepPairs = 16;
 constexpr int64_t kAmxAStep = kAmxMR * 2 * kAmxStepPairs;  // uint16 of an A panel per step (2 KB)
 constexpr int64_t kAmxBStep = kAmxStepPairs * 2 * kNR;     // uint16 of a B panel per step (2 KB)
 
-// Every tile 16 rows of 64 bytes (palette 1). The configuration belongs to the thread: each thread
-// loads it before its first tile product and releases the tiles after its last (amx_end), so an idle
-// thread carries no tile state through context switches.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-TANDEM_AMX inline void amx_begin() {
-  TileConfig c;
-  for (int t = 0; t < 8; ++t) {
-    c.colsb[t] = 64;
-    c.rows[t] = 16;
-  }
-  _tile_loadconfig(&c);
-}
-
-TANDEM_AMX inline void amx_end() { _tile_release(); }
-
 // C block [rows, n] (rows, n <= 32) of a packed A panel times a packed B panel, over `steps` steps of
-// 32 K. TALL: rows > 16 (else the lower tiles are skipped); WIDE: n > 16. tdpbf16ps adds each pair's
-// two products in order, in f32, with denormal inputs taken as zero, as vdpbf16ps does; the sums then
-// take the bf16 kernel's way out (store_half_row: alpha, beta, K blocks, bf16 rounding).
+// 32 K, between amx_begin() and amx_end() on the calling thread. TALL: rows > 16 (else the lower
+// tiles are skipped); WIDE: n > 16. tdpbf16ps takes denormal inputs as zero as vdpbf16ps does, but
+// adds a pair's two products together before adding them to the sum (docs/cpu-kernels.md: the last
+// bits differ); the sums then take the bf16 kernel's way out (store_half_row: alpha, beta, K blocks,
+// bf16 rounding).
 template <bool TALL, bool WIDE>
 TANDEM_AMX void kernel_amx(int64_t steps, const uint16_t* a, const uint16_t* b, int rows, int n, const TileOut& o) {
   _tile_zero(0);
@@ -72,9 +52,6 @@ TANDEM_AMX void kernel_amx(int64_t steps, const uint16_t* a, const uint16_t* b, 
   }
 }
 
-inline uint16_t bf16_bits_of(uint16_t v) { return v; }
-inline uint16_t bf16_bits_of(float v) { return float_to_bf16_bits(v); }
-
 // One A panel for kernel_amx: rows [0, rows) of the operand (element (r, p) at x[r * rs + p * ps],
 // rows <= 32; Src uint16_t for bf16 bits, or float) as [steps][32 rows][32 K] bf16 (f32 rounded to nearest even), zero beyond rows and kc.
 // K contiguous (ps == 1): 32 values a row are one (or two) loads; rows contiguous (rs == 1, a
@@ -94,17 +71,16 @@ TANDEM_AMX void pack_a_amx(const Src* x, int64_t rs, int64_t ps, int rows, int64
     return;
   }
   if (rs == 1) {
-    alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
-                                                     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-    const __m512i lo_idx = _mm512_load_si512(kLo), hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
     for (int64_t s = 0; s < steps; ++s) {
       __m512 lo[16], hi[16];  // pair j of the step: rows 0-15, rows 16-31
       for (int j = 0; j < 16; ++j) {
         const int64_t p = 2 * (s * kAmxStepPairs + j);
         const __m512i r0 = p < kc ? row_bf16(x + p * ps, rows) : zero;
         const __m512i r1 = p + 1 < kc ? row_bf16(x + (p + 1) * ps, rows) : zero;
-        lo[j] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(r0, lo_idx, r1));
-        hi[j] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(r0, hi_idx, r1));
+        __m512i l, h;
+        interleave_pairs(r0, r1, l, h);
+        lo[j] = _mm512_castsi512_ps(l);
+        hi[j] = _mm512_castsi512_ps(h);
       }
       transpose16(lo);
       transpose16(hi);
@@ -119,7 +95,7 @@ TANDEM_AMX void pack_a_amx(const Src* x, int64_t rs, int64_t ps, int rows, int64
     for (int r = 0; r < kAmxMR; ++r)
       for (int j = 0; j < 32; ++j) {
         const int64_t p = s * 32 + j;
-        out[s * kAmxAStep + r * 32 + j] = r < rows && p < kc ? bf16_bits_of(x[r * rs + p * ps]) : uint16_t(0);
+        out[s * kAmxAStep + r * 32 + j] = r < rows && p < kc ? bf16_bits(x[r * rs + p * ps]) : uint16_t(0);
       }
 }
 

@@ -74,12 +74,6 @@ constexpr KernelTable<uint16_t> bf16_table(std::integer_sequence<int, I...>) {
 const auto kF32Kernels = f32_table(std::make_integer_sequence<int, kMR>{});
 const auto kBf16Kernels = bf16_table(std::make_integer_sequence<int, kMR>{});
 
-template <class Src>
-uint16_t bf16_bits(Src v) {
-  if constexpr (std::is_same_v<Src, float>) return float_to_bf16_bits(v);
-  else return v.bits;
-}
-
 // One panel of W rows (element (r, p) of the operand at x[r * rs + p * ps], r < rows, p < kc, rs != 1:
 // pack_block packs transposed operands) in the packed layout [kcg][W][KG]; missing rows and the odd-K
 // tail are zero.

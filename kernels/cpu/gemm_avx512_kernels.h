@@ -201,6 +201,21 @@ TANDEM_AVX512_INLINE __m512i row_bf16(const float* src, int rows) {
   return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
+// Two source rows of 32 bf16, K index 2g (r0) and 2g + 1 (r1), interleaved into pairs: lo holds the
+// pairs of lanes 0-15, hi those of lanes 16-31 (the packed layouts' [lane][2]).
+TANDEM_AVX512_INLINE void interleave_pairs(__m512i r0, __m512i r1, __m512i& lo, __m512i& hi) {
+  alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                                   8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i lo_idx = _mm512_load_si512(kLo);
+  lo = _mm512_permutex2var_epi16(r0, lo_idx, r1);
+  hi = _mm512_permutex2var_epi16(r0, _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16)), r1);
+}
+
+// An element's bf16 bits: bf16 as stored, f32 rounded to nearest even.
+inline uint16_t bf16_bits(uint16_t v) { return v; }
+inline uint16_t bf16_bits(bfloat16 v) { return v.bits; }
+inline uint16_t bf16_bits(float v) { return float_to_bf16_bits(v); }
+
 // f32 rows contiguous along K (row r at x + r * rs, kc values) rounded to bf16 into tmp + r * ld (ld a
 // multiple of 32), zero-padded: the pairs along K are then 32-bit units for pack_transpose32.
 TANDEM_AVX512 void rows_to_bf16(const float* x, int64_t rs, int rows, int64_t kc, uint16_t* tmp, int64_t ld) {
@@ -216,19 +231,17 @@ TANDEM_AVX512 void rows_to_bf16(const float* x, int64_t rs, int rows, int64_t kc
 template <int W, class Src>
 TANDEM_AVX512 void pack_rows_bf16(const Src* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t kc,
                                   int64_t g0, int64_t g1, uint16_t* out, int64_t pstride) {
-  alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
-                                                   8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  const __m512i lo_idx = _mm512_load_si512(kLo), hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
   for (int64_t g = g0; g < g1; ++g)
     for (int64_t q = 0; q < np; ++q) {
       const int r = static_cast<int>(rows - q * h < h ? rows - q * h : h);
       const Src* s = src + 2 * g * ps + q * h;
       const __m512i r0 = row_bf16(s, r);
       const __m512i r1 = 2 * g + 1 < kc ? row_bf16(s + ps, r) : _mm512_setzero_si512();
+      __m512i lo, hi;
+      interleave_pairs(r0, r1, lo, hi);
       uint16_t* o = out + q * pstride + g * W * 2;
-      _mm512_mask_storeu_epi16(o, W >= 16 ? __mmask32(0xffffffffu) : __mmask32((1u << (2 * W)) - 1),
-                               _mm512_permutex2var_epi16(r0, lo_idx, r1));
-      if (W > 16) _mm512_storeu_si512(o + 32, _mm512_permutex2var_epi16(r0, hi_idx, r1));
+      _mm512_mask_storeu_epi16(o, W >= 16 ? __mmask32(0xffffffffu) : __mmask32((1u << (2 * W)) - 1), lo);
+      if (W > 16) _mm512_storeu_si512(o + 32, hi);
     }
 }
 

@@ -7,18 +7,44 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <type_traits>
 #include <vector>
 
 namespace tandem::kernels {
 
+// 64-byte aligned storage for thread_scratch. Eigen's vectorised loops take a row's elements before
+// its first aligned packet one by one (its scalar exp's bits differ from the packet exp's; its sum()
+// adds in an order that follows the alignment), so a buffer's alignment must not depend on the
+// allocator's history: a resumed run must compute the bits of the run that never stopped.
+template <class T>
+struct Aligned64Allocator {
+  using value_type = T;
+  Aligned64Allocator() = default;
+  template <class U>
+  Aligned64Allocator(const Aligned64Allocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <class U>
+  bool operator==(const Aligned64Allocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const Aligned64Allocator<U>&) const { return false; }
+};
+
 // Per-thread scratch buffers that only grow, reused by every call (so a kernel's working buffer is
-// not page-faulted in again at each step, and is often still in cache). One slot per use; a kernel
-// must not hand its slot's pointer to code that takes the same slot.
-enum class Scratch { ConvColumns, NormPlane, NormChannel, kCount };
+// not page-faulted in again at each step, and is often still in cache), 64-byte aligned. One slot
+// per use (and element type); a kernel must not hand its slot's pointer to code that takes the same
+// slot.
+enum class Scratch {
+  ConvColumns, NormPlane, NormChannel,
+  // attention_bf16.cpp: scores / probabilities, their gradients, a block's output rows, dK, dV,
+  // and per-row delta, max and sum
+  AttnScores, AttnScoresGrad, AttnRows, AttnKeyGrad, AttnValueGrad, AttnDelta, AttnMax, AttnSum,
+  kCount
+};
 template <class T>
 inline T* thread_scratch(Scratch slot, int64_t n) {
-  static thread_local std::vector<T> bufs[static_cast<int>(Scratch::kCount)];
+  static thread_local std::vector<T, Aligned64Allocator<T>> bufs[static_cast<int>(Scratch::kCount)];
   auto& b = bufs[static_cast<int>(slot)];
   if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
   return b.data();
