@@ -43,10 +43,14 @@ TEST(CommNccl, CollectivesOnDeviceBuffers) {
           auto host = make_buffer(t, rank_values(t, r, count));
           void* dev = nullptr;
           ASSERT_EQ(cudaMalloc(&dev, host.size()), cudaSuccess);
-          cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice);
+          // The buffer must be ready before the call (nccl_comm.h): a cudaMemcpy from pageable memory
+          // may return before its DMA lands, and the collective runs on a non-blocking stream that
+          // does not wait for the legacy stream (seen on an H100: one f64 avg of 4099 read stale data).
+          ASSERT_EQ(cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           c->allreduce(dev, count, t, op)->wait();
-          cudaMemcpy(host.data(), dev, host.size(), cudaMemcpyDeviceToHost);
-          cudaFree(dev);
+          ASSERT_EQ(cudaMemcpy(host.data(), dev, host.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+          ASSERT_EQ(cudaFree(dev), cudaSuccess);
           ASSERT_EQ(to_doubles(t, host.data(), count), expected_reduce(t, op, n, count))
               << dtype_name(t) << " " << reduce_op_name(op) << " count " << count << " algo " << int(algo);
         }
