@@ -14,23 +14,33 @@ namespace tandem::TANDEM_CUDA_NS {
 template <class T>
 using sum_acc_t = std::conditional_t<std::is_integral_v<T>, long long, acc_t<T>>;
 
-// The columns of src summed over split blockIdx.y of the rows into part[c * splits + split]: a block
-// holds 32 adjacent columns and kColumnRowLanes row lanes, so a warp's loads are coalesced.
+// The value summed at (row m, column c) of a dense [rows, cols] array: the array's element.
 template <class T>
-__global__ void sum_columns_kernel(const T* __restrict__ src, sum_acc_t<T>* __restrict__ part, int64_t rows,
-                                   int64_t cols, int64_t splits) {
-  using S = sum_acc_t<T>;
+struct ColumnSumOf {
+  const T* src;
+  int64_t cols;
+  __device__ __forceinline__ sum_acc_t<T> operator()(int64_t m, int64_t c) const {
+    return static_cast<sum_acc_t<T>>(to_acc(src[m * cols + c]));
+  }
+};
+
+// The columns of value(m, c) summed over split blockIdx.y of the rows into part[split * cols + c]:
+// a block holds 32 adjacent columns and kColumnRowLanes row lanes, so a warp's loads are coalesced,
+// and the partials are split-major, so the second pass's reads are too. Value may also write what
+// it read (an elementwise pass fused with the sums: gemm.cu's DGeluColumnSum).
+template <class S, class Value>
+__global__ void sum_columns_kernel(Value value, S* __restrict__ part, int64_t rows, int64_t cols, int64_t splits) {
   __shared__ S lanes[kColumnRowLanes][33];
   const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
   const SplitRange r = split_range(rows, blockIdx.y, splits);
   S acc = S(0);
   if (c < cols)
-    for (int64_t m = r.begin + threadIdx.y; m < r.end; m += kColumnRowLanes) acc += static_cast<S>(to_acc(src[m * cols + c]));
+    for (int64_t m = r.begin + threadIdx.y; m < r.end; m += kColumnRowLanes) acc += value(m, c);
   lanes[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
     for (int l = 1; l < kColumnRowLanes; ++l) acc += lanes[l][threadIdx.x];
-    part[c * splits + blockIdx.y] = acc;
+    part[blockIdx.y * cols + c] = acc;
   }
 }
 
@@ -42,17 +52,35 @@ __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* _
     dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum_of_splits(part, o, splits)) * scale));
 }
 
-// dst[c] = scale * sum over r of src[r * cols + c], on dev's stream (rows, cols > 0).
+// dst[c] = scale * (column c's partials summed in split order).
 template <class T>
-void launch_column_sums(Device dev, const T* src, int64_t rows, int64_t cols, T* dst, acc_t<T> scale = acc_t<T>(1)) {
+__global__ void sum_column_splits_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t cols,
+                                         int64_t splits, acc_t<T> scale) {
+  for (int64_t c = global_thread(); c < cols; c += grid_threads()) {
+    sum_acc_t<T> acc = 0;
+    for (int64_t s = 0; s < splits; ++s) acc += part[s * cols + c];
+    dst[c] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
+  }
+}
+
+// dst[c] = scale * sum over r < rows of value(r, c), on dev's stream (rows, cols > 0). The split
+// count depends on the shape alone, so the sums are the same bits whatever Value computes them from.
+template <class T, class Value>
+void launch_column_sums_of(Device dev, Value value, int64_t rows, int64_t cols, T* dst, acc_t<T> scale = acc_t<T>(1)) {
   using S = sum_acc_t<T>;
   const int64_t splits = column_splits(rows, cols);
   Tensor part = Tensor::empty({cols * splits * static_cast<int64_t>(sizeof(S))}, DType::u8, dev);
-  TANDEM_LAUNCH(sum_columns_kernel<T>, dim3(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(splits)),
-                dim3(32, kColumnRowLanes), 0, stream_for(dev), src, static_cast<S*>(part.data_ptr()), rows, cols,
-                splits);
-  TANDEM_LAUNCH(sum_splits_to_kernel<T>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
+  TANDEM_LAUNCH(sum_columns_kernel<S, Value>,
+                dim3(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(splits)), dim3(32, kColumnRowLanes),
+                0, stream_for(dev), value, static_cast<S*>(part.data_ptr()), rows, cols, splits);
+  TANDEM_LAUNCH(sum_column_splits_kernel<T>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
                 static_cast<const S*>(part.data_ptr()), dst, cols, splits, scale);
+}
+
+// dst[c] = scale * sum over r of src[r * cols + c], on dev's stream (rows, cols > 0).
+template <class T>
+void launch_column_sums(Device dev, const T* src, int64_t rows, int64_t cols, T* dst, acc_t<T> scale = acc_t<T>(1)) {
+  launch_column_sums_of(dev, ColumnSumOf<T>{src, cols}, rows, cols, dst, scale);
 }
 
 }  // namespace tandem::TANDEM_CUDA_NS
