@@ -19,12 +19,18 @@
 namespace tandem::cuda {
 namespace {
 
-constexpr size_t kStagingBytes = size_t(16) << 20;  // pinned host->device staging per device
+// Pinned host->device staging per device: a ring of slots, each with the event recorded after the
+// last copy out of it. A copy waits only for the copy that used its slot kStagingSlots copies ago,
+// not for the one just before it: with a single buffer, two small copies in a step (the embedding
+// backwards' plans) made the host wait for all the work queued before the first.
+constexpr int kStagingSlots = 8;
+constexpr size_t kStagingSlotBytes = size_t(2) << 20;
 
 struct DeviceState {
   cudaStream_t stream = nullptr;
-  void* staging = nullptr;         // pinned
-  cudaEvent_t staging_free = nullptr;  // recorded after the last copy out of `staging`
+  char* staging = nullptr;  // pinned, kStagingSlots * kStagingSlotBytes
+  cudaEvent_t slot_free[kStagingSlots] = {};
+  int next_slot = 0;
   std::mutex staging_mutex;
 };
 
@@ -77,9 +83,13 @@ DeviceState& state(Device device) {
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device.index));
     uint64_t threshold = UINT64_MAX;
     CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-    CUDA_CHECK(cudaMallocHost(&s.staging, kStagingBytes));
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.staging_free, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream));
+    void* staging = nullptr;
+    CUDA_CHECK(cudaMallocHost(&staging, kStagingSlots * kStagingSlotBytes));
+    s.staging = static_cast<char*>(staging);
+    for (cudaEvent_t& e : s.slot_free) {
+      CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      CUDA_CHECK(cudaEventRecord(e, s.stream));
+    }
   });
   CUDA_CHECK(cudaSetDevice(device.index));
   return s;
@@ -181,15 +191,19 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (dst_host && src_host) {
     std::memmove(dst, src, nbytes);
   } else if (src_host) {
-    // host -> device through the pinned staging buffer, chunk by chunk, ordered on the stream.
+    // host -> device through the pinned staging slots in turn, a slot's worth at a time, ordered on
+    // the stream (a large copy fills one slot while the DMA drains the ones before it).
     DeviceState& s = state(dst_device);
     std::lock_guard<std::mutex> lock(s.staging_mutex);
-    for (size_t done = 0; done < nbytes; done += kStagingBytes) {
-      size_t n = std::min(kStagingBytes, nbytes - done);
-      CUDA_CHECK(cudaEventSynchronize(s.staging_free));
-      std::memcpy(s.staging, static_cast<const char*>(src) + done, n);
-      CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + done, s.staging, n, cudaMemcpyHostToDevice, s.stream));
-      CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream));
+    for (size_t done = 0; done < nbytes; done += kStagingSlotBytes) {
+      const size_t n = std::min(kStagingSlotBytes, nbytes - done);
+      const int slot = s.next_slot;
+      s.next_slot = (slot + 1) % kStagingSlots;
+      char* buffer = s.staging + static_cast<size_t>(slot) * kStagingSlotBytes;
+      CUDA_CHECK(cudaEventSynchronize(s.slot_free[slot]));
+      std::memcpy(buffer, static_cast<const char*>(src) + done, n);
+      CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + done, buffer, n, cudaMemcpyHostToDevice, s.stream));
+      CUDA_CHECK(cudaEventRecord(s.slot_free[slot], s.stream));
     }
   } else if (dst_host) {
     cudaStream_t stream = state(src_device).stream;

@@ -18,6 +18,19 @@ TEST_P(CoreOps, CopyRoundTripsEveryDtypeAndSize) {
     }
 }
 
+// Host -> device copies go through a ring of pinned staging slots (2 MB each, 8 of them): copies
+// larger than a slot, larger than the whole ring, and more small copies than there are slots queued
+// back to back, all read back afterwards.
+TEST_P(CoreOps, HostCopiesThroughTheStagingRingRoundTrip) {
+  std::vector<Tensor> host, on_device;
+  // f32: 6 MiB (three slots), 36 MiB and 20 bytes (more than the ring), then small ones.
+  for (int64_t n : {int64_t(3) << 19, (int64_t(9) << 20) + 5, int64_t(1), int64_t(1000)})
+    host.push_back(random_tensor({n}, DType::f32, static_cast<uint32_t>(n), -100, 100));
+  for (int i = 0; i < 12; ++i) host.push_back(random_tensor({4096 + i}, DType::f32, 100 + i, -100, 100));
+  for (const Tensor& h : host) on_device.push_back(h.to(dev()));
+  for (size_t i = 0; i < host.size(); ++i) expect_close(on_device[i].to(kCPU), host[i], 0, "copy " + std::to_string(i));
+}
+
 TEST_P(CoreOps, FillMatchesCpu) {
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8})
     for (int64_t n : edge_sizes()) {
