@@ -1,4 +1,6 @@
 // Tensor basics: factories, views, copies, conversions, devices and their errors.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "runtime/device.h"
@@ -57,6 +59,23 @@ TEST(Device, ParsesAndRejects) {
   EXPECT_EQ(Device::parse("cpu:1").str(), "cpu:1");
   EXPECT_THROW(Device::parse("tpu:0"), ValueError);
   EXPECT_THROW(Device::parse("cpu:x"), ValueError);
+}
+
+// Large draws split over the OpenMP threads: element i is the same whatever the draw's size (the
+// threads' shares move with it) and the same as a small draw's, made on the calling thread alone.
+TEST(Random, LargeDrawsDependOnTheIndexAlone) {
+  const int64_t n = (int64_t(1) << 17) + 3;
+  for (bool normal : {false, true}) {
+    auto draw = [&](int64_t size) {
+      Generator g(7);
+      return (normal ? rand_normal({size}, 0, 1, g, DType::f64) : rand_uniform({size}, 0, 1, g, DType::f64))
+          .to_vector<double>();
+    };
+    const std::vector<double> big = draw(n), bigger = draw(n + 1), small = draw(10);
+    EXPECT_TRUE(std::equal(big.begin(), big.end(), bigger.begin())) << (normal ? "normal" : "uniform");
+    EXPECT_TRUE(std::equal(small.begin(), small.end(), big.begin())) << (normal ? "normal" : "uniform");
+    EXPECT_NE(big[0], big[static_cast<size_t>(n - 1)]);
+  }
 }
 
 TEST(Random, SameSeedSameNumbers) {
