@@ -83,7 +83,14 @@ int run_gpt_bench(const GptBenchOptions& o) {
   }
   Tensor x = Tensor::from_vector(xs, {o.batch, t}).to(device), y = Tensor::from_vector(ys, {o.batch * t}).to(device);
 
+  // Where the host is when each phase's work has been handed to the device (on a GPU the kernels
+  // run behind it; a wait inside a phase shows in that phase): forward, backward, optimizer, and
+  // then the wait for the device. A wait near zero means the host, not the GPU, set the pace.
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> phase_ms[4];
+  bool timed = false;
   auto step = [&] {
+    const auto t0 = Clock::now();
     opt->zero_grad();
     Tensor loss;
     {
@@ -92,9 +99,17 @@ int run_gpt_bench(const GptBenchOptions& o) {
       Tensor logits = model(x);
       loss = ops::cross_entropy(ops::reshape(logits, {-1, cfg.vocab_size}), y);
     }
+    const auto t1 = Clock::now();
     loss.backward();
+    const auto t2 = Clock::now();
     opt->step();
+    const auto t3 = Clock::now();
     finish(device);
+    const auto t4 = Clock::now();
+    if (timed) {
+      const Clock::time_point at[] = {t0, t1, t2, t3, t4};
+      for (int p = 0; p < 4; ++p) phase_ms[p].push_back(1e3 * std::chrono::duration<double>(at[p + 1] - at[p]).count());
+    }
   };
   for (int64_t i = 0; i < o.warmup; ++i) step();
   std::vector<double> step_s;
@@ -102,6 +117,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
 #ifdef TANDEM_HAVE_CUDA
   if (o.profile_timed && device.kind == DeviceKind::CUDA) cuda::profiler_start();
 #endif
+  timed = true;
   for (int64_t i = 0; i < o.steps; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     step();
@@ -134,6 +150,11 @@ int run_gpt_bench(const GptBenchOptions& o) {
                    {"step_ms_median", 1e3 * median},
                    {"flops_per_token", flops_per_token},
                    {"tflops", tokens_per_s * flops_per_token / 1e12}};
+  const char* phase_names[] = {"host_forward_ms", "host_backward_ms", "host_optimizer_ms", "wait_ms"};
+  for (int p = 0; p < 4; ++p) {
+    std::sort(phase_ms[p].begin(), phase_ms[p].end());
+    j[phase_names[p]] = phase_ms[p][phase_ms[p].size() / 2];
+  }
   if (device.is_cpu()) {
     // Under --amp bf16 the GEMMs multiply bf16 (AMX tiles or vdpbf16ps): mfu against that peak.
     const PeakResult peak = o.amp == "bf16" ? measure_bf16_peak(o.threads) : measure_fp32_peak(o.threads);
