@@ -34,8 +34,19 @@ __global__ void sum_columns_kernel(Value value, S* __restrict__ part, int64_t ro
   const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
   const SplitRange r = split_range(rows, blockIdx.y, splits);
   S acc = S(0);
-  if (c < cols)
-    for (int64_t m = r.begin + threadIdx.y; m < r.end; m += kColumnRowLanes) acc += value(m, c);
+  if (c < cols) {
+    // Four rows' values fetched before they are added, in row order (sum_in_order's reason).
+    constexpr int64_t L = kColumnRowLanes;
+    int64_t m = r.begin + threadIdx.y;
+    for (; m + 3 * L < r.end; m += 4 * L) {
+      const S a = value(m, c), b = value(m + L, c), v = value(m + 2 * L, c), d = value(m + 3 * L, c);
+      acc += a;
+      acc += b;
+      acc += v;
+      acc += d;
+    }
+    for (; m < r.end; m += L) acc += value(m, c);
+  }
   lanes[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
@@ -57,8 +68,7 @@ template <class T>
 __global__ void sum_column_splits_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t cols,
                                          int64_t splits, acc_t<T> scale) {
   for (int64_t c = global_thread(); c < cols; c += grid_threads()) {
-    sum_acc_t<T> acc = 0;
-    for (int64_t s = 0; s < splits; ++s) acc += part[s * cols + c];
+    const sum_acc_t<T> acc = sum_in_order(part + c, splits, cols);
     dst[c] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
   }
 }
