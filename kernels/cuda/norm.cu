@@ -527,9 +527,9 @@ __global__ void ln_params_from_blocks_kernel(const S* __restrict__ part, int64_t
                                              S* __restrict__ dweight, S* __restrict__ dbias) {
   __shared__ S lanes[kColumnRowLanes][33];
   const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
-  S acc = S(0);
-  if (c < 2 * D)
-    for (int64_t r = threadIdx.y; r < rows; r += kColumnRowLanes) acc += part[r * 2 * D + c];
+  // A lane's rows threadIdx.y, + kColumnRowLanes, ... added in order (four loads issued at a time).
+  const int64_t first = threadIdx.y, count = rows > first ? (rows - first + kColumnRowLanes - 1) / kColumnRowLanes : 0;
+  S acc = c < 2 * D && count > 0 ? sum_in_order(part + first * 2 * D + c, count, kColumnRowLanes * 2 * D) : S(0);
   lanes[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.y == 0 && c < 2 * D) {
