@@ -33,6 +33,15 @@ template <class S>
 void store(const std::vector<S>& v, Tensor& t) {
   if (t.defined()) convert_host(v.data(), dtype_v<S>, t.data_ptr(), t.dtype(), t.numel());
 }
+// t += v (a parameter's .grad, in the statistics' dtype S).
+template <class S>
+void add_to(const std::vector<S>& v, Tensor& t, const char* what) {
+  if (!t.defined()) return;
+  TANDEM_CHECK(t.dtype() == dtype_v<S>, "layer_norm backward: {} added to must be {}, got {}", what,
+               dtype_name(dtype_v<S>), dtype_name(t.dtype()));
+  S* p = static_cast<S*>(t.data_ptr());
+  for (size_t i = 0; i < v.size(); ++i) p[i] += v[i];
+}
 
 // f64 input computes in f64, everything else in f32.
 template <class F>
@@ -423,7 +432,7 @@ void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, d
 }
 
 void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                     const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+                     const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias, bool add_params) {
   check_layer_norm_output_dtype("layer_norm backward", x.dtype(), dy_in.dtype());
   const Tensor dy = in_dtype_of(dy_in, x.dtype());
   with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
@@ -467,8 +476,13 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
           gb[size_t(d)] += g;
         }
       }
-      store(gw, dweight);
-      store(gb, dbias);
+      if (add_params) {
+        add_to(gw, dweight, "dweight");
+        add_to(gb, dbias, "dbias");
+      } else {
+        store(gw, dweight);
+        store(gb, dbias);
+      }
     }
   });
 }

@@ -165,10 +165,15 @@ __global__ void bn_backward_reduce_kernel(const T* __restrict__ dy, const T* __r
   }
 }
 
-// Sums each channel's partials in split order: out[c] = sum over s of part[c * splits + s].
+// Sums each channel's partials in split order: out[c] = sum over s of part[c * splits + s] (add:
+// out[c] += that sum).
 template <class S>
-__global__ void sum_splits_kernel(const S* __restrict__ part, int64_t C, int64_t splits, S* __restrict__ out) {
-  for (int64_t c = global_thread(); c < C; c += grid_threads()) out[c] = sum_of_splits(part, c, splits);
+__global__ void sum_splits_kernel(const S* __restrict__ part, int64_t C, int64_t splits, S* __restrict__ out,
+                                  bool add) {
+  for (int64_t c = global_thread(); c < C; c += grid_threads()) {
+    const S sum = sum_of_splits(part, c, splits);
+    out[c] = add ? out[c] + sum : sum;
+  }
 }
 
 template <class S>
@@ -292,7 +297,7 @@ void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, c
                     static_cast<const S*>(ms.data_ptr()), static_cast<S*>(pa.data_ptr()), static_cast<S*>(pb.data_ptr()));
       for (auto [part, out] : {std::pair<Tensor*, Tensor*>{&pa, &a}, {&pb, &b}})
         TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(g.c, kBlock), kBlock, 0, stream_for(dev),
-                      static_cast<const S*>(part->data_ptr()), g.c, splits, static_cast<S*>(out->data_ptr()));
+                      static_cast<const S*>(part->data_ptr()), g.c, splits, static_cast<S*>(out->data_ptr()), false);
     }
     store_stat(a, sum_dy);
     store_stat(b, sum_dy_xmu);
@@ -521,10 +526,10 @@ __global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T
 
 // dweight[c] and dbias[c] from part [rows, 2D] (ln_backward_fused_warp_kernel's per-block sums):
 // column sums as reduce.cuh's (32 columns a block, kColumnRowLanes row lanes each adding its rows in
-// order, then the lanes in order). Either output may be null.
+// order, then the lanes in order), written or (add) added to. Either output may be null.
 template <class S>
 __global__ void ln_params_from_blocks_kernel(const S* __restrict__ part, int64_t rows, int64_t D,
-                                             S* __restrict__ dweight, S* __restrict__ dbias) {
+                                             S* __restrict__ dweight, S* __restrict__ dbias, bool add) {
   __shared__ S lanes[kColumnRowLanes][33];
   const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
   // A lane's rows threadIdx.y, + kColumnRowLanes, ... added in order (four loads issued at a time).
@@ -534,11 +539,8 @@ __global__ void ln_params_from_blocks_kernel(const S* __restrict__ part, int64_t
   __syncthreads();
   if (threadIdx.y == 0 && c < 2 * D) {
     for (int l = 1; l < kColumnRowLanes; ++l) acc += lanes[l][threadIdx.x];
-    if (c < D) {
-      if (dweight) dweight[c] = acc;
-    } else if (dbias) {
-      dbias[c - D] = acc;
-    }
+    S* out = c < D ? (dweight ? dweight + c : nullptr) : (dbias ? dbias + (c - D) : nullptr);
+    if (out) *out = add ? *out + acc : acc;
   }
 }
 
@@ -640,7 +642,7 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
 }
 
 void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight,
-                 Tensor& dx, Tensor& dweight, Tensor& dbias) {
+                 Tensor& dx, Tensor& dweight, Tensor& dbias, bool add_params) {
   const Device dev = x.device();
   check_on_device("layer_norm backward", dev, {&dy, &x, &mean, &rstd, &weight, &dx, &dweight, &dbias});
   with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
@@ -651,6 +653,10 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     kernels::check_layer_norm_output_dtype("layer_norm backward", x.dtype(), dy.dtype());
     Tensor ms = as_stat(mean, sd), rs = as_stat(rstd, sd), w = as_stat(weight, sd);
     const bool params = (dweight.defined() || dbias.defined()) && D > 0;
+    for (const Tensor* p : {&dweight, &dbias})  // added to in place: no stat-dtype scratch between
+      TANDEM_CHECK(!add_params || !p->defined() || p->dtype() == sd,
+                   "layer_norm backward: parameter gradients added to must be {}, got {}", dtype_name(sd),
+                   dtype_name(p->dtype()));
     if (dx.defined() && params && M > 0 && D <= kFusedColumns) {  // everything in one pass
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
       const int64_t blocks = std::min<int64_t>(grid_for(M, kRowWarps), kFusedMaxBlocks);
@@ -668,7 +674,7 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
       TANDEM_LAUNCH(ln_params_from_blocks_kernel<S>, dim3(static_cast<unsigned>((2 * D + 31) / 32)),
                     dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const S*>(part.data_ptr()), blocks, D,
                     gw.defined() ? static_cast<S*>(gw.data_ptr()) : nullptr,
-                    gb.defined() ? static_cast<S*>(gb.data_ptr()) : nullptr);
+                    gb.defined() ? static_cast<S*>(gb.data_ptr()) : nullptr, add_params);
       store_stat(gw, dweight);
       store_stat(gb, dbias);
       return;
@@ -702,10 +708,10 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
                     static_cast<S*>(pw.data_ptr()), static_cast<S*>(pb.data_ptr()));
       if (gw.defined())
         TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
-                      static_cast<const S*>(pw.data_ptr()), D, splits, static_cast<S*>(gw.data_ptr()));
+                      static_cast<const S*>(pw.data_ptr()), D, splits, static_cast<S*>(gw.data_ptr()), add_params);
       if (gb.defined())
         TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
-                      static_cast<const S*>(pb.data_ptr()), D, splits, static_cast<S*>(gb.data_ptr()));
+                      static_cast<const S*>(pb.data_ptr()), D, splits, static_cast<S*>(gb.data_ptr()), add_params);
       store_stat(gw, dweight);
       store_stat(gb, dbias);
     }

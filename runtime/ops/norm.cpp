@@ -222,9 +222,18 @@ Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& wei
                 [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
                   const Tensor& dy = grads[0];
                   Tensor dx = gx ? Tensor::empty(x_saved.shape(), x_saved.dtype(), dy.device()) : Tensor();
-                  Tensor dw = gw ? Tensor::empty(norm_shape, wdt, dy.device()) : Tensor();
-                  Tensor db = gb ? Tensor::empty(norm_shape, bdt, dy.device()) : Tensor();
-                  kernels::layer_norm_backward(dy.device())(dy, x_saved, mean, rstd, w_saved, dx, dw, db);
+                  // The parameters' gradients are added straight into their .grad where the engine
+                  // offers it (gradient_sink) in the statistics' dtype: no [D] tensors, no passes
+                  // adding them (two launches a LayerNorm on a GPU).
+                  const Tensor sink_w = gw ? gradient_sink(1) : Tensor(), sink_b = gb ? gradient_sink(2) : Tensor();
+                  auto usable = [&](bool wanted, const Tensor& sink) {
+                    return !wanted || (sink.defined() && sink.dtype() == sd);
+                  };
+                  const bool sinks = (gw || gb) && usable(gw, sink_w) && usable(gb, sink_b);
+                  Tensor dw = !gw ? Tensor() : sinks ? sink_w : Tensor::empty(norm_shape, wdt, dy.device());
+                  Tensor db = !gb ? Tensor() : sinks ? sink_b : Tensor::empty(norm_shape, bdt, dy.device());
+                  kernels::layer_norm_backward(dy.device())(dy, x_saved, mean, rstd, w_saved, dx, dw, db, sinks);
+                  if (sinks) return {dx, Tensor(), Tensor()};
                   return {dx, dw, db};
                 });
 }

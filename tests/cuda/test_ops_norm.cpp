@@ -1,6 +1,8 @@
 // batch norm (statistics, finalize, apply, backward) and layer norm on the CUDA backend vs the CPU
 // backend.
+#include "runtime/autograd.h"
 #include "runtime/backend/norm.h"
+#include "runtime/ops.h"
 #include "runtime/ops/shape.h"
 #include "tests/cuda/backend_test.h"
 
@@ -87,8 +89,9 @@ TEST_P(NormOps, LayerNormMatchesCpu) {
         Tensor dx = Tensor::empty({M, D}, dt), gdx = Tensor::empty({M, D}, dt, dev());
         Tensor gw = affine ? Tensor::empty({D}, dt) : Tensor(), gb = affine ? Tensor::empty({D}, dt) : Tensor();
         Tensor ggw = affine ? Tensor::empty({D}, dt, dev()) : Tensor(), ggb = affine ? Tensor::empty({D}, dt, dev()) : Tensor();
-        kernels::layer_norm_backward(kCPU)(dy, x, mean, rstd, w, dx, gw, gb);
-        kernels::layer_norm_backward(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), rstd.to(dev()), dw_, gdx, ggw, ggb);
+        kernels::layer_norm_backward(kCPU)(dy, x, mean, rstd, w, dx, gw, gb, false);
+        kernels::layer_norm_backward(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), rstd.to(dev()), dw_, gdx, ggw, ggb,
+                                            false);
         expect_close(gdx, dx, rtol * 10, what + " dx");
         if (affine) {
           // Rows are summed in splits on the GPU (another order than the CPU's): rounding apart.
@@ -97,7 +100,7 @@ TEST_P(NormOps, LayerNormMatchesCpu) {
           // The parameters' gradients alone (no dx): the column-sum kernels instead of the one pass.
           Tensor none, ow = Tensor::empty({D}, dt, dev()), ob = Tensor::empty({D}, dt, dev());
           kernels::layer_norm_backward(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), rstd.to(dev()), dw_, none, ow,
-                                              ob);
+                                              ob, false);
           expect_close(ow, gw, rtol * 10, what + " dweight without dx");
           expect_close(ob, gb, rtol * 10, what + " dbias without dx");
         }
@@ -139,8 +142,8 @@ TEST_P(NormOps, LayerNormNarrowOutputEqualsCastOfF32) {
           Tensor gw32 = affine ? Tensor::empty({D}, DType::f32, dev()) : Tensor(), gb32 = gw32.defined() ? Tensor::empty({D}, DType::f32, dev()) : Tensor();
           Tensor gwn = affine ? Tensor::empty({D}, DType::f32, dev()) : Tensor(), gbn = gwn.defined() ? Tensor::empty({D}, DType::f32, dev()) : Tensor();
           if (!with_dx && !affine) continue;
-          kernels::layer_norm_backward(dev())(dy32, x, mean, rstd, w, dx32, gw32, gb32);
-          kernels::layer_norm_backward(dev())(dyn, x, mean, rstd, w, dxn, gwn, gbn);
+          kernels::layer_norm_backward(dev())(dy32, x, mean, rstd, w, dx32, gw32, gb32, false);
+          kernels::layer_norm_backward(dev())(dyn, x, mean, rstd, w, dxn, gwn, gbn, false);
           const std::string how = what + (with_dx ? "" : " without dx");
           if (with_dx) expect_close(dxn, dx32, ulps(DType::f32), how + " dx");
           if (affine) {
@@ -150,7 +153,7 @@ TEST_P(NormOps, LayerNormNarrowOutputEqualsCastOfF32) {
           if (with_dx) {  // the CPU backend widens dy first: its values, to rounding
             Tensor dxc = Tensor::empty({M, D}, DType::f32), none;
             kernels::layer_norm_backward(kCPU)(dyn.to(kCPU), x.to(kCPU), mc, rc, w.defined() ? w.to(kCPU) : w, dxc,
-                                               none, none);
+                                               none, none, false);
             expect_close(dxn, dxc, 1e-4, how + " dx vs cpu");
           }
         }
@@ -164,7 +167,46 @@ TEST_P(NormOps, LayerNormNarrowOutputEqualsCastOfF32) {
     EXPECT_THROW(kernels::layer_norm_forward(d)(x, none, none, 1e-5, y64, mean, rstd), Error);
     EXPECT_THROW(kernels::layer_norm_forward(d)(x64, none, none, 1e-5, ybf, mean64, rstd64), Error);
     Tensor dx = Tensor::empty({3, 8}, DType::f32, d);
-    EXPECT_THROW(kernels::layer_norm_backward(d)(y64, x, mean, rstd, none, dx, none, none), Error);
+    EXPECT_THROW(kernels::layer_norm_backward(d)(y64, x, mean, rstd, none, dx, none, none, false), Error);
+  }
+}
+
+// add_params: the parameters' gradients are added to what dweight/dbias hold, exactly the written
+// values plus them, on the one-pass kernels (with dx, D <= 1024) and the column sums (without dx, or
+// D = 1500); anything but the statistics' dtype is refused. Then through the op: backward() adds
+// into .grad (gradient_sink) what grad(), which never offers a sink, returns.
+TEST_P(NormOps, LayerNormAddsParameterGradientsIntoGrad) {
+  for (Device d : {kCPU, dev()})
+    for (int64_t D : {24, 1500})
+      for (bool with_dx : {true, false}) {
+        const std::string what = std::string(d.str()) + " D=" + std::to_string(D) + (with_dx ? "" : " without dx");
+        const int64_t M = 37;
+        Tensor x = random_tensor({M, D}, DType::f32, 141, -2, 3).to(d), dy = random_tensor({M, D}, DType::f32, 142).to(d);
+        Tensor w = random_tensor({D}, DType::f32, 143, 0.5, 1.5).to(d), b = random_tensor({D}, DType::f32, 144).to(d);
+        Tensor y = Tensor::empty({M, D}, DType::f32, d), mean = Tensor::empty({M}, DType::f32, d),
+               rstd = Tensor::empty({M}, DType::f32, d);
+        kernels::layer_norm_forward(d)(x, w, b, 1e-5, y, mean, rstd);
+        Tensor dx = with_dx ? Tensor::empty({M, D}, DType::f32, d) : Tensor();
+        Tensor gw = Tensor::empty({D}, DType::f32, d), gb = Tensor::empty({D}, DType::f32, d);
+        kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, gw, gb, false);
+        const Tensor before_w = random_tensor({D}, DType::f32, 145).to(d), before_b = random_tensor({D}, DType::f32, 146).to(d);
+        Tensor aw = before_w.clone(), ab = before_b.clone();
+        kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, aw, ab, true);
+        expect_close(aw, ops::add(before_w, gw), 0, what + " dweight added");
+        expect_close(ab, ops::add(before_b, gb), 0, what + " dbias added");
+        Tensor narrow = Tensor::zeros({D}, DType::bf16, d), none;
+        EXPECT_THROW(kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, narrow, none, true), Error) << what;
+      }
+  for (Device d : {kCPU, dev()}) {
+    Tensor x = random_tensor({6, 40}, DType::f32, 151).to(d).set_requires_grad();
+    Tensor w = random_tensor({40}, DType::f32, 152, 0.5, 1.5).to(d).set_requires_grad();
+    Tensor b = random_tensor({40}, DType::f32, 153).to(d).set_requires_grad();
+    Tensor dy = random_tensor({6, 40}, DType::f32, 154).to(d);
+    const std::vector<Tensor> g = grad({ops::layer_norm(x, 1, w, b, 1e-5)}, {x, w, b}, {dy});
+    for (int step = 0; step < 2; ++step) ops::layer_norm(x, 1, w, b, 1e-5).backward(dy);
+    expect_close(w.grad(), ops::add(g[1], g[1]), 0, d.str() + " weight .grad after two backward()");
+    expect_close(b.grad(), ops::add(g[2], g[2]), 0, d.str() + " bias .grad after two backward()");
+    expect_close(x.grad(), ops::add(g[0], g[0]), 0, d.str() + " input .grad after two backward()");
   }
 }
 
