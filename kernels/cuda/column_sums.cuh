@@ -55,21 +55,17 @@ __global__ void sum_columns_kernel(Value value, S* __restrict__ part, int64_t ro
   }
 }
 
-// dst[o] = scale * (the partials of output o summed in split order).
+// dst[o] = scale * (output o's `splits` partials summed in split order), or (add) dst[o] plus that.
+// Output o's partial s is part[o * output_stride + s * split_stride]: split-minor (o * splits + s,
+// reduce.cu's and the norms') or split-major (s * outputs + o, the column sums').
 template <class T>
 __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t outputs,
-                                     int64_t splits, acc_t<T> scale) {
-  for (int64_t o = global_thread(); o < outputs; o += grid_threads())
-    dst[o] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum_of_splits(part, o, splits)) * scale));
-}
-
-// dst[c] = scale * (column c's partials summed in split order).
-template <class T>
-__global__ void sum_column_splits_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t cols,
-                                         int64_t splits, acc_t<T> scale) {
-  for (int64_t c = global_thread(); c < cols; c += grid_threads()) {
-    const sum_acc_t<T> acc = sum_in_order(part + c, splits, cols);
-    dst[c] = from_acc<T>(static_cast<acc_t<T>>(static_cast<acc_t<T>>(acc) * scale));
+                                     int64_t splits, int64_t output_stride, int64_t split_stride, acc_t<T> scale,
+                                     bool add) {
+  for (int64_t o = global_thread(); o < outputs; o += grid_threads()) {
+    const sum_acc_t<T> sum = sum_in_order(part + o * output_stride, splits, split_stride);
+    const acc_t<T> v = static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum) * scale);
+    dst[o] = from_acc<T>(add ? static_cast<acc_t<T>>(to_acc(dst[o]) + v) : v);
   }
 }
 
@@ -83,8 +79,8 @@ void launch_column_sums_of(Device dev, Value value, int64_t rows, int64_t cols, 
   TANDEM_LAUNCH(sum_columns_kernel<S, Value>,
                 dim3(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(splits)), dim3(32, kColumnRowLanes),
                 0, stream_for(dev), value, static_cast<S*>(part.data_ptr()), rows, cols, splits);
-  TANDEM_LAUNCH(sum_column_splits_kernel<T>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
-                static_cast<const S*>(part.data_ptr()), dst, cols, splits, scale);
+  TANDEM_LAUNCH(sum_splits_to_kernel<T>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
+                static_cast<const S*>(part.data_ptr()), dst, cols, splits, int64_t(1), cols, scale, false);
 }
 
 // dst[c] = scale * sum over r of src[r * cols + c], on dev's stream (rows, cols > 0).

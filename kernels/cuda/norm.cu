@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "runtime/backend/core.h"
@@ -165,17 +166,6 @@ __global__ void bn_backward_reduce_kernel(const T* __restrict__ dy, const T* __r
   }
 }
 
-// Sums each channel's partials in split order: out[c] = sum over s of part[c * splits + s] (add:
-// out[c] += that sum).
-template <class S>
-__global__ void sum_splits_kernel(const S* __restrict__ part, int64_t C, int64_t splits, S* __restrict__ out,
-                                  bool add) {
-  for (int64_t c = global_thread(); c < C; c += grid_threads()) {
-    const S sum = sum_of_splits(part, c, splits);
-    out[c] = add ? out[c] + sum : sum;
-  }
-}
-
 template <class S>
 __global__ void mul_kernel(const S* __restrict__ a, const S* __restrict__ b, S* __restrict__ out, int64_t n) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = a[i] * b[i];
@@ -296,8 +286,9 @@ void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, c
                     static_cast<const T*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), g, splits,
                     static_cast<const S*>(ms.data_ptr()), static_cast<S*>(pa.data_ptr()), static_cast<S*>(pb.data_ptr()));
       for (auto [part, out] : {std::pair<Tensor*, Tensor*>{&pa, &a}, {&pb, &b}})
-        TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(g.c, kBlock), kBlock, 0, stream_for(dev),
-                      static_cast<const S*>(part->data_ptr()), g.c, splits, static_cast<S*>(out->data_ptr()), false);
+        TANDEM_LAUNCH(sum_splits_to_kernel<S>, grid_for(g.c, kBlock), kBlock, 0, stream_for(dev),
+                      static_cast<const S*>(part->data_ptr()), static_cast<S*>(out->data_ptr()), g.c, splits, splits,
+                      int64_t(1), S(1), false);
     }
     store_stat(a, sum_dy);
     store_stat(b, sum_dy_xmu);
@@ -581,7 +572,7 @@ __global__ void ln_backward_dx_kernel(const T* __restrict__ dy, const T* __restr
 // dweight and dbias sum over all M rows, a column each. One thread per column over every row left
 // 3 blocks for GPT-2's 768 columns and cost more than all its GEMMs (84 of 236 ms a step on an H100),
 // so they are column sums as in reduce.cuh: row splits of 32-column blocks, the block's row lanes
-// added in order, then the splits in order (sum_splits_kernel). The order depends on M and D alone.
+// added in order, then the splits in order (sum_splits_to_kernel). The order depends on M and D alone.
 template <class T, class S>
 __global__ void ln_backward_params_kernel(const T* __restrict__ dy, const T* __restrict__ x, int64_t M, int64_t D,
                                           int64_t splits, const S* __restrict__ mean, const S* __restrict__ rstd,
@@ -707,11 +698,13 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
                     static_cast<const T*>(x.data_ptr()), M, D, splits, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
                     static_cast<S*>(pw.data_ptr()), static_cast<S*>(pb.data_ptr()));
       if (gw.defined())
-        TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
-                      static_cast<const S*>(pw.data_ptr()), D, splits, static_cast<S*>(gw.data_ptr()), add_params);
+        TANDEM_LAUNCH(sum_splits_to_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
+                      static_cast<const S*>(pw.data_ptr()), static_cast<S*>(gw.data_ptr()), D, splits, splits,
+                      int64_t(1), S(1), add_params);
       if (gb.defined())
-        TANDEM_LAUNCH(sum_splits_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
-                      static_cast<const S*>(pb.data_ptr()), D, splits, static_cast<S*>(gb.data_ptr()), add_params);
+        TANDEM_LAUNCH(sum_splits_to_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
+                      static_cast<const S*>(pb.data_ptr()), static_cast<S*>(gb.data_ptr()), D, splits, splits,
+                      int64_t(1), S(1), add_params);
       store_stat(gw, dweight);
       store_stat(gb, dbias);
     }

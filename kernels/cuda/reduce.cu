@@ -111,8 +111,8 @@ void sum_to(const Tensor& src, Tensor& dst, double scale) {
                   per_output, splits, p, static_cast<acc_t<T>>(scale));
     if (splits > 1)
       TANDEM_LAUNCH(sum_splits_to_kernel<T>, grid_for(outputs, kBlock), kBlock, 0, stream_for(dev),
-                    static_cast<const S*>(part_ptr), static_cast<T*>(dst.data_ptr()), outputs, splits,
-                    static_cast<acc_t<T>>(scale));
+                    static_cast<const S*>(part_ptr), static_cast<T*>(dst.data_ptr()), outputs, splits, splits,
+                    int64_t(1), static_cast<acc_t<T>>(scale), false);
   }, "sum_to");
 }
 

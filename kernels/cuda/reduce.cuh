@@ -170,11 +170,6 @@ __device__ __forceinline__ S sum_in_order(const S* __restrict__ p, int64_t n, in
   for (; i < n; ++i) acc += p[i * stride];
   return acc;
 }
-// The second pass: output o's `splits` partials, stored at part[o * splits + s], summed in split order.
-template <class S>
-__device__ __forceinline__ S sum_of_splits(const S* __restrict__ part, int64_t o, int64_t splits) {
-  return sum_in_order(part + o * splits, splits, 1);
-}
 // (row, col) of a flat index k = row * cols + col, advanced by a fixed stride with no division in
 // the loop (64-bit division costs dozens of instructions per item on a GPU).
 struct RowCursor {
