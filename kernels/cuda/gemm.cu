@@ -339,10 +339,12 @@ void gemm(Device device, const kernels::GemmArgs& a) {
   if (!a.has_epilogue()) return cublas_product(device, a);
   if (a.m == 0 && a.c_col_sums) return run_epilogue_kernels(device, a);  // the sums of no rows: zeros
   if (a.m == 0 || (a.n == 0 && !a.a_row_sums)) return;
+  const bool can_lt = a.n > 0 && a.k > 0;
   if (a.dgelu_pre && a.c_col_sums && dgelu_way() != DGeluWay::LtBgrad) {
+    // GELU's backward by cuBLASLt ("lt"), the column sums by us; else (ours) both after the product.
     kernels::GemmArgs dgelu = a;
     dgelu.c_col_sums = nullptr;
-    if (dgelu_way() == DGeluWay::Lt && a.n > 0 && a.k > 0 && lt_gemm(device, dgelu)) {
+    if (dgelu_way() == DGeluWay::Lt && can_lt && lt_gemm(device, dgelu)) {
       dispatch_floating(a.dtype, "gemm dgelu sums", [&](auto tag) {
         using T = decltype(tag);
         if constexpr (is_floating_type_v<T>)
@@ -350,14 +352,13 @@ void gemm(Device device, const kernels::GemmArgs& a) {
       });
       return;
     }
-    cublas_product(device, product_only(a));
-    return run_epilogue_kernels(device, a);
+  } else if (!(a.wide_c && a.a_row_sums) && can_lt && lt_gemm(device, a)) {
+    // wide_c (an f32 C beside 16-bit operands, a weight gradient into .grad) with a bias gradient
+    // stays off cuBLASLt: the product by cuBLAS and the sums by our column sums (as fast as
+    // cuBLASLt's BGRADB kernel on an H100), not a cuBLASLt epilogue beside an f32 C, which is not a
+    // combination to count on.
+    return;
   }
-  // wide_c (an f32 C beside 16-bit operands, a weight gradient into .grad) with a bias gradient: the
-  // product by cuBLAS and the sums by our column sums (as fast as cuBLASLt's BGRADB kernel on an
-  // H100), not a cuBLASLt epilogue beside an f32 C, which is not a combination to count on.
-  const bool lt = !(a.wide_c && a.a_row_sums);
-  if (lt && a.n > 0 && a.k > 0 && lt_gemm(device, a)) return;
   cublas_product(device, product_only(a));
   run_epilogue_kernels(device, a);
 }
