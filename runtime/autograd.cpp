@@ -88,19 +88,30 @@ class LeafCast final : public Node {
   std::vector<Tensor> apply(const std::vector<Tensor>& grads) override { return {grads[0]}; }
 };
 
-// The node whose apply is running on this thread under Tensor::backward (not grad()): the one
-// gradient_sink answers for.
+// The gradients summed so far for the outputs of nodes still to run, by node (execute's buffers).
+using GradientBuffers = std::unordered_map<Node*, std::vector<Tensor>>;
+
+// The node whose apply is running on this thread under Tensor::backward (not grad()), the one
+// gradient_sink answers for, and its backward's buffers (interior sinks).
 thread_local Node* t_sink_node = nullptr;
+thread_local GradientBuffers* t_sink_buffers = nullptr;
 
 class SinkNodeScope {
  public:
-  explicit SinkNodeScope(Node* node) : prev_(t_sink_node) { t_sink_node = node; }
-  ~SinkNodeScope() { t_sink_node = prev_; }
+  SinkNodeScope(Node* node, GradientBuffers* buffers) : prev_node_(t_sink_node), prev_buffers_(t_sink_buffers) {
+    t_sink_node = node;
+    t_sink_buffers = buffers;
+  }
+  ~SinkNodeScope() {
+    t_sink_node = prev_node_;
+    t_sink_buffers = prev_buffers_;
+  }
   SinkNodeScope(const SinkNodeScope&) = delete;
   SinkNodeScope& operator=(const SinkNodeScope&) = delete;
 
  private:
-  Node* prev_;
+  Node* prev_node_;
+  GradientBuffers* prev_buffers_;
 };
 
 std::shared_ptr<Node> accumulator_of(const Tensor& leaf) {
@@ -202,26 +213,51 @@ Tensor record_leaf_cast(const Tensor& leaf, Tensor out) {
 }
 
 namespace {
-// TANDEM_GRAD_SINK=off: no sinks, every gradient through its leaf's accumulation (A/B runs). Read once.
-bool sinks_enabled() {
-  static const bool on = [] {
+// TANDEM_GRAD_SINK: "off" offers no sinks (every gradient through its leaf's accumulation or the
+// engine's sum), "leaves" only leaves' .grad, anything else both (A/B runs). Read once.
+enum class SinkPolicy { kAll, kLeaves, kOff };
+SinkPolicy sink_policy() {
+  static const SinkPolicy policy = [] {
     const char* v = std::getenv("TANDEM_GRAD_SINK");
-    return !(v && std::strcmp(v, "off") == 0);
+    if (v && std::strcmp(v, "off") == 0) return SinkPolicy::kOff;
+    if (v && std::strcmp(v, "leaves") == 0) return SinkPolicy::kLeaves;
+    return SinkPolicy::kAll;
   }();
-  return on;
+  return policy;
+}
+
+// The gradient summed so far for the output of edge.fn that edge feeds, where the running node
+// may add its own into it in place; undefined when there is none or it is not the engine's alone.
+Tensor interior_sink(const Edge& edge) {
+  if (!t_sink_buffers) return {};
+  auto it = t_sink_buffers->find(edge.fn.get());
+  if (it == t_sink_buffers->end()) return {};
+  const auto nr = static_cast<size_t>(edge.input_nr);
+  if (nr >= it->second.size()) return {};
+  const Tensor& slot = it->second[nr];
+  if (!slot.defined()) return {};
+  // Written in place only where nothing else can see it: the engine's reference is the only one to
+  // the tensor and to its storage (no view of it, no other node's gradient, no caller's tensor).
+  if (slot.impl_ptr().use_count() != 1 || slot.storage().use_count() != 1) return {};
+  const TensorMeta& meta = edge.fn->output_meta()[nr];
+  const bool usable = slot.dtype() == meta.dtype && slot.shape() == meta.shape && slot.device() == meta.device;
+  return usable ? slot : Tensor();
 }
 }  // namespace
 
 Tensor gradient_sink(size_t input_index) {
   Node* node = t_sink_node;
-  if (!sinks_enabled() || !node || input_index >= node->next_edges().size()) return {};
-  Node* next = node->next_edges()[input_index].fn.get();
+  if (sink_policy() == SinkPolicy::kOff || !node || input_index >= node->next_edges().size()) return {};
+  const Edge& edge = node->next_edges()[input_index];
+  Node* next = edge.fn.get();
+  if (!next) return {};
   if (auto* cast = dynamic_cast<LeafCast*>(next)) next = cast->next_edges()[0].fn.get();
-  auto* acc = dynamic_cast<AccumulateGrad*>(next);
   // The sink has the leaf's shape and device, which are the input's: the input is the leaf or its
   // cast (record_leaf_cast checks the shape).
-  return acc ? acc->sink() : Tensor();
+  if (auto* acc = dynamic_cast<AccumulateGrad*>(next)) return acc->sink();
+  return sink_policy() == SinkPolicy::kAll ? interior_sink(edge) : Tensor();
 }
+
 
 namespace {
 
@@ -266,7 +302,7 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
   TANDEM_CHECK(roots.size() == grads.size(), "backward: {} roots but {} gradients", roots.size(), grads.size());
   NoGradGuard no_grad;
 
-  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  GradientBuffers buffers;
   std::vector<std::shared_ptr<Node>> root_nodes;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
@@ -339,7 +375,8 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
     }
     std::vector<Tensor> out;
     {
-      SinkNodeScope scope(captures ? nullptr : node.get());  // grad() leaves every .grad alone
+      // grad() leaves every .grad alone and hands out no interior sinks either
+      SinkNodeScope scope(captures ? nullptr : node.get(), captures ? nullptr : &buffers);
       out = node->apply(inputs);
     }
     if (!retain_graph) {

@@ -432,7 +432,7 @@ void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, d
 }
 
 void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                     const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias, bool add_params) {
+                     const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias, LayerNormGradAdds adds) {
   check_layer_norm_output_dtype("layer_norm backward", x.dtype(), dy_in.dtype());
   const Tensor dy = in_dtype_of(dy_in, x.dtype());
   with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
@@ -449,6 +449,8 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
       T* pdx = static_cast<T*>(dx.data_ptr());
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
       for (int64_t m = 0; m < M; ++m) {
+        thread_local std::vector<T> row;
+        if (adds.dx && row.size() < static_cast<size_t>(D)) row.resize(static_cast<size_t>(D));
         const T* xi = px + m * D;
         const T* di = pd + m * D;
         const S mu = mv[size_t(m)], r = rv[size_t(m)];
@@ -456,10 +458,16 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
         S sg, sgx;
         sum_g_gxhat<S>(di, w.data(), xi, D, mu, r, sg, sgx);
         const S inv_d = S(1) / static_cast<S>(D), a = sg * inv_d, bb = sgx * inv_d;
-        T* o = pdx + m * D;
+        // Added (adds.dx) as a separate pass would add the written row: the row is made in scratch
+        // first, so that its products are not fused with the add (the same bits either way).
+        T* o = adds.dx ? row.data() : pdx + m * D;
         for (int64_t d = 0; d < D; ++d) {
           const S xhat = (static_cast<S>(xi[d]) - mu) * r;
           o[d] = T(r * (static_cast<S>(di[d]) * w[size_t(d)] - a - xhat * bb));
+        }
+        if (adds.dx) {
+          T* sum = pdx + m * D;
+          for (int64_t d = 0; d < D; ++d) sum[d] = T(static_cast<acc_t<T>>(sum[d]) + static_cast<acc_t<T>>(o[d]));
         }
       }
     }
@@ -476,7 +484,7 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
           gb[size_t(d)] += g;
         }
       }
-      if (add_params) {
+      if (adds.params) {
         add_to(gw, dweight, "dweight");
         add_to(gb, dbias, "dbias");
       } else {

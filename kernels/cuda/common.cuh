@@ -73,6 +73,10 @@ __host__ __device__ __forceinline__ T from_acc(A v) {
   if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return T(static_cast<float>(v));
   else return static_cast<T>(v);
 }
+// a + b rounded as an operation of its own, never fused with a product feeding it: an add into
+// memory that must give the bits of a separate pass adding two stored tensors.
+__device__ __forceinline__ float add_unfused(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_unfused(double a, double b) { return __dadd_rn(a, b); }
 // A host double converted the way the CPU backend converts scalars.
 template <class T>
 T scalar_as(double v) {

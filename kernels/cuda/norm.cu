@@ -435,10 +435,23 @@ __device__ __forceinline__ Pack<T, V> dx_pack(const Pack<T, V>& xp, const Pack<D
   return o;
 }
 
+// Stores pack i of a dx row, or (add: LayerNormGradAdds::dx) adds it to what the row holds as a
+// separate pass adding the stored dx would: the same bits.
+template <class T, int V>
+__device__ __forceinline__ void store_dx_pack(Pack<T, V>* out, int64_t i, const Pack<T, V>& dx, bool add) {
+  if (!add) {
+    out[i] = dx;
+    return;
+  }
+  Pack<T, V> sum = out[i];
+  for (int k = 0; k < V; ++k) sum.v[k] = from_acc<T>(add_unfused(to_acc(sum.v[k]), to_acc(dx.v[k])));
+  out[i] = sum;
+}
+
 template <class T, class DY, class S, int V>
 __global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
                                            int64_t M, int64_t D, const S* __restrict__ mean,
-                                           const S* __restrict__ rstd, const S* __restrict__ weight) {
+                                           const S* __restrict__ rstd, const S* __restrict__ weight, bool add) {
   using P = Pack<T, V>;
   const int lane = int(threadIdx.x % 32), warps = int(blockDim.x / 32);
   const int64_t packs = D / V;
@@ -450,7 +463,7 @@ __global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* _
     row_means<T, DY, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
     P* out = reinterpret_cast<P*>(dx + m * D);
     for (int64_t i = lane; i < packs; i += 32)
-      out[i] = dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {});
+      store_dx_pack(out, i, dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {}), add);
   }
 }
 
@@ -467,7 +480,7 @@ template <class T, class DY, class S, int V>
 __global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
                                               int64_t M, int64_t D, const S* __restrict__ mean,
                                               const S* __restrict__ rstd, const S* __restrict__ weight,
-                                              S* __restrict__ part) {
+                                              bool add, S* __restrict__ part) {
   using P = Pack<T, V>;
   constexpr int kPacks = kFusedColumns / 32 / V;  // a lane's packs at most
   __shared__ S sum_w[kFusedColumns], sum_b[kFusedColumns];
@@ -487,10 +500,11 @@ __global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T
     for (int j = 0; j < kPacks; ++j) {
       const int64_t i = lane + 32 * int64_t(j);
       if (i >= packs) continue;
-      out[i] = dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [&](int k, S dyv, S xhat) {
+      const P d = dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [&](int k, S dyv, S xhat) {
         aw[j][k] += dyv * xhat;
         ab[j][k] += dyv;
       });
+      store_dx_pack(out, i, d, add);
     }
   }
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) sum_w[d] = sum_b[d] = S(0);
@@ -548,7 +562,7 @@ void with_row_pack(int64_t D, std::initializer_list<const void*> rows, F&& f) {
 template <class T, class S>
 __global__ void ln_backward_dx_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx, int64_t M,
                                       int64_t D, const S* __restrict__ mean, const S* __restrict__ rstd,
-                                      const S* __restrict__ weight) {
+                                      const S* __restrict__ weight, bool add) {
   for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
     const T* xi = x + m * D;
     const T* di = dy + m * D;
@@ -564,7 +578,8 @@ __global__ void ln_backward_dx_kernel(const T* __restrict__ dy, const T* __restr
     const S inv_d = S(1) / static_cast<S>(D), a = sg * inv_d, bb = sgx * inv_d;
     for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
       const S xhat = (static_cast<S>(to_acc(xi[d])) - mu) * r;
-      dx[m * D + d] = from_acc<T>(r * (static_cast<S>(to_acc(di[d])) * (weight ? weight[d] : S(1)) - a - xhat * bb));
+      const T v = from_acc<T>(r * (static_cast<S>(to_acc(di[d])) * (weight ? weight[d] : S(1)) - a - xhat * bb));
+      dx[m * D + d] = add ? from_acc<T>(add_unfused(to_acc(dx[m * D + d]), to_acc(v))) : v;
     }
   }
 }
@@ -633,7 +648,7 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
 }
 
 void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight,
-                 Tensor& dx, Tensor& dweight, Tensor& dbias, bool add_params) {
+                 Tensor& dx, Tensor& dweight, Tensor& dbias, kernels::LayerNormGradAdds adds) {
   const Device dev = x.device();
   check_on_device("layer_norm backward", dev, {&dy, &x, &mean, &rstd, &weight, &dx, &dweight, &dbias});
   with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
@@ -645,7 +660,7 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     Tensor ms = as_stat(mean, sd), rs = as_stat(rstd, sd), w = as_stat(weight, sd);
     const bool params = (dweight.defined() || dbias.defined()) && D > 0;
     for (const Tensor* p : {&dweight, &dbias})  // added to in place: no stat-dtype scratch between
-      TANDEM_CHECK(!add_params || !p->defined() || p->dtype() == sd,
+      TANDEM_CHECK(!adds.params || !p->defined() || p->dtype() == sd,
                    "layer_norm backward: parameter gradients added to must be {}, got {}", dtype_name(sd),
                    dtype_name(p->dtype()));
     if (dx.defined() && params && M > 0 && D <= kFusedColumns) {  // everything in one pass
@@ -659,13 +674,13 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
                         dim3(static_cast<unsigned>(blocks)), kRowWarps * 32, 0, stream_for(dev),
                         static_cast<const DY*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()),
                         static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
-                        ptr_or_null<S>(w), static_cast<S*>(part.data_ptr()));
+                        ptr_or_null<S>(w), adds.dx, static_cast<S*>(part.data_ptr()));
         });
       });
       TANDEM_LAUNCH(ln_params_from_blocks_kernel<S>, dim3(static_cast<unsigned>((2 * D + 31) / 32)),
                     dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const S*>(part.data_ptr()), blocks, D,
                     gw.defined() ? static_cast<S*>(gw.data_ptr()) : nullptr,
-                    gb.defined() ? static_cast<S*>(gb.data_ptr()) : nullptr, add_params);
+                    gb.defined() ? static_cast<S*>(gb.data_ptr()) : nullptr, adds.params);
       store_stat(gw, dweight);
       store_stat(gb, dbias);
       return;
@@ -681,13 +696,14 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
           TANDEM_LAUNCH(ln_backward_dx_warp_kernel<T, DY, S, decltype(v)::value>, grid_for(M, kRowWarps),
                         kRowWarps * 32, 0, stream_for(dev), static_cast<const DY*>(dy.data_ptr()),
                         static_cast<const T*>(x.data_ptr()), static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms),
-                        ptr_or_null<S>(rs), ptr_or_null<S>(w));
+                        ptr_or_null<S>(rs), ptr_or_null<S>(w), adds.dx);
         });
       });
     } else if (block_dx) {
       TANDEM_LAUNCH(ln_backward_dx_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(dev),
                     static_cast<const T*>(dy_x.data_ptr()), static_cast<const T*>(x.data_ptr()),
-                    static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w));
+                    static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w),
+                    adds.dx);
     }
     if (params) {
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
@@ -700,11 +716,11 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
       if (gw.defined())
         TANDEM_LAUNCH(sum_splits_to_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
                       static_cast<const S*>(pw.data_ptr()), static_cast<S*>(gw.data_ptr()), D, splits, splits,
-                      int64_t(1), S(1), add_params);
+                      int64_t(1), S(1), adds.params);
       if (gb.defined())
         TANDEM_LAUNCH(sum_splits_to_kernel<S>, grid_for(D, kBlock), kBlock, 0, stream_for(dev),
                       static_cast<const S*>(pb.data_ptr()), static_cast<S*>(gb.data_ptr()), D, splits, splits,
-                      int64_t(1), S(1), add_params);
+                      int64_t(1), S(1), adds.params);
       store_stat(gw, dweight);
       store_stat(gb, dbias);
     }

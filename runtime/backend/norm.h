@@ -76,13 +76,20 @@ TANDEM_KERNEL(batch_norm_backward_fused,
 // low-precision op: computed in f32, rounded once on store).
 TANDEM_KERNEL(layer_norm_forward, void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                                        Tensor& y, Tensor& mean, Tensor& rstd));
+// Which of layer_norm_backward's outputs are added to instead of written (gradient_sink): dx, the
+// input's gradient summed so far (x + f(LayerNorm(x)), a residual stream: no dx tensor and no pass
+// adding it; each element is summed in the statistics' dtype and rounded once), and the parameters'
+// (their .grad, which must then have the statistics' dtype: f64 for f64 x, else f32).
+struct LayerNormGradAdds {
+  bool dx = false;
+  bool params = false;
+};
+
 // dx [M, D] in x's dtype, dweight [D], dbias [D]: each computed only when defined; dy has y's dtype.
-// dweight/dbias sum over M in a fixed order (deterministic). add_params: dweight/dbias are added to
-// instead of written (the parameters' .grad: gradient_sink); they must then have the statistics'
-// dtype (f64 for f64 x, else f32).
+// dweight/dbias sum over M in a fixed order (deterministic).
 TANDEM_KERNEL(layer_norm_backward,
               void(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                   const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias, bool add_params));
+                   const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias, LayerNormGradAdds adds));
 
 // Throws unless y (or dy) may have dtype y for a LayerNorm of x: x's own, or f16/bf16 for f32.
 void check_layer_norm_output_dtype(const char* what, DType x, DType y);

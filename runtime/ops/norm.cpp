@@ -221,7 +221,14 @@ Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& wei
   return record("LayerNormBackward", {x, weight, bias}, y,
                 [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
                   const Tensor& dy = grads[0];
-                  Tensor dx = gx ? Tensor::empty(x_saved.shape(), x_saved.dtype(), dy.device()) : Tensor();
+                  // dx is added to the input's gradient summed so far where the engine offers it
+                  // (gradient_sink: a residual stream's, x + f(LayerNorm(x))): no dx tensor, no pass
+                  // adding it (a read and a write of [M, D] less).
+                  const Tensor sink_x = gx ? gradient_sink(0) : Tensor();
+                  const bool add_dx = sink_x.defined() && sink_x.dtype() == x_saved.dtype();
+                  Tensor dx = !gx     ? Tensor()
+                              : add_dx ? sink_x
+                                       : Tensor::empty(x_saved.shape(), x_saved.dtype(), dy.device());
                   // The parameters' gradients are added straight into their .grad where the engine
                   // offers it (gradient_sink) in the statistics' dtype: no [D] tensors, no passes
                   // adding them (two launches a LayerNorm on a GPU).
@@ -232,7 +239,9 @@ Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& wei
                   const bool sinks = (gw || gb) && usable(gw, sink_w) && usable(gb, sink_b);
                   Tensor dw = !gw ? Tensor() : sinks ? sink_w : Tensor::empty(norm_shape, wdt, dy.device());
                   Tensor db = !gb ? Tensor() : sinks ? sink_b : Tensor::empty(norm_shape, bdt, dy.device());
-                  kernels::layer_norm_backward(dy.device())(dy, x_saved, mean, rstd, w_saved, dx, dw, db, sinks);
+                  kernels::layer_norm_backward(dy.device())(dy, x_saved, mean, rstd, w_saved, dx, dw, db,
+                                                            kernels::LayerNormGradAdds{add_dx, sinks});
+                  if (add_dx) dx = Tensor();
                   if (sinks) return {dx, Tensor(), Tensor()};
                   return {dx, dw, db};
                 });

@@ -89,9 +89,9 @@ TEST_P(NormOps, LayerNormMatchesCpu) {
         Tensor dx = Tensor::empty({M, D}, dt), gdx = Tensor::empty({M, D}, dt, dev());
         Tensor gw = affine ? Tensor::empty({D}, dt) : Tensor(), gb = affine ? Tensor::empty({D}, dt) : Tensor();
         Tensor ggw = affine ? Tensor::empty({D}, dt, dev()) : Tensor(), ggb = affine ? Tensor::empty({D}, dt, dev()) : Tensor();
-        kernels::layer_norm_backward(kCPU)(dy, x, mean, rstd, w, dx, gw, gb, false);
+        kernels::layer_norm_backward(kCPU)(dy, x, mean, rstd, w, dx, gw, gb, {});
         kernels::layer_norm_backward(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), rstd.to(dev()), dw_, gdx, ggw, ggb,
-                                            false);
+                                            {});
         expect_close(gdx, dx, rtol * 10, what + " dx");
         if (affine) {
           // Rows are summed in splits on the GPU (another order than the CPU's): rounding apart.
@@ -100,7 +100,7 @@ TEST_P(NormOps, LayerNormMatchesCpu) {
           // The parameters' gradients alone (no dx): the column-sum kernels instead of the one pass.
           Tensor none, ow = Tensor::empty({D}, dt, dev()), ob = Tensor::empty({D}, dt, dev());
           kernels::layer_norm_backward(dev())(dy.to(dev()), x.to(dev()), mean.to(dev()), rstd.to(dev()), dw_, none, ow,
-                                              ob, false);
+                                              ob, {});
           expect_close(ow, gw, rtol * 10, what + " dweight without dx");
           expect_close(ob, gb, rtol * 10, what + " dbias without dx");
         }
@@ -142,8 +142,8 @@ TEST_P(NormOps, LayerNormNarrowOutputEqualsCastOfF32) {
           Tensor gw32 = affine ? Tensor::empty({D}, DType::f32, dev()) : Tensor(), gb32 = gw32.defined() ? Tensor::empty({D}, DType::f32, dev()) : Tensor();
           Tensor gwn = affine ? Tensor::empty({D}, DType::f32, dev()) : Tensor(), gbn = gwn.defined() ? Tensor::empty({D}, DType::f32, dev()) : Tensor();
           if (!with_dx && !affine) continue;
-          kernels::layer_norm_backward(dev())(dy32, x, mean, rstd, w, dx32, gw32, gb32, false);
-          kernels::layer_norm_backward(dev())(dyn, x, mean, rstd, w, dxn, gwn, gbn, false);
+          kernels::layer_norm_backward(dev())(dy32, x, mean, rstd, w, dx32, gw32, gb32, {});
+          kernels::layer_norm_backward(dev())(dyn, x, mean, rstd, w, dxn, gwn, gbn, {});
           const std::string how = what + (with_dx ? "" : " without dx");
           if (with_dx) expect_close(dxn, dx32, ulps(DType::f32), how + " dx");
           if (affine) {
@@ -153,7 +153,7 @@ TEST_P(NormOps, LayerNormNarrowOutputEqualsCastOfF32) {
           if (with_dx) {  // the CPU backend widens dy first: its values, to rounding
             Tensor dxc = Tensor::empty({M, D}, DType::f32), none;
             kernels::layer_norm_backward(kCPU)(dyn.to(kCPU), x.to(kCPU), mc, rc, w.defined() ? w.to(kCPU) : w, dxc,
-                                               none, none, false);
+                                               none, none, {});
             expect_close(dxn, dxc, 1e-4, how + " dx vs cpu");
           }
         }
@@ -167,7 +167,7 @@ TEST_P(NormOps, LayerNormNarrowOutputEqualsCastOfF32) {
     EXPECT_THROW(kernels::layer_norm_forward(d)(x, none, none, 1e-5, y64, mean, rstd), Error);
     EXPECT_THROW(kernels::layer_norm_forward(d)(x64, none, none, 1e-5, ybf, mean64, rstd64), Error);
     Tensor dx = Tensor::empty({3, 8}, DType::f32, d);
-    EXPECT_THROW(kernels::layer_norm_backward(d)(y64, x, mean, rstd, none, dx, none, none, false), Error);
+    EXPECT_THROW(kernels::layer_norm_backward(d)(y64, x, mean, rstd, none, dx, none, none, {}), Error);
   }
 }
 
@@ -188,14 +188,17 @@ TEST_P(NormOps, LayerNormAddsParameterGradientsIntoGrad) {
         kernels::layer_norm_forward(d)(x, w, b, 1e-5, y, mean, rstd);
         Tensor dx = with_dx ? Tensor::empty({M, D}, DType::f32, d) : Tensor();
         Tensor gw = Tensor::empty({D}, DType::f32, d), gb = Tensor::empty({D}, DType::f32, d);
-        kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, gw, gb, false);
+        kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, gw, gb, {});
         const Tensor before_w = random_tensor({D}, DType::f32, 145).to(d), before_b = random_tensor({D}, DType::f32, 146).to(d);
         Tensor aw = before_w.clone(), ab = before_b.clone();
-        kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, aw, ab, true);
+        kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, aw, ab, kernels::LayerNormGradAdds{false, true});
         expect_close(aw, ops::add(before_w, gw), 0, what + " dweight added");
         expect_close(ab, ops::add(before_b, gb), 0, what + " dbias added");
         Tensor narrow = Tensor::zeros({D}, DType::bf16, d), none;
-        EXPECT_THROW(kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, narrow, none, true), Error) << what;
+        EXPECT_THROW(kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, narrow, none,
+                                                     kernels::LayerNormGradAdds{false, true}),
+                     Error)
+            << what;
       }
   for (Device d : {kCPU, dev()}) {
     Tensor x = random_tensor({6, 40}, DType::f32, 151).to(d).set_requires_grad();
@@ -207,6 +210,63 @@ TEST_P(NormOps, LayerNormAddsParameterGradientsIntoGrad) {
     expect_close(w.grad(), ops::add(g[1], g[1]), 0, d.str() + " weight .grad after two backward()");
     expect_close(b.grad(), ops::add(g[2], g[2]), 0, d.str() + " bias .grad after two backward()");
     expect_close(x.grad(), ops::add(g[0], g[0]), 0, d.str() + " input .grad after two backward()");
+  }
+}
+
+// LayerNormGradAdds::dx: dx is added to what the tensor holds (the input's gradient summed so far),
+// summed in f32 and rounded once: exactly the written values plus it in f32 and f64, on every dx path
+// (the one-pass kernel with the parameters, the warp kernels without them, block-per-row for D 9000);
+// to a rounding in bf16. Then through the op: x + LayerNorm(x) on an interior x, whose residual part
+// reaches x's gradient first and LayerNorm adds into it (gradient_sink), gives what grad() gives.
+TEST_P(NormOps, LayerNormAddsInputGradientIntoTheSumSoFar) {
+  for (Device d : {kCPU, dev()})
+    for (DType dt : {DType::f32, DType::f64, DType::bf16})
+      for (int64_t D : {24, 768, 9000})
+        for (bool params : {true, false}) {
+          const std::string what = std::string(d.str()) + " " + dtype_name(dt) + " D=" + std::to_string(D) +
+                                   (params ? "" : " without parameters");
+          const int64_t M = 37;
+          const DType sd = dt == DType::f64 ? DType::f64 : DType::f32;
+          Tensor x = random_tensor({M, D}, dt, 161, -2, 3).to(d), dy = random_tensor({M, D}, dt, 162).to(d);
+          Tensor w = random_tensor({D}, sd, 163, 0.5, 1.5).to(d);
+          Tensor y = Tensor::empty({M, D}, dt, d), mean = Tensor::empty({M}, sd, d), rstd = Tensor::empty({M}, sd, d);
+          kernels::layer_norm_forward(d)(x, w, Tensor(), 1e-5, y, mean, rstd);
+          Tensor dx = Tensor::empty({M, D}, dt, d), none;
+          Tensor gw = params ? Tensor::empty({D}, sd, d) : none, gb = params ? Tensor::empty({D}, sd, d) : none;
+          kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, gw, gb, {});
+          const Tensor before = random_tensor({M, D}, dt, 164).to(d);
+          Tensor added = before.clone();
+          Tensor aw = params ? Tensor::empty({D}, sd, d) : none, ab = params ? Tensor::empty({D}, sd, d) : none;
+          kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, added, aw, ab, kernels::LayerNormGradAdds{true, false});
+          if (dt == DType::bf16)
+            expect_close(added, ops::add(before, dx), ulps(dt), what + " dx added");
+          else
+            expect_close(added, ops::add(before, dx), 0, what + " dx added");
+          if (params) {
+            expect_close(aw, gw, 0, what + " dweight beside the added dx");
+            expect_close(ab, gb, 0, what + " dbias beside the added dx");
+          }
+        }
+  for (Device d : {kCPU, dev()}) {
+    Tensor x = random_tensor({6, 40}, DType::f32, 171).to(d).set_requires_grad();
+    Tensor w = random_tensor({40}, DType::f32, 172, 0.5, 1.5).to(d).set_requires_grad();
+    Tensor dy = random_tensor({6, 40}, DType::f32, 174).to(d), s = random_tensor({6, 40}, DType::f32, 175).to(d);
+    // h + LayerNorm(h) * s: the residual's part is the engine's alone when LayerNorm runs (the sink);
+    // h + LayerNorm(h): LayerNorm's own incoming gradient is that same tensor (no sink).
+    for (bool scaled : {true, false}) {
+      auto model = [&] {
+        Tensor h = ops::mul(x, x);  // interior
+        Tensor n = ops::layer_norm(h, 1, w, Tensor(), 1e-5);
+        return ops::add(h, scaled ? ops::mul(n, s) : n);
+      };
+      const std::string what = d.str() + (scaled ? " scaled" : " direct");
+      const std::vector<Tensor> g = grad({model()}, {x, w}, {dy});
+      x.set_grad(Tensor::zeros({6, 40}, DType::f32, d));
+      w.set_grad(Tensor::zeros({40}, DType::f32, d));
+      model().backward(dy);
+      expect_close(x.grad(), g[0], 0, what + " x .grad through the residual and LayerNorm");
+      expect_close(w.grad(), g[1], 0, what + " weight .grad");
+    }
   }
 }
 

@@ -155,7 +155,16 @@ TEST(Autograd, GradientSinkIsTheLeafsGradAndHooksFireAfterEveryPart) {
   EXPECT_EQ(z.grad().item(), 6.0);
 }
 
-// No sink in grad() (it leaves .grad alone) nor for an input that is not a leaf.
+// a + b on f64 host data whose backward hands the same tensor to both inputs (as an add does).
+Tensor add_sharing_gradient(const Tensor& a, const Tensor& b) {
+  Tensor y = Tensor::empty(a.shape(), DType::f64);
+  for (int64_t i = 0; i < a.numel(); ++i) y.data<double>()[i] = a.data<double>()[i] + b.data<double>()[i];
+  return record("add_sharing_gradient", {a, b}, y, [](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {g[0], g[0]};
+  });
+}
+
+// No sink in grad() (it leaves .grad alone) nor for an input that no gradient has reached yet.
 TEST(Autograd, GradientSinkOnlyForLeavesUnderBackward) {
   Tensor x = leaf({3});
   bool offered = true;
@@ -167,4 +176,51 @@ TEST(Autograd, GradientSinkOnlyForLeavesUnderBackward) {
   total(square_into_sink(square(x), &offered)).backward();  // d(x^4) = 4x^3
   EXPECT_FALSE(offered);
   EXPECT_EQ(x.grad().item(), 108.0);
+}
+
+// An interior input's sink is the gradient summed there so far (a residual stream's, added before
+// its LayerNorm runs): added into in place, nothing lost, and only where the engine alone holds it.
+TEST(Autograd, GradientSinkForAnInteriorInputIsTheSumSoFar) {
+  Tensor x = leaf({2, 3});
+  Tensor h = square(x);
+  bool offered = false;
+  // total(h) is recorded last and runs first: h's gradient holds its ones when the sink's square runs.
+  Tensor loss_b = total(square_into_sink(h, &offered)), loss_a = total(h);
+  run_backward({loss_a, loss_b}, {Tensor(), Tensor()}, false);
+  EXPECT_TRUE(offered);
+  // d/dx (x^2 + x^4) = 2x + 4x^3
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{4 + 32, 6 + 108}));
+
+  // grad() offers no interior sink either.
+  Tensor y = leaf({2, 3});
+  Tensor hy = square(y);
+  offered = true;
+  Tensor lb = total(square_into_sink(hy, &offered)), la = total(hy);
+  auto g = grad({la, lb}, {y});
+  EXPECT_FALSE(offered);
+  EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{36, 114}));
+}
+
+// Refused where another holder could see the write: one gradient tensor handed to two inputs, or
+// the caller's own gradient given to backward for a root.
+TEST(Autograd, InteriorSinkRefusedWhenTheSumIsShared) {
+  Tensor x = leaf({2, 3}), z = leaf({5, 7});
+  Tensor hx = square(x), hz = square(z);
+  bool offered = true;
+  // add_sharing_gradient runs first and gives hx and hz the same tensor (ones).
+  Tensor lb = total(square_into_sink(hx, &offered)), la = total(add_sharing_gradient(hx, hz));
+  run_backward({la, lb}, {Tensor(), Tensor()}, false);
+  EXPECT_FALSE(offered);
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{36, 114}));
+  EXPECT_EQ(z.grad().to_vector<double>(), (std::vector<double>{10, 14}));  // ones, not ones + 4x^3
+
+  Tensor w = leaf({2, 3});
+  Tensor hw = square(w);
+  const Tensor given = Tensor::from_vector<double>({1, 1}, {2});
+  offered = true;
+  Tensor sunk = square_into_sink(hw, &offered);
+  run_backward({hw, sunk}, {given, given}, false);
+  EXPECT_FALSE(offered);
+  EXPECT_EQ(given.to_vector<double>(), (std::vector<double>{1, 1}));
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{2 * 2 * (1 + 2 * 4), 2 * 3 * (1 + 2 * 9)}));
 }

@@ -635,3 +635,7 @@ inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline float __expf(float x) { return std::exp(x); }
 inline float __logf(float x) { return std::log(x); }
 inline float __fdividef(float a, float b) { return a / b; }
+// Adds rounded as operations of their own, as the device's: never fused with a product feeding
+// them. Out of line, so that the host compiler cannot contract across the call.
+[[gnu::noinline]] inline float __fadd_rn(float a, float b) { return a + b; }
+[[gnu::noinline]] inline double __dadd_rn(double a, double b) { return a + b; }
