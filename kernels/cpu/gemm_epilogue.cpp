@@ -25,11 +25,25 @@ void check_gemm_epilogue(const GemmArgs& g) {
   TANDEM_CHECK(!g.dgelu_pre || (!g.bias && !g.pre && !g.gelu && !g.a_row_sums),
                "gemm: dgelu_pre excludes bias, pre, gelu and a_row_sums");
   TANDEM_CHECK(!g.pre || g.gelu, "gemm: pre is GELU's input; it needs gelu");
+  TANDEM_CHECK(!g.sums_add || g.a_row_sums || g.c_col_sums, "gemm: sums_add needs a_row_sums or c_col_sums");
 }
 
 namespace {
 
 constexpr int64_t kParallelMinElements = 1 << 15;
+
+// The epilogue's sums (a_row_sums, c_col_sums) to `out`: rounded to T, or (sums_add) added to what
+// it holds in their own dtype.
+template <class T>
+void store_sums(const GemmArgs& g, const std::vector<acc_t<T>>& sums, void* out) {
+  if (g.sums_add) {
+    auto* o = static_cast<acc_t<T>*>(out);
+    for (size_t j = 0; j < sums.size(); ++j) o[j] += sums[j];
+  } else {
+    T* o = static_cast<T*>(out);
+    for (size_t j = 0; j < sums.size(); ++j) o[j] = T(sums[j]);
+  }
+}
 
 template <class T>
 void epilogue_rows(const GemmArgs& g) {
@@ -92,8 +106,7 @@ void dgelu_rows(const GemmArgs& g) {
   std::vector<X> sums(static_cast<size_t>(n), X(0));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) sums[j] += static_cast<X>(c[i * g.ldc + j]);
-  T* out = static_cast<T*>(g.c_col_sums);
-  for (int64_t j = 0; j < n; ++j) out[j] = T(sums[j]);
+  store_sums<T>(g, sums, g.c_col_sums);
 }
 
 void cpu_gemm_epilogue(const GemmArgs& g) {
@@ -120,7 +133,6 @@ void cpu_gemm_a_row_sums(const GemmArgs& g) {
     if constexpr (is_floating_type_v<T>) {
       using X = acc_t<T>;
       const T* a = static_cast<const T*>(g.a);
-      T* out = static_cast<T*>(g.a_row_sums);
       // op(A)[i, p] is a[p * lda + i] when A is stored transposed ([k, m]), else a[i * lda + p].
       std::vector<X> sums(static_cast<size_t>(g.m), X(0));
       if (g.trans_a) {
@@ -130,7 +142,7 @@ void cpu_gemm_a_row_sums(const GemmArgs& g) {
         for (int64_t i = 0; i < g.m; ++i)
           for (int64_t p = 0; p < g.k; ++p) sums[i] += static_cast<X>(a[i * g.lda + p]);
       }
-      for (int64_t i = 0; i < g.m; ++i) out[i] = T(sums[i]);
+      store_sums<T>(g, sums, g.a_row_sums);
     }
   });
 }

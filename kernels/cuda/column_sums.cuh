@@ -69,24 +69,35 @@ __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* _
   }
 }
 
-// dst[c] = scale * sum over r < rows of value(r, c), on dev's stream (rows, cols > 0). The split
-// count depends on the shape alone, so the sums are the same bits whatever Value computes them from.
-template <class T, class Value>
-void launch_column_sums_of(Device dev, Value value, int64_t rows, int64_t cols, T* dst, acc_t<T> scale = acc_t<T>(1)) {
-  using S = sum_acc_t<T>;
+// dst[c] = scale * sum over r < rows of value(r, c), or (add) dst[c] plus that, on dev's stream
+// (rows, cols > 0). The split count depends on the shape alone, so the sums are the same bits
+// whatever Value computes them from. Out is the values' dtype (the sums rounded to it), or their
+// sums' (acc_t: a 16-bit array's f32 sums unrounded, added to a bias's .grad).
+template <class Out, class Value>
+void launch_column_sums_of(Device dev, Value value, int64_t rows, int64_t cols, Out* dst,
+                           acc_t<Out> scale = acc_t<Out>(1), bool add = false) {
+  using S = sum_acc_t<Out>;
   const int64_t splits = column_splits(rows, cols);
   Tensor part = Tensor::empty({cols * splits * static_cast<int64_t>(sizeof(S))}, DType::u8, dev);
   TANDEM_LAUNCH(sum_columns_kernel<S, Value>,
                 dim3(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(splits)), dim3(32, kColumnRowLanes),
                 0, stream_for(dev), value, static_cast<S*>(part.data_ptr()), rows, cols, splits);
-  TANDEM_LAUNCH(sum_splits_to_kernel<T>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
-                static_cast<const S*>(part.data_ptr()), dst, cols, splits, int64_t(1), cols, scale, false);
+  TANDEM_LAUNCH(sum_splits_to_kernel<Out>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
+                static_cast<const S*>(part.data_ptr()), dst, cols, splits, int64_t(1), cols, scale, add);
 }
 
 // dst[c] = scale * sum over r of src[r * cols + c], on dev's stream (rows, cols > 0).
 template <class T>
 void launch_column_sums(Device dev, const T* src, int64_t rows, int64_t cols, T* dst, acc_t<T> scale = acc_t<T>(1)) {
   launch_column_sums_of(dev, ColumnSumOf<T>{src, cols}, rows, cols, dst, scale);
+}
+
+// The sums of a GEMM epilogue (GemmArgs::a_row_sums, c_col_sums) of T values over rows: written as
+// T, or (add: GemmArgs::sums_add) added to dst in acc_t<T>.
+template <class T, class Value>
+void launch_epilogue_sums(Device dev, Value value, int64_t rows, int64_t cols, void* dst, bool add) {
+  if (add) launch_column_sums_of(dev, value, rows, cols, static_cast<acc_t<T>*>(dst), acc_t<T>(1), true);
+  else launch_column_sums_of(dev, value, rows, cols, static_cast<T*>(dst));
 }
 
 }  // namespace tandem::TANDEM_CUDA_NS

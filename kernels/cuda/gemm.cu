@@ -46,15 +46,16 @@ __global__ void epilogue_kernel(T* __restrict__ c, int64_t ldc, int64_t m, int64
   }
 }
 
-// sums[i] = sum over p < k of op(A)[i, p]: a thread per row of op(A) (consecutive threads read
-// consecutive elements when A is stored transposed, the bias-gradient case).
-template <class T>
+// sums[i] = sum over p < k of op(A)[i, p], or (add) sums[i] plus that: a thread per row of op(A)
+// (consecutive threads read consecutive elements when A is stored transposed, the bias-gradient
+// case). Out is T, or acc_t<T> (GemmArgs::sums_add).
+template <class T, class Out>
 __global__ void a_row_sums_kernel(const T* __restrict__ a, int64_t lda, bool trans_a, int64_t m, int64_t k,
-                                  T* __restrict__ sums) {
+                                  Out* __restrict__ sums, bool add) {
   for (int64_t i = global_thread(); i < m; i += grid_threads()) {
     acc_t<T> s = 0;
     for (int64_t p = 0; p < k; ++p) s += to_acc(trans_a ? a[p * lda + i] : a[i * lda + p]);
-    sums[i] = from_acc<T>(s);
+    sums[i] = add ? from_acc<Out>(to_acc(sums[i]) + s) : from_acc<Out>(s);
   }
 }
 
@@ -89,22 +90,29 @@ void run_epilogue_kernels(Device device, const kernels::GemmArgs& a) {
     if constexpr (is_floating_type_v<T>) {
       if (a.a_row_sums) {
         if (a.m == 0) return;
-        if (a.trans_a && a.lda == a.m && a.k > 0)  // op(A) = A^T of a dense [k, m]: its column sums
-          launch_column_sums(device, static_cast<const T*>(a.a), a.k, a.m, static_cast<T*>(a.a_row_sums));
-        else
-          TANDEM_LAUNCH(a_row_sums_kernel<T>, grid_for(a.m, kBlock), kBlock, 0, stream_for(device),
-                        static_cast<const T*>(a.a), a.lda, a.trans_a, a.m, a.k, static_cast<T*>(a.a_row_sums));
+        if (a.trans_a && a.lda == a.m && a.k > 0) {  // op(A) = A^T of a dense [k, m]: its column sums
+          launch_epilogue_sums<T>(device, ColumnSumOf<T>{static_cast<const T*>(a.a), a.m}, a.k, a.m, a.a_row_sums,
+                                  a.sums_add);
+        } else if (a.sums_add) {
+          TANDEM_LAUNCH((a_row_sums_kernel<T, acc_t<T>>), grid_for(a.m, kBlock), kBlock, 0, stream_for(device),
+                        static_cast<const T*>(a.a), a.lda, a.trans_a, a.m, a.k, static_cast<acc_t<T>*>(a.a_row_sums),
+                        true);
+        } else {
+          TANDEM_LAUNCH((a_row_sums_kernel<T, T>), grid_for(a.m, kBlock), kBlock, 0, stream_for(device),
+                        static_cast<const T*>(a.a), a.lda, a.trans_a, a.m, a.k, static_cast<T*>(a.a_row_sums), false);
+        }
       } else if (a.dgelu_pre) {
         if (a.n == 0) return;
-        if (a.m == 0) {  // no rows: the sums are zeros
-          if (a.c_col_sums)
+        if (a.m == 0) {  // no rows: the sums are zeros (nothing to add)
+          if (a.c_col_sums && !a.sums_add)
             TANDEM_LAUNCH(fill_kernel<T>, grid_for(a.n, kBlock), kBlock, 0, stream_for(device),
                           static_cast<T*>(a.c_col_sums), a.n, from_acc<T>(acc_t<T>(0)));
           return;
         }
         if (a.c_col_sums)
-          launch_column_sums_of(device, DGeluColumnSum<T>{static_cast<T*>(a.c), static_cast<const T*>(a.dgelu_pre), a.n},
-                                a.m, a.n, static_cast<T*>(a.c_col_sums));
+          launch_epilogue_sums<T>(device,
+                                  DGeluColumnSum<T>{static_cast<T*>(a.c), static_cast<const T*>(a.dgelu_pre), a.n},
+                                  a.m, a.n, a.c_col_sums, a.sums_add);
         else
           TANDEM_LAUNCH(dgelu_kernel<T>, grid_for(a.m * a.n, kBlock), kBlock, 0, stream_for(device),
                         static_cast<T*>(a.c), a.ldc, a.m, a.n, static_cast<const T*>(a.dgelu_pre));
@@ -340,7 +348,9 @@ void gemm(Device device, const kernels::GemmArgs& a) {
   if (a.m == 0 && a.c_col_sums) return run_epilogue_kernels(device, a);  // the sums of no rows: zeros
   if (a.m == 0 || (a.n == 0 && !a.a_row_sums)) return;
   const bool can_lt = a.n > 0 && a.k > 0;
-  if (a.dgelu_pre && a.c_col_sums && dgelu_way() != DGeluWay::LtBgrad) {
+  // cuBLASLt's bias-gradient epilogues write the operands' dtype: sums added into an f32 .grad
+  // (sums_add) are ours.
+  if (a.dgelu_pre && a.c_col_sums && (dgelu_way() != DGeluWay::LtBgrad || a.sums_add)) {
     // GELU's backward by cuBLASLt ("lt"), the column sums by us; else (ours) both after the product.
     kernels::GemmArgs dgelu = a;
     dgelu.c_col_sums = nullptr;
@@ -348,11 +358,12 @@ void gemm(Device device, const kernels::GemmArgs& a) {
       dispatch_floating(a.dtype, "gemm dgelu sums", [&](auto tag) {
         using T = decltype(tag);
         if constexpr (is_floating_type_v<T>)
-          launch_column_sums(device, static_cast<const T*>(a.c), a.m, a.n, static_cast<T*>(a.c_col_sums));
+          launch_epilogue_sums<T>(device, ColumnSumOf<T>{static_cast<const T*>(a.c), a.n}, a.m, a.n, a.c_col_sums,
+                                  a.sums_add);
       });
       return;
     }
-  } else if (!(a.wide_c && a.a_row_sums) && can_lt && lt_gemm(device, a)) {
+  } else if (!(a.wide_c && a.a_row_sums) && !a.sums_add && can_lt && lt_gemm(device, a)) {
     // wide_c (an f32 C beside 16-bit operands, a weight gradient into .grad) with a bias gradient
     // stays off cuBLASLt: the product by cuBLAS and the sums by our column sums (as fast as
     // cuBLASLt's BGRADB kernel on an H100), not a cuBLASLt epilogue beside an f32 C, which is not a

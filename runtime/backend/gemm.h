@@ -47,6 +47,10 @@ struct GemmArgs {
   // values, the bias gradient of the linear GELU followed. Excludes bias, pre, gelu and a_row_sums.
   const void* dgelu_pre = nullptr;
   void* c_col_sums = nullptr;
+  // a_row_sums / c_col_sums are added to instead of written, in the sums' own dtype (acc_t: f32 for
+  // f16/bf16 and f32 operands, f64 for f64): a bias's .grad (gradient_sink), its sums unrounded and
+  // no tensor or pass between.
+  bool sums_add = false;
 
   bool has_epilogue() const { return bias || pre || gelu || a_row_sums || dgelu_pre || c_col_sums; }
 };

@@ -28,6 +28,7 @@ void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, int64_t
   args.a_row_sums = ptr_or_null(epilogue.a_row_sums);
   args.dgelu_pre = ptr_or_null(epilogue.dgelu_pre);
   args.c_col_sums = ptr_or_null(epilogue.c_col_sums);
+  args.sums_add = epilogue.sums_add;
   args.dtype = a.dtype();
   args.wide_c = c.dtype() != a.dtype();
   args.trans_a = ta;
@@ -68,20 +69,33 @@ Tensor gemm_sink(size_t index, const Tensor& g) {
   return {};
 }
 
+Tensor sums_sink(size_t index, const Tensor& g) {
+  Tensor sink = gradient_sink(index);
+  const DType sums = g.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  return sink.defined() && sink.dtype() == sums ? sink : Tensor();
+}
+
 std::pair<Tensor, Tensor> weight_bias_grads(const Tensor& g, const Tensor& x, const Shape& sw, bool gw, bool gbias,
-                                            size_t w_index) {
+                                            size_t w_index, size_t b_index) {
   const int64_t out_f = sw[0], in = sw[1], M = g.numel() / std::max<int64_t>(out_f, 1);
   Tensor dw, db;
-  if (gbias) db = Tensor::empty({out_f}, g.dtype(), g.device());
   if (gw) {  // dW [out, in] = g^T [out, M] @ x [M, in]; db [out] = sums over M of g^T's rows
     Tensor sink = gemm_sink(w_index, g);
     dw = sink.defined() ? sink : Tensor::empty(sw, g.dtype(), g.device());
     GemmEpilogue e;
-    if (gbias && in > 0 && M > 0) e.a_row_sums = db;
+    if (gbias && in > 0 && M > 0) {
+      Tensor db_sink = sums_sink(b_index, g);
+      e.sums_add = db_sink.defined();
+      e.a_row_sums = e.sums_add ? db_sink : (db = Tensor::empty({out_f}, g.dtype(), g.device()));
+    }
     gemm(g, true, x, false, dw, out_f, in, M, sink.defined() ? 1.0 : 0.0, 1, 0, 0, 0, e);
-    if (gbias && !e.a_row_sums.defined()) kernels::sum_to(g.device())(g, db, 1.0);
+    if (gbias && !e.a_row_sums.defined()) {
+      db = Tensor::empty({out_f}, g.dtype(), g.device());
+      kernels::sum_to(g.device())(g, db, 1.0);
+    }
     if (sink.defined()) dw = Tensor();  // added to the weight's .grad already
   } else if (gbias) {
+    db = Tensor::empty({out_f}, g.dtype(), g.device());
     kernels::sum_to(g.device())(g, db, 1.0);
   }
   return {dw, db};

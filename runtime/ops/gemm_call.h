@@ -17,6 +17,7 @@ struct GemmEpilogue {
   Tensor a_row_sums;  // [m]: sums over k of op(A)
   Tensor dgelu_pre;   // [m, n]: GELU's input, read: C = product * gelu'(dgelu_pre)
   Tensor c_col_sums;  // [n]: sums over m of C after dgelu
+  bool sums_add = false;  // a_row_sums / c_col_sums are a .grad (f32, f64 for f64) added to: sums_sink
 };
 
 // C[m, n] (+)= op(A) @ op(B) on contiguous row-major operands, `batch` times with the given
@@ -37,11 +38,17 @@ void check_bias(const char* op, const char* name, const Tensor& weight, const Te
 // g (an autocast cast's parameter: the GEMM writes f32, unrounded, and no widening pass follows).
 Tensor gemm_sink(size_t index, const Tensor& g);
 
+// In a backward: the bias gradient that input `index`'s gradient (the sums of g's columns) may be
+// added to by the GEMM epilogue itself (GemmEpilogue::sums_add, gradient_sink), or undefined: it
+// must have the sums' dtype (f64 for f64 g, else f32; a bf16 bias's f32 .grad under autocast).
+Tensor sums_sink(size_t index, const Tensor& g);
+
 // The weight and bias gradients of y = x W^T + b (W [out, in] of shape sw, x [M, in]) from g = dL/dy:
 // dW = g^T x, straight into the weight's .grad where the engine offers it for input `w_index` (then
-// returned undefined), db = g's column sums by the same GEMM's epilogue. {dW, db}, undefined where
-// not asked for.
+// returned undefined), db = g's column sums by the same GEMM's epilogue, into the bias's .grad where
+// the engine offers it for input `b_index` (sums_sink; then undefined too). {dW, db}, undefined
+// where not asked for.
 std::pair<Tensor, Tensor> weight_bias_grads(const Tensor& g, const Tensor& x, const Shape& sw, bool gw, bool gbias,
-                                            size_t w_index);
+                                            size_t w_index, size_t b_index);
 
 }  // namespace tandem::ops::detail

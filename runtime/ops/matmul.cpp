@@ -74,7 +74,7 @@ std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x, const Tens
     dx = Tensor::empty(sx, g.dtype(), g.device());
     gemm(g, false, w, false, dx, M, in, out_f);
   }
-  auto [dw, db] = detail::weight_bias_grads(g, x, sw, gw, gbias, 1);
+  auto [dw, db] = detail::weight_bias_grads(g, x, sw, gw, gbias, 1, 2);
   return {dx, dw, db};
 }
 

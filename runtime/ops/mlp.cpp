@@ -68,20 +68,24 @@ Tensor mlp_gelu(const Tensor& x_in, const Tensor& w_fc_in, const Tensor& b_fc_in
   return record("MlpGeluBackward", {x, w_fc, b_fc, w_proj, b_proj}, y,
                 [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
     const Tensor& g = grads[0];  // [M, out]
-    auto [dwp, dbp] = detail::weight_bias_grads(g, h_saved, swp, gwp, gbp, 3);
+    auto [dwp, dbp] = detail::weight_bias_grads(g, h_saved, swp, gwp, gbp, 3, 4);
     Tensor dx, dwf, dbf;
     if (hidden_grad) {
       // g_pre [M, hidden] = (g @ w_proj) * gelu'(pre), b_fc's gradient its column sums: one GEMM.
       Tensor g_pre = Tensor::empty(pre.shape(), g.dtype(), g.device());
       detail::GemmEpilogue e;
       e.dgelu_pre = pre;
-      if (gbf) e.c_col_sums = dbf = Tensor::empty({hidden}, g.dtype(), g.device());
+      if (gbf) {  // into b_fc's .grad where the engine offers it (sums_sink)
+        Tensor sink = detail::sums_sink(2, g);
+        e.sums_add = sink.defined();
+        e.c_col_sums = e.sums_add ? sink : (dbf = Tensor::empty({hidden}, g.dtype(), g.device()));
+      }
       detail::gemm(g, false, wp_saved, false, g_pre, M, hidden, out_f, 0.0, 1, 0, 0, 0, e);
       if (gx) {  // dx [M, in] = g_pre @ w_fc
         dx = Tensor::empty(sx, g.dtype(), g.device());
         detail::gemm(g_pre, false, wf_saved, false, dx, M, in, hidden);
       }
-      dwf = detail::weight_bias_grads(g_pre, x_saved, swf, gwf, false, 1).first;
+      dwf = detail::weight_bias_grads(g_pre, x_saved, swf, gwf, false, 1, 2).first;
     }
     return {dx, dwf, dbf, dwp, dbp};
   });

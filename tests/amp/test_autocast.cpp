@@ -146,8 +146,9 @@ TEST(Autocast, ParameterGradientsAreWidenedAsTheyAccumulate) {
 // Under backward, a linear's (and a matmul's) weight gradient is summed by its GEMM straight into the
 // f32 .grad (gradient_sink, GemmArgs::wide_c): f32 products of the bf16 operands, never rounded to
 // bf16, added to .grad in place, the same whether .grad exists yet or not; with a second use of
-// the weight (the tied head's case) both parts arrive. grad(), which leaves .grad alone, still
-// returns the gradient rounded to bf16 and widened.
+// the weight (the tied head's case) both parts arrive. The bias's gradient likewise, by the same
+// GEMM's epilogue (GemmArgs::sums_add). grad(), which leaves .grad alone, still returns the
+// gradients rounded to bf16 and widened.
 TEST(Autocast, LinearWeightGradientsAreSummedUnroundedIntoGrad) {
   const int64_t M = 6, in = 40, out = 5;
   Tensor x = leaf({M, in}, 31), w = leaf({out, in}, 32), b = leaf({out}, 33);
@@ -163,26 +164,40 @@ TEST(Autocast, LinearWeightGradientsAreSummedUnroundedIntoGrad) {
   // dW[o][i] = sum_m gy[m][o] x[m][i] on the bf16 values, in f64 (the reference).
   auto bf = [](float v) { return static_cast<double>(float(bfloat16(v))); };
   std::vector<float> xv = x.to_vector<float>(), gv = gy.to_vector<float>();
-  std::vector<double> want(static_cast<size_t>(out * in), 0.0);
+  std::vector<double> want(static_cast<size_t>(out * in), 0.0), want_b(static_cast<size_t>(out), 0.0);
   for (int64_t o = 0; o < out; ++o)
     for (int64_t i = 0; i < in; ++i)
       for (int64_t m = 0; m < M; ++m) want[o * in + i] += bf(gv[m * out + o]) * bf(xv[m * in + i]);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t m = 0; m < M; ++m) want_b[o] += bf(gv[m * out + o]);
   loss_of(false).backward();  // no .grad yet
-  std::vector<float> g1 = w.grad().to_vector<float>();
-  int unrounded = 0;
+  std::vector<float> g1 = w.grad().to_vector<float>(), b1 = b.grad().to_vector<float>();
+  int unrounded = 0, unrounded_b = 0;
   for (size_t k = 0; k < g1.size(); ++k) {
     EXPECT_NEAR(g1[k], want[k], 1e-5 * (1 + std::abs(want[k]))) << k;
     unrounded += g1[k] != float(bfloat16(g1[k]));
   }
+  for (size_t o = 0; o < b1.size(); ++o) {
+    EXPECT_NEAR(b1[o], want_b[o], 1e-6 * (1 + std::abs(want_b[o]))) << "bias " << o;
+    unrounded_b += b1[o] != float(bfloat16(b1[o]));
+  }
   EXPECT_GT(unrounded, 0) << "the weight gradient was rounded to bf16 on its way to .grad";
+  EXPECT_GT(unrounded_b, 0) << "the bias gradient was rounded to bf16 on its way to .grad";
   loss_of(true).backward();  // added in place, with the tied f32 part
   std::vector<float> g2 = w.grad().to_vector<float>();
   for (size_t k = 0; k < g2.size(); ++k) EXPECT_NEAR(g2[k], 2 * g1[k] + 3.0f, 1e-5 * (1 + std::abs(g2[k]))) << k;
+  std::vector<float> b2 = b.grad().to_vector<float>();
+  for (size_t o = 0; o < b2.size(); ++o) EXPECT_EQ(b2[o], b1[o] + b1[o]) << "bias " << o;
   // grad(): the bf16 gradient widened.
   std::vector<float> g3 = grad({loss_of(false)}, {w})[0].to_vector<float>();
   for (size_t k = 0; k < g3.size(); ++k) {
     EXPECT_EQ(g3[k], float(bfloat16(g3[k]))) << k;
     EXPECT_NEAR(g3[k], want[k], 1e-2 * (1 + std::abs(want[k]))) << k;
+  }
+  std::vector<float> gb3 = grad({loss_of(false)}, {b})[0].to_vector<float>();
+  for (size_t o = 0; o < gb3.size(); ++o) {
+    EXPECT_EQ(gb3[o], float(bfloat16(gb3[o]))) << "bias " << o;
+    EXPECT_NEAR(gb3[o], want_b[o], 1e-2 * (1 + std::abs(want_b[o]))) << "bias " << o;
   }
 }
 

@@ -37,7 +37,9 @@ const char* case_name(Case c) {
 }
 
 // One GEMM with the epilogue on `d`; returns C, then pre or the row sums (undefined when unused).
-std::pair<Tensor, Tensor> run_gemm(Device d, Case c, DType dt, int64_t m, int64_t n, int64_t k) {
+// With sums_into (the sums' cases), the sums are added to a copy of it (GemmArgs::sums_add).
+std::pair<Tensor, Tensor> run_gemm(Device d, Case c, DType dt, int64_t m, int64_t n, int64_t k,
+                                   const Tensor& sums_into = Tensor()) {
   const bool wide = c == Case::WideC || c == Case::WideCRowSums;
   const bool ta = c == Case::RowSumsTransposed || c == Case::WideCRowSums;
   Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, dt, 11, -1, 1).to(d);
@@ -68,15 +70,16 @@ std::pair<Tensor, Tensor> run_gemm(Device d, Case c, DType dt, int64_t m, int64_
     g.gelu = true;
   }
   if (c == Case::RowSums || c == Case::RowSumsTransposed || c == Case::WideCRowSums) {
-    extra = Tensor::zeros({m}, dt, d);
+    extra = sums_into.defined() ? sums_into.to(d).clone() : Tensor::zeros({m}, dt, d);
     g.a_row_sums = extra.data_ptr();
   }
   Tensor pre = random_tensor({m, n}, dt, 15, -3, 3).to(d);  // GELU's input, read by dgelu
   if (c == Case::DGelu || c == Case::DGeluColSums) g.dgelu_pre = pre.data_ptr();
   if (c == Case::DGeluColSums) {
-    extra = random_tensor({n}, dt, 16).to(d);  // every entry must be written
+    extra = sums_into.defined() ? sums_into.to(d).clone() : random_tensor({n}, dt, 16).to(d);  // all written
     g.c_col_sums = extra.data_ptr();
   }
+  g.sums_add = sums_into.defined();
   kernels::gemm(d)(d, g);
   return {out, extra};
 }
@@ -138,6 +141,50 @@ TEST_P(GemmOps, EpiloguesMatchCpu) {
         else
           expect_close(e_dev, e_cpu, sums ? t_sums : t, what + " pre / sums");
       }
+}
+
+// sums_add: the epilogue's sums added to an array in their own dtype (a bias's .grad: f32, f64 for
+// f64) instead of written in the operands'. f32 and f64: exactly what they hold plus the written
+// sums. f16 and bf16: the f32 sums unrounded, within f32 rounding of the f64 sums of the 16-bit
+// values (of op(A)'s rows, or of C's columns as C holds them).
+TEST_P(GemmOps, EpilogueSumsAddIntoTheirOwnDtype) {
+  const std::vector<std::array<int64_t, 3>> shapes{{5, 7, 3}, {33, 64, 48}, {70, 24, 300}};
+  for (Device d : {kCPU, dev()})
+    for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64})
+      for (Case c : {Case::RowSums, Case::RowSumsTransposed, Case::WideCRowSums, Case::DGeluColSums})
+        for (const auto& [m, n, k] : shapes) {
+          const bool wide = c == Case::WideCRowSums;
+          if (wide && !is_low_precision(dt)) continue;
+          const std::string what = std::string(d.str()) + " " + dtype_name(dt) + " " + case_name(c) +
+                                   " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+          const DType sd = dt == DType::f64 ? DType::f64 : DType::f32;
+          const int64_t len = c == Case::DGeluColSums ? n : m;
+          const Tensor before = random_tensor({len}, sd, 17, -1, 1);
+          auto [c_w, written] = run_gemm(d, c, dt, m, n, k);
+          auto [c_a, added] = run_gemm(d, c, dt, m, n, k, before);
+          ASSERT_EQ(added.dtype(), sd) << what;
+          expect_close(c_a, c_w, 0, what + " C beside the sums");
+          if (!is_low_precision(dt)) {
+            expect_close(added, ops::add(before.to(d), written), 0, what + " sums added");
+            continue;
+          }
+          // The f64 sums of the 16-bit values the epilogue summed, and the sizes of their terms.
+          const bool ta = c == Case::RowSumsTransposed || c == Case::WideCRowSums;
+          const std::vector<double> a =
+              random_tensor(ta ? Shape{k, m} : Shape{m, k}, dt, 11, -1, 1).to_vector<double>();
+          const std::vector<double> cv = c_a.to_vector<double>();
+          std::vector<double> want(static_cast<size_t>(len), 0.0), size(static_cast<size_t>(len), 0.0);
+          for (int64_t i = 0; i < len; ++i)
+            for (int64_t p = 0; p < (c == Case::DGeluColSums ? m : k); ++p) {
+              const double v = c == Case::DGeluColSums ? cv[p * n + i] : ta ? a[p * m + i] : a[i * k + p];
+              want[i] += v;
+              size[i] += std::abs(v);
+            }
+          // A sum rounded to 16 bits first would be off by up to 2^-9 of itself (2^-12 for f16).
+          const std::vector<double> got = added.to_vector<double>(), was = before.to_vector<double>();
+          for (int64_t i = 0; i < len; ++i)
+            EXPECT_NEAR(got[i], was[i] + want[i], 1e-6 * (size[i] + 2)) << what << " entry " << i;
+        }
 }
 
 // linear and linear_gelu, forward and all three gradients, f32 and under bf16 autocast.
