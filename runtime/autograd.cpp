@@ -245,7 +245,7 @@ Tensor interior_sink(const Edge& edge) {
 }
 }  // namespace
 
-Tensor gradient_sink(size_t input_index) {
+Tensor gradient_sink(size_t input_index, SinkOf which) {
   Node* node = t_sink_node;
   if (sink_policy() == SinkPolicy::kOff || !node || input_index >= node->next_edges().size()) return {};
   const Edge& edge = node->next_edges()[input_index];
@@ -255,7 +255,7 @@ Tensor gradient_sink(size_t input_index) {
   // The sink has the leaf's shape and device, which are the input's: the input is the leaf or its
   // cast (record_leaf_cast checks the shape).
   if (auto* acc = dynamic_cast<AccumulateGrad*>(next)) return acc->sink();
-  return sink_policy() == SinkPolicy::kAll ? interior_sink(edge) : Tensor();
+  return which == SinkOf::AnyInput && sink_policy() == SinkPolicy::kAll ? interior_sink(edge) : Tensor();
 }
 
 

@@ -98,17 +98,21 @@ Tensor record(const char* name, const std::vector<Tensor>& inputs, Tensor output
 // reach the leaf as they are and are widened as they are added to its .grad. Returns out.
 Tensor record_leaf_cast(const Tensor& leaf, Tensor out);
 
+// Which inputs gradient_sink answers for: leaves only, or also an input made by another op
+// (AnyInput), for a closure whose add into it gives the bits the engine's own add would.
+enum class SinkOf { Leaf, AnyInput };
+
 // Inside a backward closure run by run_backward (never by grad()): the tensor that the gradient for
 // input `input_index` would be added to unchanged: the .grad of the leaf behind that input,
-// directly or through record_leaf_cast (made as zeros if the leaf has none yet), or for an input
-// made by another op, the gradient other consumers of it have summed there so far (a residual
+// directly or through record_leaf_cast (made as zeros if the leaf has none yet), or with AnyInput,
+// for an input made by another op, the gradient its other consumers have summed so far (a residual
 // stream's, x + f(LayerNorm(x)), when LayerNorm runs), offered only when the engine alone holds
 // it; undefined when there is none. A closure that adds its gradient there itself (a GEMM with
 // beta 1) returns an undefined gradient for that input: nothing is lost, and the leaf's grad-ready
 // hooks still fire after every gradient for it is in. A leaf's sink has the leaf's dtype, which may
 // be wider than the input's (f32 for a bf16 cast); an interior one the input's. TANDEM_GRAD_SINK=off
 // offers none, =leaves only leaves' (A/B runs).
-Tensor gradient_sink(size_t input_index);
+Tensor gradient_sink(size_t input_index, SinkOf which = SinkOf::Leaf);
 
 // The edge a gradient for `t` flows into: its grad_fn, or its leaf accumulator.
 Edge gradient_edge(const Tensor& t);

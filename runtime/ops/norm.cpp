@@ -224,7 +224,7 @@ Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& wei
                   // dx is added to the input's gradient summed so far where the engine offers it
                   // (gradient_sink: a residual stream's, x + f(LayerNorm(x))): no dx tensor, no pass
                   // adding it (a read and a write of [M, D] less).
-                  const Tensor sink_x = gx ? gradient_sink(0) : Tensor();
+                  const Tensor sink_x = gx ? gradient_sink(0, SinkOf::AnyInput) : Tensor();
                   const bool add_dx = sink_x.defined() && sink_x.dtype() == x_saved.dtype();
                   Tensor dx = !gx     ? Tensor()
                               : add_dx ? sink_x

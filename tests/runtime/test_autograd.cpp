@@ -30,11 +30,11 @@ Tensor total(const Tensor& x) {
 }
 // square whose backward adds 2x * g into x's gradient sink itself when the engine offers one (as
 // a weight gradient's GEMM with beta 1 does); `offered` records whether it did.
-Tensor square_into_sink(const Tensor& x, bool* offered) {
+Tensor square_into_sink(const Tensor& x, bool* offered, SinkOf which = SinkOf::AnyInput) {
   Tensor y = Tensor::empty(x.shape(), DType::f64);
   for (int64_t i = 0; i < x.numel(); ++i) y.data<double>()[i] = x.data<double>()[i] * x.data<double>()[i];
-  return record("square_into_sink", {x}, y, [x, offered](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    Tensor sink = gradient_sink(0);
+  return record("square_into_sink", {x}, y, [x, offered, which](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor sink = gradient_sink(0, which);
     *offered = sink.defined();
     Tensor dx = sink.defined() ? sink : Tensor::zeros(x.shape(), DType::f64);
     for (int64_t i = 0; i < x.numel(); ++i) dx.data<double>()[i] += 2 * x.data<double>()[i] * g[0].data<double>()[i];
@@ -190,6 +190,15 @@ TEST(Autograd, GradientSinkForAnInteriorInputIsTheSumSoFar) {
   EXPECT_TRUE(offered);
   // d/dx (x^2 + x^4) = 2x + 4x^3
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{4 + 32, 6 + 108}));
+
+  // A closure asking for leaves' sinks only is not offered it.
+  Tensor u = leaf({2, 3});
+  Tensor hu = square(u);
+  offered = true;
+  Tensor lu = total(square_into_sink(hu, &offered, SinkOf::Leaf)), lv = total(hu);
+  run_backward({lv, lu}, {Tensor(), Tensor()}, false);
+  EXPECT_FALSE(offered);
+  EXPECT_EQ(u.grad().to_vector<double>(), (std::vector<double>{36, 114}));
 
   // grad() offers no interior sink either.
   Tensor y = leaf({2, 3});
