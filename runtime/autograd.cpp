@@ -258,7 +258,6 @@ Tensor gradient_sink(size_t input_index, SinkOf which) {
   return which == SinkOf::AnyInput && sink_policy() == SinkPolicy::kAll ? interior_sink(edge) : Tensor();
 }
 
-
 namespace {
 
 struct CaptureKey {
