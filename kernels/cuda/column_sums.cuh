@@ -92,12 +92,21 @@ void launch_column_sums(Device dev, const T* src, int64_t rows, int64_t cols, T*
   launch_column_sums_of(dev, ColumnSumOf<T>{src, cols}, rows, cols, dst, scale);
 }
 
-// The sums of a GEMM epilogue (GemmArgs::a_row_sums, c_col_sums) of T values over rows: written as
-// T, or (add: GemmArgs::sums_add) added to dst in acc_t<T>.
+// f(dst as Out*) for the sums of a GEMM epilogue (GemmArgs::a_row_sums, c_col_sums) of T values:
+// Out = T, the sums written rounded to it, or (add: GemmArgs::sums_add) acc_t<T>, added to.
+template <class T, class F>
+void with_epilogue_sums_out(void* dst, bool add, F&& f) {
+  if (add) f(static_cast<acc_t<T>*>(dst));
+  else f(static_cast<T*>(dst));
+}
+
+// The column sums of value over rows into a GEMM epilogue's sums (with_epilogue_sums_out).
 template <class T, class Value>
 void launch_epilogue_sums(Device dev, Value value, int64_t rows, int64_t cols, void* dst, bool add) {
-  if (add) launch_column_sums_of(dev, value, rows, cols, static_cast<acc_t<T>*>(dst), acc_t<T>(1), true);
-  else launch_column_sums_of(dev, value, rows, cols, static_cast<T*>(dst));
+  with_epilogue_sums_out<T>(dst, add, [&](auto* out) {
+    using Out = std::remove_pointer_t<decltype(out)>;
+    launch_column_sums_of(dev, value, rows, cols, out, acc_t<Out>(1), add);
+  });
 }
 
 }  // namespace tandem::TANDEM_CUDA_NS

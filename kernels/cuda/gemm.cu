@@ -93,13 +93,12 @@ void run_epilogue_kernels(Device device, const kernels::GemmArgs& a) {
         if (a.trans_a && a.lda == a.m && a.k > 0) {  // op(A) = A^T of a dense [k, m]: its column sums
           launch_epilogue_sums<T>(device, ColumnSumOf<T>{static_cast<const T*>(a.a), a.m}, a.k, a.m, a.a_row_sums,
                                   a.sums_add);
-        } else if (a.sums_add) {
-          TANDEM_LAUNCH((a_row_sums_kernel<T, acc_t<T>>), grid_for(a.m, kBlock), kBlock, 0, stream_for(device),
-                        static_cast<const T*>(a.a), a.lda, a.trans_a, a.m, a.k, static_cast<acc_t<T>*>(a.a_row_sums),
-                        true);
         } else {
-          TANDEM_LAUNCH((a_row_sums_kernel<T, T>), grid_for(a.m, kBlock), kBlock, 0, stream_for(device),
-                        static_cast<const T*>(a.a), a.lda, a.trans_a, a.m, a.k, static_cast<T*>(a.a_row_sums), false);
+          with_epilogue_sums_out<T>(a.a_row_sums, a.sums_add, [&](auto* out) {
+            TANDEM_LAUNCH((a_row_sums_kernel<T, std::remove_pointer_t<decltype(out)>>), grid_for(a.m, kBlock), kBlock,
+                          0, stream_for(device), static_cast<const T*>(a.a), a.lda, a.trans_a, a.m, a.k, out,
+                          a.sums_add);
+          });
         }
       } else if (a.dgelu_pre) {
         if (a.n == 0) return;

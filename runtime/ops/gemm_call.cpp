@@ -78,26 +78,23 @@ Tensor sums_sink(size_t index, const Tensor& g) {
 std::pair<Tensor, Tensor> weight_bias_grads(const Tensor& g, const Tensor& x, const Shape& sw, bool gw, bool gbias,
                                             size_t w_index, size_t b_index) {
   const int64_t out_f = sw[0], in = sw[1], M = g.numel() / std::max<int64_t>(out_f, 1);
+  // db by the weight GEMM's epilogue, into the bias's .grad where the engine offers it.
+  const bool db_in_epilogue = gw && gbias && in > 0 && M > 0;
+  const Tensor db_sink = db_in_epilogue ? sums_sink(b_index, g) : Tensor();
   Tensor dw, db;
+  if (gbias && !db_sink.defined()) db = Tensor::empty({out_f}, g.dtype(), g.device());
   if (gw) {  // dW [out, in] = g^T [out, M] @ x [M, in]; db [out] = sums over M of g^T's rows
     Tensor sink = gemm_sink(w_index, g);
     dw = sink.defined() ? sink : Tensor::empty(sw, g.dtype(), g.device());
     GemmEpilogue e;
-    if (gbias && in > 0 && M > 0) {
-      Tensor db_sink = sums_sink(b_index, g);
+    if (db_in_epilogue) {
       e.sums_add = db_sink.defined();
-      e.a_row_sums = e.sums_add ? db_sink : (db = Tensor::empty({out_f}, g.dtype(), g.device()));
+      e.a_row_sums = e.sums_add ? db_sink : db;
     }
     gemm(g, true, x, false, dw, out_f, in, M, sink.defined() ? 1.0 : 0.0, 1, 0, 0, 0, e);
-    if (gbias && !e.a_row_sums.defined()) {
-      db = Tensor::empty({out_f}, g.dtype(), g.device());
-      kernels::sum_to(g.device())(g, db, 1.0);
-    }
     if (sink.defined()) dw = Tensor();  // added to the weight's .grad already
-  } else if (gbias) {
-    db = Tensor::empty({out_f}, g.dtype(), g.device());
-    kernels::sum_to(g.device())(g, db, 1.0);
   }
+  if (gbias && !db_in_epilogue) kernels::sum_to(g.device())(g, db, 1.0);
   return {dw, db};
 }
 
