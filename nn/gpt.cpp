@@ -13,6 +13,7 @@
 #include "runtime/error.h"
 #include "runtime/ops.h"
 #include "runtime/ops/attention.h"
+#include "runtime/ops/norm.h"
 
 namespace tandem::nn {
 
@@ -73,10 +74,23 @@ class Block final : public Cloneable<Block> {
     register_module("mlp", std::make_shared<MLP>(c, scratch));
   }
   Tensor forward(const Tensor& x) override {
-    Tensor h = x + (*children_[1].second)((*children_[0].second)(x));
-    return h + (*children_[3].second)((*children_[2].second)(h));
+    Tensor h = x + attn(ln_1(x));
+    return h + mlp(child<LayerNorm>(children_, 2)(h));
   }
   std::string type_name() const override { return "Block"; }
+
+  // The parts, for GPT's chain of residual adds each fused with the LayerNorm after it.
+  Tensor ln_1(const Tensor& x) { return child<LayerNorm>(children_, 0)(x); }
+  Tensor attn(const Tensor& ln_1_out) { return (*children_[1].second)(ln_1_out); }
+  Tensor mlp(const Tensor& ln_2_out) { return (*children_[3].second)(ln_2_out); }
+  // {x + attn(ln_1_out), ln_2 of it}.
+  ops::AddLayerNorm attn_then_ln_2(const Tensor& x, const Tensor& ln_1_out) {
+    return child<LayerNorm>(children_, 2).forward_after_add(x, attn(ln_1_out));
+  }
+  // {h + branch, ln_1 of it}: the previous block's last residual add and this block's first LayerNorm.
+  ops::AddLayerNorm add_then_ln_1(const Tensor& h, const Tensor& branch) {
+    return child<LayerNorm>(children_, 0).forward_after_add(h, branch);
+  }
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -159,8 +173,24 @@ Tensor GPT::hidden(const Tensor& ids) {
   }
   Tensor pos = Tensor::arange(t, DType::i64, ids.device());
   Tensor h = (*children_[0].second)(ids) + (*children_[1].second)(pos);  // [B, T, C] + [T, C]
-  for (int64_t i = 0; i < cfg_.n_layer; ++i) h = (*children_[static_cast<size_t>(2 + i)].second)(h);
-  return (*children_.back().second)(h);
+  auto block = [&](int64_t i) -> Block& { return child<Block>(children_, static_cast<size_t>(2 + i)); };
+  if (!cfg_.fused_add_norm) {
+    for (int64_t i = 0; i < cfg_.n_layer; ++i) h = block(i)(h);
+    return (*children_.back().second)(h);
+  }
+  // The same ops, each residual add but the last made with the LayerNorm after it (ln_2, or the next
+  // block's ln_1) in one pass. The last stays an add then ln_f: a fused op's sum would have no
+  // consumer, and backward would fill its gradient with zeros to read.
+  Tensor a = block(0).ln_1(h);
+  for (int64_t i = 0; i < cfg_.n_layer; ++i) {
+    ops::AddLayerNorm mid = block(i).attn_then_ln_2(h, a);
+    Tensor m = block(i).mlp(mid.y);
+    if (i + 1 == cfg_.n_layer) return (*children_.back().second)(mid.sum + m);
+    ops::AddLayerNorm next = block(i + 1).add_then_ln_1(mid.sum, m);
+    h = next.sum;
+    a = next.y;
+  }
+  return Tensor();  // not reached: n_layer >= 1
 }
 
 Tensor GPT::forward(const Tensor& ids) {

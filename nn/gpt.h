@@ -28,6 +28,10 @@ struct GPTConfig {
   // The MLP as one op (ops::mlp_gelu: GELU's backward in a GEMM's epilogue); false: linear_gelu then
   // linear, the same values (A/B runs: tandem-bench-train --no-fuse).
   bool fused_mlp = true;
+  // Each residual add but the last with the LayerNorm after it as one op (ops::add_layer_norm: one
+  // pass over the residual stream instead of two, both ways); false: the adds and LayerNorms apart,
+  // the same values (A/B runs: tandem-bench-train --no-fuse-norm).
+  bool fused_add_norm = true;
 
   // "tiny" (2 layers, 2 heads, width 32, context 16, vocab 256: tests), "small" (4/4/256, context 128,
   // vocab 256: tandem-train's default), "gpt2-124m" (12/12/768, context 1024, vocab 50304).

@@ -57,6 +57,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
   nn::GPTConfig cfg = nn::GPTConfig::preset(o.size);
   if (o.context > 0) cfg.context = o.context;
   cfg.fused_mlp = o.fused_mlp;
+  cfg.fused_add_norm = o.fused_add_norm;
   const int64_t t = cfg.context;
   const Device device = o.device == "cuda" ? cuda::default_device(/*insist=*/true) : Device::parse(o.device);
   Generator gen(0);
@@ -144,6 +145,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
                    {"batch", o.batch},
                    {"fused_adamw", o.fused_adamw},
                    {"fused_mlp", o.fused_mlp},
+                   {"fused_add_norm", o.fused_add_norm},
                    {"steps", o.steps},
                    {"threads", o.threads},
                    {"tokens_per_s", tokens_per_s},

@@ -21,6 +21,7 @@ struct GptBenchOptions {
   double peak_tflops = 0;      // GPU: the dense peak to divide by (0: the datasheet's bf16 figure by name)
   bool fused_adamw = false;    // nn::FusedAdamW (one multi-tensor pass) instead of nn::AdamW
   bool fused_mlp = true;       // nn::GPTConfig::fused_mlp (--no-fuse: false)
+  bool fused_add_norm = true;  // nn::GPTConfig::fused_add_norm (--no-fuse-norm: false)
   bool profile_timed = false;  // on a GPU: the profiler's range covers the timed steps only
 };
 

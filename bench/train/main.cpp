@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fuse", no_fuse,
                "keep separate ops (for A/B runs): the cnn's BatchNorm, ReLU and MaxPool2d; the gpt's MLP as "
                "linear_gelu then linear");
+  bool no_fuse_norm = false;
+  app.add_flag("--no-fuse-norm", no_fuse_norm,
+               "the gpt's residual adds and the LayerNorms after them as separate ops (for A/B runs)");
   app.add_flag("--profile", profile, "also time every layer's forward and backward (JSON lines first)");
   try {
     app.parse(argc, argv);
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
       gpt.threads = threads;
       gpt.device = device_name;
       gpt.fused_mlp = !no_fuse;
+      gpt.fused_add_norm = !no_fuse_norm;
       gpt.amp = amp;
       return bench::run_gpt_bench(gpt);
     }

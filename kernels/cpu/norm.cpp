@@ -8,6 +8,7 @@
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/max_pool_plane.h"
 #include "runtime/backend/common/welford.h"
+#include "runtime/backend/core.h"
 #include "runtime/backend/norm.h"
 
 namespace tandem::kernels {
@@ -431,10 +432,20 @@ void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, d
   });
 }
 
+// sum = x + branch (branch widened to x's dtype as it is read: the add's values), then the
+// LayerNorm of sum.
+void cpu_add_ln_forward(const Tensor& x, const Tensor& branch, const Tensor& weight, const Tensor& bias, double eps,
+                        Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd) {
+  check_add_layer_norm("add_layer_norm", x, branch, sum);
+  axpy_out(x.device())(x, branch, 1.0, sum);
+  cpu_ln_forward(sum, weight, bias, eps, y, mean, rstd);
+}
+
 void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                      const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias, LayerNormGradAdds adds) {
   check_layer_norm_output_dtype("layer_norm backward", x.dtype(), dy_in.dtype());
   const Tensor dy = in_dtype_of(dy_in, x.dtype());
+  check_layer_norm_dx_extras("layer_norm backward", x, dx, adds);
   with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
@@ -447,10 +458,12 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
     const T* pd = static_cast<const T*>(dy.data_ptr());
     if (dx.defined()) {
       T* pdx = static_cast<T*>(dx.data_ptr());
+      // What the computed dx is added to: the sum so far in dx itself, or add_layer_norm's residual.
+      const T* base = adds.dx ? pdx : adds.residual.defined() ? static_cast<const T*>(adds.residual.data_ptr()) : nullptr;
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
       for (int64_t m = 0; m < M; ++m) {
         thread_local std::vector<T> row;
-        if (adds.dx && row.size() < static_cast<size_t>(D)) row.resize(static_cast<size_t>(D));
+        if (base && row.size() < static_cast<size_t>(D)) row.resize(static_cast<size_t>(D));
         const T* xi = px + m * D;
         const T* di = pd + m * D;
         const S mu = mv[size_t(m)], r = rv[size_t(m)];
@@ -458,17 +471,21 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
         S sg, sgx;
         sum_g_gxhat<S>(di, w.data(), xi, D, mu, r, sg, sgx);
         const S inv_d = S(1) / static_cast<S>(D), a = sg * inv_d, bb = sgx * inv_d;
-        // Added (adds.dx) as a separate pass would add the written row: the row is made in scratch
+        // Added (to base) as a separate pass would add the written row: the row is made in scratch
         // first, so that its products are not fused with the add (the same bits either way).
-        T* o = adds.dx ? row.data() : pdx + m * D;
+        T* o = base ? row.data() : pdx + m * D;
         for (int64_t d = 0; d < D; ++d) {
           const S xhat = (static_cast<S>(xi[d]) - mu) * r;
           o[d] = T(r * (static_cast<S>(di[d]) * w[size_t(d)] - a - xhat * bb));
         }
-        if (adds.dx) {
+        if (base) {
+          const T* in = base + m * D;
           T* sum = pdx + m * D;
-          for (int64_t d = 0; d < D; ++d) sum[d] = T(static_cast<acc_t<T>>(sum[d]) + static_cast<acc_t<T>>(o[d]));
+          for (int64_t d = 0; d < D; ++d) sum[d] = T(static_cast<acc_t<T>>(in[d]) + static_cast<acc_t<T>>(o[d]));
         }
+        if (adds.dx_narrow.defined())
+          convert_host(pdx + m * D, x.dtype(), static_cast<char*>(adds.dx_narrow.data_ptr()) + m * D * dtype_size(adds.dx_narrow.dtype()),
+                       adds.dx_narrow.dtype(), D);
       }
     }
     if (dweight.defined() || dbias.defined()) {
@@ -497,6 +514,7 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
 
 TANDEM_REGISTER_KERNEL(layer_norm_forward, DeviceKind::CPU, cpu_ln_forward);
 TANDEM_REGISTER_KERNEL(layer_norm_backward, DeviceKind::CPU, cpu_ln_backward);
+TANDEM_REGISTER_KERNEL(add_layer_norm_forward, DeviceKind::CPU, cpu_add_ln_forward);
 
 }  // namespace
 
@@ -504,6 +522,32 @@ void check_layer_norm_output_dtype(const char* what, DType x, DType y) {
   TANDEM_CHECK(y == x || (x == DType::f32 && (y == DType::bf16 || y == DType::f16)),
                "{}: {} output for {} input; expected the input's dtype (or f16/bf16 for f32)", what, dtype_name(y),
                dtype_name(x));
+}
+
+void check_add_layer_norm(const char* what, const Tensor& x, const Tensor& branch, const Tensor& sum) {
+  TANDEM_CHECK(branch.numel() == x.numel() && sum.numel() == x.numel() && sum.dtype() == x.dtype() &&
+                   (branch.dtype() == x.dtype() || (x.dtype() == DType::f32 && (branch.dtype() == DType::bf16 ||
+                                                                                branch.dtype() == DType::f16))),
+               "{}: x {} {}, branch {} {}, sum {} {}: expected one size, the sum in x's dtype and the branch in "
+               "it (or f16/bf16 for f32 x)",
+               what, dtype_name(x.dtype()), shape_str(x.shape()), dtype_name(branch.dtype()), shape_str(branch.shape()),
+               dtype_name(sum.dtype()), shape_str(sum.shape()));
+}
+
+void check_layer_norm_dx_extras(const char* what, const Tensor& x, const Tensor& dx, const LayerNormGradAdds& adds) {
+  TANDEM_CHECK(!adds.dx || !adds.residual.defined(), "{}: dx is added to itself or to a residual, not both", what);
+  TANDEM_CHECK(!adds.residual.defined() || (dx.defined() && adds.residual.dtype() == x.dtype() &&
+                                            adds.residual.numel() == x.numel() && adds.residual.device() == x.device()),
+               "{}: the residual added to dx must be {} of {} elements on {}", what, dtype_name(x.dtype()), x.numel(),
+               x.device().str());
+  TANDEM_CHECK(!adds.dx_narrow.defined() ||
+                   (dx.defined() && x.dtype() == DType::f32 &&
+                    (adds.dx_narrow.dtype() == DType::bf16 || adds.dx_narrow.dtype() == DType::f16) &&
+                    adds.dx_narrow.numel() == x.numel() && adds.dx_narrow.device() == x.device()),
+               "{}: dx's narrow copy must be f16 or bf16 of {} elements on {} for f32 x, got {} for {} x", what,
+               x.numel(), x.device().str(),
+               adds.dx_narrow.defined() ? dtype_name(adds.dx_narrow.dtype()) : "none",
+               dtype_name(x.dtype()));
 }
 
 }  // namespace tandem::kernels

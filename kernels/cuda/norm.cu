@@ -358,19 +358,36 @@ __global__ void ln_forward_kernel(const T* __restrict__ x, Y* __restrict__ y, in
 constexpr int64_t kWarpRowMax = 8192;
 constexpr int kRowWarps = 8;
 
-template <class T, class Y, class S, int V>
+// With kAdd (add_layer_norm_forward) the row is x + branch (R: x's type or y's narrower one), added
+// as axpy_out adds, written to `sum` and normalised from there (its later passes read the row the
+// lane wrote); without, branch and sum are null.
+template <class T, class Y, class S, int V, class R = T, bool kAdd = false>
 __global__ void ln_forward_warp_kernel(const T* __restrict__ x, Y* __restrict__ y, int64_t M, int64_t D, S eps,
                                        const S* __restrict__ weight, const S* __restrict__ bias,
-                                       S* __restrict__ mean, S* __restrict__ rstd) {
+                                       S* __restrict__ mean, S* __restrict__ rstd, const R* __restrict__ branch,
+                                       T* __restrict__ sum_out) {
   using P = Pack<T, V>;
   const int lane = int(threadIdx.x % 32), warps = int(blockDim.x / 32);
   const int64_t packs = D / V;
   for (int64_t m = int64_t(blockIdx.x) * warps + threadIdx.x / 32; m < M; m += int64_t(gridDim.x) * warps) {
     const P* in = reinterpret_cast<const P*>(x + m * D);
     S sum = S(0);
-    for (int64_t i = lane; i < packs; i += 32) {
-      const P p = in[i];
-      for (int k = 0; k < V; ++k) sum += static_cast<S>(to_acc(p.v[k]));
+    if constexpr (kAdd) {
+      const Pack<R, V>* br = reinterpret_cast<const Pack<R, V>*>(branch + m * D);
+      P* row = reinterpret_cast<P*>(sum_out + m * D);
+      for (int64_t i = lane; i < packs; i += 32) {
+        P p = in[i];
+        const Pack<R, V> b = br[i];
+        for (int k = 0; k < V; ++k) p.v[k] = from_acc<T>(to_acc(p.v[k]) + cast_one<R, acc_t<T>>(b.v[k]));
+        row[i] = p;
+        for (int k = 0; k < V; ++k) sum += static_cast<S>(to_acc(p.v[k]));
+      }
+      in = row;
+    } else {
+      for (int64_t i = lane; i < packs; i += 32) {
+        const P p = in[i];
+        for (int k = 0; k < V; ++k) sum += static_cast<S>(to_acc(p.v[k]));
+      }
     }
     const S mu = D ? warp_reduce(sum, SumOp{}) / static_cast<S>(D) : S(0);
     S sq = S(0);
@@ -435,23 +452,36 @@ __device__ __forceinline__ Pack<T, V> dx_pack(const Pack<T, V>& xp, const Pack<D
   return o;
 }
 
-// Stores pack i of a dx row, or (add: LayerNormGradAdds::dx) adds it to what the row holds as a
-// separate pass adding the stored dx would: the same bits.
-template <class T, int V>
-__device__ __forceinline__ void store_dx_pack(Pack<T, V>* out, int64_t i, const Pack<T, V>& dx, bool add) {
-  if (!add) {
-    out[i] = dx;
-    return;
+// Where a dx row goes: written, or added to `base`'s row (the sum so far in dx itself, or
+// add_layer_norm's residual) as a separate pass adding the stored dx would (the same bits), and
+// also rounded into `narrow`'s row (add_layer_norm's branch gradient, as a cast would round it).
+template <class T, class N>
+struct DxRows {
+  T* dx;
+  const T* base;  // may be dx: no __restrict__
+  N* narrow;
+};
+
+// Stores pack i of a dx row (see DxRows).
+template <class T, class N, int V>
+__device__ __forceinline__ void store_dx_pack(const DxRows<T, N>& rows, int64_t row, int64_t i, const Pack<T, V>& dx) {
+  Pack<T, V> out = dx;
+  if (rows.base) {
+    const Pack<T, V> sum = reinterpret_cast<const Pack<T, V>*>(rows.base + row)[i];
+    for (int k = 0; k < V; ++k) out.v[k] = from_acc<T>(add_unfused(to_acc(sum.v[k]), to_acc(dx.v[k])));
   }
-  Pack<T, V> sum = out[i];
-  for (int k = 0; k < V; ++k) sum.v[k] = from_acc<T>(add_unfused(to_acc(sum.v[k]), to_acc(dx.v[k])));
-  out[i] = sum;
+  reinterpret_cast<Pack<T, V>*>(rows.dx + row)[i] = out;
+  if (rows.narrow) {
+    Pack<N, V> n;
+    for (int k = 0; k < V; ++k) n.v[k] = cast_one<T, N>(out.v[k]);
+    reinterpret_cast<Pack<N, V>*>(rows.narrow + row)[i] = n;
+  }
 }
 
 template <class T, class DY, class S, int V>
-__global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+__global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, DxRows<T, DY> dx,
                                            int64_t M, int64_t D, const S* __restrict__ mean,
-                                           const S* __restrict__ rstd, const S* __restrict__ weight, bool add) {
+                                           const S* __restrict__ rstd, const S* __restrict__ weight) {
   using P = Pack<T, V>;
   const int lane = int(threadIdx.x % 32), warps = int(blockDim.x / 32);
   const int64_t packs = D / V;
@@ -461,9 +491,8 @@ __global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* _
     const S mu = mean[m], r = rstd[m];
     S a, bb;
     row_means<T, DY, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
-    P* out = reinterpret_cast<P*>(dx + m * D);
     for (int64_t i = lane; i < packs; i += 32)
-      store_dx_pack(out, i, dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {}), add);
+      store_dx_pack<T, DY, V>(dx, m * D, i, dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {}));
   }
 }
 
@@ -477,10 +506,10 @@ constexpr int kFusedColumns = 1024;
 constexpr int kFusedMaxBlocks = 256;
 
 template <class T, class DY, class S, int V>
-__global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+__global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, DxRows<T, DY> dx,
                                               int64_t M, int64_t D, const S* __restrict__ mean,
                                               const S* __restrict__ rstd, const S* __restrict__ weight,
-                                              bool add, S* __restrict__ part) {
+                                              S* __restrict__ part) {
   using P = Pack<T, V>;
   constexpr int kPacks = kFusedColumns / 32 / V;  // a lane's packs at most
   __shared__ S sum_w[kFusedColumns], sum_b[kFusedColumns];
@@ -495,7 +524,6 @@ __global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T
     const S mu = mean[m], r = rstd[m];
     S a, bb;
     row_means<T, DY, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
-    P* out = reinterpret_cast<P*>(dx + m * D);
     TANDEM_UNROLL
     for (int j = 0; j < kPacks; ++j) {
       const int64_t i = lane + 32 * int64_t(j);
@@ -504,7 +532,7 @@ __global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T
         aw[j][k] += dyv * xhat;
         ab[j][k] += dyv;
       });
-      store_dx_pack(out, i, d, add);
+      store_dx_pack<T, DY, V>(dx, m * D, i, d);
     }
   }
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) sum_w[d] = sum_b[d] = S(0);
@@ -560,9 +588,9 @@ void with_row_pack(int64_t D, std::initializer_list<const void*> rows, F&& f) {
 }
 
 template <class T, class S>
-__global__ void ln_backward_dx_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx, int64_t M,
-                                      int64_t D, const S* __restrict__ mean, const S* __restrict__ rstd,
-                                      const S* __restrict__ weight, bool add) {
+__global__ void ln_backward_dx_kernel(const T* __restrict__ dy, const T* __restrict__ x, T* dx, int64_t M, int64_t D,
+                                      const S* __restrict__ mean, const S* __restrict__ rstd,
+                                      const S* __restrict__ weight, const T* base) {
   for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
     const T* xi = x + m * D;
     const T* di = dy + m * D;
@@ -579,7 +607,7 @@ __global__ void ln_backward_dx_kernel(const T* __restrict__ dy, const T* __restr
     for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
       const S xhat = (static_cast<S>(to_acc(xi[d])) - mu) * r;
       const T v = from_acc<T>(r * (static_cast<S>(to_acc(di[d])) * (weight ? weight[d] : S(1)) - a - xhat * bb));
-      dx[m * D + d] = add ? from_acc<T>(add_unfused(to_acc(dx[m * D + d]), to_acc(v))) : v;
+      dx[m * D + d] = base ? from_acc<T>(add_unfused(to_acc(base[m * D + d]), to_acc(v))) : v;
     }
   }
 }
@@ -633,7 +661,7 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
           TANDEM_LAUNCH(ln_forward_warp_kernel<T, Y, S, decltype(v)::value>, grid_for(M, kRowWarps), kRowWarps * 32, 0,
                         stream_for(x.device()), static_cast<const T*>(x.data_ptr()), static_cast<Y*>(y.data_ptr()), M,
                         D, static_cast<S>(eps), ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()),
-                        static_cast<S*>(rs.data_ptr()));
+                        static_cast<S*>(rs.data_ptr()), static_cast<const T*>(nullptr), static_cast<T*>(nullptr));
         });
       } else {
         TANDEM_LAUNCH(ln_forward_kernel<T, Y, S>, grid_for(M, 1), threads_for(D), 0, stream_for(x.device()),
@@ -641,6 +669,45 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
                       ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()),
                       static_cast<S*>(rs.data_ptr()));
       }
+    });
+    store_stat(ms, mean);
+    store_stat(rs, rstd);
+  });
+}
+
+// One launch where the rows go a warp each and the branch has x's dtype or y's; else the add, then
+// ln_forward (the same values).
+void add_ln_forward(const Tensor& x, const Tensor& branch, const Tensor& weight, const Tensor& bias, double eps,
+                    Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd) {
+  check_on_device("add_layer_norm", x.device(), {&x, &branch, &weight, &bias, &sum, &y, &mean, &rstd});
+  kernels::check_add_layer_norm("add_layer_norm", x, branch, sum);
+  kernels::check_layer_norm_output_dtype("add_layer_norm", x.dtype(), y.dtype());
+  const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
+  const bool one_pass = M > 0 && D <= kWarpRowMax && (branch.dtype() == x.dtype() || branch.dtype() == y.dtype());
+  if (!one_pass) {
+    kernels::axpy_out(x.device())(x, branch, 1.0, sum);
+    ln_forward(sum, weight, bias, eps, y, mean, rstd);
+    return;
+  }
+  with_types(x.dtype(), "add_layer_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const DType sd = dtype_v<S>;
+    Tensor w = as_stat(weight, sd), b = as_stat(bias, sd), ms = stat_out(mean, sd), rs = stat_out(rstd, sd);
+    with_narrow<T>(y.dtype(), [&](auto yt) {
+      using Y = decltype(yt);
+      auto launch = [&](auto rt) {
+        using R = decltype(rt);
+        with_row_pack<T>(D, {x.data_ptr(), y.data_ptr(), branch.data_ptr(), sum.data_ptr()}, [&](auto v) {
+          TANDEM_LAUNCH((ln_forward_warp_kernel<T, Y, S, decltype(v)::value, R, true>), grid_for(M, kRowWarps),
+                        kRowWarps * 32, 0, stream_for(x.device()), static_cast<const T*>(x.data_ptr()),
+                        static_cast<Y*>(y.data_ptr()), M, D, static_cast<S>(eps), ptr_or_null<S>(w), ptr_or_null<S>(b),
+                        static_cast<S*>(ms.data_ptr()), static_cast<S*>(rs.data_ptr()),
+                        static_cast<const R*>(branch.data_ptr()), static_cast<T*>(sum.data_ptr()));
+        });
+      };
+      if (branch.dtype() == x.dtype()) launch(T{});
+      else if constexpr (!std::is_same_v<Y, T>) launch(Y{});
     });
     store_stat(ms, mean);
     store_stat(rs, rstd);
@@ -663,20 +730,35 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
       TANDEM_CHECK(!adds.params || !p->defined() || p->dtype() == sd,
                    "layer_norm backward: parameter gradients added to must be {}, got {}", dtype_name(sd),
                    dtype_name(p->dtype()));
+    kernels::check_layer_norm_dx_extras("layer_norm backward", x, dx, adds);
+    const void* base = adds.dx ? dx.data_ptr() : adds.residual.defined() ? adds.residual.data_ptr() : nullptr;
+    // The warp kernels round dx into a narrow copy of dy's dtype as they store it; any other copy is
+    // a cast after them.
+    const bool narrow_in_kernel = adds.dx_narrow.defined() && adds.dx_narrow.dtype() == dy.dtype() &&
+                                  dy.dtype() != x.dtype() && M > 0 && D <= kWarpRowMax;
+    const void* narrow = narrow_in_kernel ? adds.dx_narrow.data_ptr() : nullptr;
+    auto rows = [&](auto dyt) {
+      using DY = decltype(dyt);
+      return DxRows<T, DY>{dx.defined() ? static_cast<T*>(dx.data_ptr()) : nullptr, static_cast<const T*>(base),
+                           static_cast<DY*>(const_cast<void*>(narrow))};
+    };
+    auto narrow_after = [&] {
+      if (adds.dx_narrow.defined() && !narrow_in_kernel && M > 0) kernels::cast(dev)(dx, adds.dx_narrow);
+    };
     if (dx.defined() && params && M > 0 && D <= kFusedColumns) {  // everything in one pass
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
       const int64_t blocks = std::min<int64_t>(grid_for(M, kRowWarps), kFusedMaxBlocks);
       Tensor part = Tensor::empty({blocks * 2 * D}, sd, dev);
       with_narrow<T>(dy.dtype(), [&](auto dyt) {
         using DY = decltype(dyt);
-        with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
+        with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr(), base, narrow}, [&](auto v) {
           TANDEM_LAUNCH(ln_backward_fused_warp_kernel<T, DY, S, decltype(v)::value>,
                         dim3(static_cast<unsigned>(blocks)), kRowWarps * 32, 0, stream_for(dev),
-                        static_cast<const DY*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()),
-                        static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
-                        ptr_or_null<S>(w), adds.dx, static_cast<S*>(part.data_ptr()));
+                        static_cast<const DY*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), rows(DY{}), M, D,
+                        ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w), static_cast<S*>(part.data_ptr()));
         });
       });
+      narrow_after();
       TANDEM_LAUNCH(ln_params_from_blocks_kernel<S>, dim3(static_cast<unsigned>((2 * D + 31) / 32)),
                     dim3(32, kColumnRowLanes), 0, stream_for(dev), static_cast<const S*>(part.data_ptr()), blocks, D,
                     gw.defined() ? static_cast<S*>(gw.data_ptr()) : nullptr,
@@ -692,19 +774,20 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     if (warp_dx) {
       with_narrow<T>(dy.dtype(), [&](auto dyt) {
         using DY = decltype(dyt);
-        with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr()}, [&](auto v) {
+        with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr(), base, narrow}, [&](auto v) {
           TANDEM_LAUNCH(ln_backward_dx_warp_kernel<T, DY, S, decltype(v)::value>, grid_for(M, kRowWarps),
                         kRowWarps * 32, 0, stream_for(dev), static_cast<const DY*>(dy.data_ptr()),
-                        static_cast<const T*>(x.data_ptr()), static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms),
-                        ptr_or_null<S>(rs), ptr_or_null<S>(w), adds.dx);
+                        static_cast<const T*>(x.data_ptr()), rows(DY{}), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
+                        ptr_or_null<S>(w));
         });
       });
     } else if (block_dx) {
       TANDEM_LAUNCH(ln_backward_dx_kernel<T, S>, grid_for(M, 1), threads_for(D), 0, stream_for(dev),
                     static_cast<const T*>(dy_x.data_ptr()), static_cast<const T*>(x.data_ptr()),
                     static_cast<T*>(dx.data_ptr()), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w),
-                    adds.dx);
+                    static_cast<const T*>(base));
     }
+    narrow_after();
     if (params) {
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
       const int64_t splits = column_splits(M, D);
@@ -734,6 +817,7 @@ TANDEM_REGISTER_KERNEL(kernels::batch_norm_backward_reduce, kKind, bn_backward_r
 TANDEM_REGISTER_KERNEL(kernels::batch_norm_backward_elemt, kKind, bn_backward_elemt);
 TANDEM_REGISTER_KERNEL(kernels::layer_norm_forward, kKind, ln_forward);
 TANDEM_REGISTER_KERNEL(kernels::layer_norm_backward, kKind, ln_backward);
+TANDEM_REGISTER_KERNEL(kernels::add_layer_norm_forward, kKind, add_ln_forward);
 
 }  // namespace
 }  // namespace tandem::TANDEM_CUDA_NS

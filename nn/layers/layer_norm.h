@@ -1,6 +1,7 @@
 // LayerNorm over the trailing `normalized_shape` dims; weight 1 and bias 0 of that shape.
 #pragma once
 #include "nn/module.h"
+#include "runtime/ops/norm.h"
 
 namespace tandem::nn {
 
@@ -12,6 +13,9 @@ class LayerNorm : public Cloneable<LayerNorm> {
   explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
                      bool autocast_output = false);
   Tensor forward(const Tensor& x) override;
+  // x + branch and this LayerNorm of the sum in one op (ops::add_layer_norm): a pre-LayerNorm
+  // transformer's residual add and the next LayerNorm. Returns {sum, forward(sum)'s values}.
+  ops::AddLayerNorm forward_after_add(const Tensor& x, const Tensor& branch);
   std::string type_name() const override { return "LayerNorm"; }
   const Shape& normalized_shape() const { return shape_; }
 
@@ -20,6 +24,9 @@ class LayerNorm : public Cloneable<LayerNorm> {
   double eps_;
   bool affine_;
   bool autocast_output_;
+
+  void check_input(const Tensor& x) const;
+  std::optional<DType> output_dtype(const Tensor& x) const;
 };
 
 }  // namespace tandem::nn

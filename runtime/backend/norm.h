@@ -76,13 +76,27 @@ TANDEM_KERNEL(batch_norm_backward_fused,
 // low-precision op: computed in f32, rounded once on store).
 TANDEM_KERNEL(layer_norm_forward, void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                                        Tensor& y, Tensor& mean, Tensor& rstd));
+// A residual add and the LayerNorm of its result in one pass (a pre-LayerNorm transformer's
+// x + branch, then the next LayerNorm): sum = x + branch, then layer_norm_forward of sum into y.
+// branch has x's shape and dtype, or f16/bf16 for f32 x (an autocast branch, widened as it is
+// read); sum has x's dtype. The same values as the add (one rounding in x's dtype) and then
+// layer_norm_forward, bit for bit, with one read of the sum fewer.
+TANDEM_KERNEL(add_layer_norm_forward,
+              void(const Tensor& x, const Tensor& branch, const Tensor& weight, const Tensor& bias, double eps,
+                   Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd));
 // Which of layer_norm_backward's outputs are added to instead of written (gradient_sink): dx, the
 // input's gradient summed so far (x + f(LayerNorm(x)), a residual stream: no dx tensor and no pass
 // adding it; each element is summed in the statistics' dtype and rounded once), and the parameters'
 // (their .grad, which must then have the statistics' dtype: f64 for f64 x, else f32).
+// add_layer_norm's backward: dx = `residual` + the computed dx (the sum's gradient from its other
+// consumers, x's dtype; not with `dx`), element by element as a separate add would, and, when
+// `dx_narrow` is defined (f16/bf16 for f32 x), dx rounded to its dtype written there too: the
+// branch's gradient, as a cast of dx would make it.
 struct LayerNormGradAdds {
   bool dx = false;
   bool params = false;
+  Tensor residual;
+  Tensor dx_narrow;
 };
 
 // dx [M, D] in x's dtype, dweight [D], dbias [D]: each computed only when defined; dy has y's dtype.
@@ -93,5 +107,9 @@ TANDEM_KERNEL(layer_norm_backward,
 
 // Throws unless y (or dy) may have dtype y for a LayerNorm of x: x's own, or f16/bf16 for f32.
 void check_layer_norm_output_dtype(const char* what, DType x, DType y);
+// Throws unless add_layer_norm_forward's branch and sum fit x (see there).
+void check_add_layer_norm(const char* what, const Tensor& x, const Tensor& branch, const Tensor& sum);
+// Throws unless LayerNormGradAdds' residual and dx_narrow fit x and dx (see there).
+void check_layer_norm_dx_extras(const char* what, const Tensor& x, const Tensor& dx, const LayerNormGradAdds& adds);
 
 }  // namespace tandem::kernels

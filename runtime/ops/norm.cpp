@@ -188,24 +188,74 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   });
 }
 
+namespace {
+
+// layer_norm's checks; returns x's normalised shape.
+Shape check_layer_norm(const char* what, const Tensor& x, int64_t normalized_dims, const Tensor& weight,
+                       const Tensor& bias) {
+  detail::check_floating(what, x);
+  TANDEM_CHECK(normalized_dims >= 1 && normalized_dims <= x.dim(), "{}: normalized_dims must be in [1, {}] for input {}, got {}",
+               what, x.dim(), shape_str(x.shape()), normalized_dims);
+  const Shape norm_shape(x.shape().end() - normalized_dims, x.shape().end());
+  for (const Tensor* p : {&weight, &bias}) {
+    if (!p->defined()) continue;
+    TANDEM_CHECK(p->shape() == norm_shape, "{}: {} must have shape {} (the last {} dims of input {}), got {}", what,
+                 p == &weight ? "weight" : "bias", shape_str(norm_shape), normalized_dims, shape_str(x.shape()),
+                 detail::describe(*p));
+    TANDEM_CHECK(p->device() == x.device() && (p->dtype() == x.dtype() || p->dtype() == batch_norm_stat_dtype(x.dtype())),
+                 "{}: {} is {}; it must be on the input's device with its dtype ({})", what,
+                 p == &weight ? "weight" : "bias", detail::describe(*p), detail::describe(x));
+  }
+  return norm_shape;
+}
+
+// What a LayerNorm's backward reads, saved by its forward.
+struct LayerNormSaved {
+  Tensor x, weight, mean, rstd;  // x: the normalised input (detached)
+  Shape norm_shape;
+  DType weight_dtype, bias_dtype;
+  bool gw, gb;  // the parameters' gradients are wanted
+};
+
+LayerNormSaved save_layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& mean,
+                               const Tensor& rstd, const Shape& norm_shape) {
+  return {x.detach(),
+          weight.defined() ? weight.detach() : Tensor(),
+          mean,
+          rstd,
+          norm_shape,
+          weight.defined() ? weight.dtype() : x.dtype(),
+          bias.defined() ? bias.dtype() : x.dtype(),
+          weight.defined() && weight.requires_grad(),
+          bias.defined() && bias.requires_grad()};
+}
+
+// The parameters' gradients from a LayerNorm backward, with `dx` (undefined: not wanted) and how it
+// is added (adds.dx, adds.residual): runs the kernel and returns {dweight, dbias}, undefined where
+// they were added straight into their .grad (gradient_sink of the running node's inputs
+// `weight_input` and the one after it, in the statistics' dtype: no [D] tensors, no passes adding
+// them).
+std::pair<Tensor, Tensor> layer_norm_backward_into(const Tensor& dy, const LayerNormSaved& s, size_t weight_input,
+                                                   Tensor& dx, kernels::LayerNormGradAdds adds) {
+  const DType sd = batch_norm_stat_dtype(s.x.dtype());
+  const Tensor sink_w = s.gw ? gradient_sink(weight_input) : Tensor(),
+               sink_b = s.gb ? gradient_sink(weight_input + 1) : Tensor();
+  auto usable = [&](bool wanted, const Tensor& sink) { return !wanted || (sink.defined() && sink.dtype() == sd); };
+  adds.params = (s.gw || s.gb) && usable(s.gw, sink_w) && usable(s.gb, sink_b);
+  Tensor dw = !s.gw ? Tensor() : adds.params ? sink_w : Tensor::empty(s.norm_shape, s.weight_dtype, dy.device());
+  Tensor db = !s.gb ? Tensor() : adds.params ? sink_b : Tensor::empty(s.norm_shape, s.bias_dtype, dy.device());
+  kernels::layer_norm_backward(dy.device())(dy, s.x, s.mean, s.rstd, s.weight, dx, dw, db, adds);
+  if (adds.params) return {};
+  return {dw, db};
+}
+
+}  // namespace
+
 Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
                   double eps, std::optional<DType> out_dtype) {
   detail::check_defined(x_in, "layer_norm", "input");
   Tensor x = autocast_arg(x_in, AutocastCategory::Float32);
-  detail::check_floating("layer_norm", x);
-  TANDEM_CHECK(normalized_dims >= 1 && normalized_dims <= x.dim(),
-               "layer_norm: normalized_dims must be in [1, {}] for input {}, got {}", x.dim(), shape_str(x.shape()),
-               normalized_dims);
-  const Shape norm_shape(x.shape().end() - normalized_dims, x.shape().end());
-  for (const Tensor* p : {&weight, &bias}) {
-    if (!p->defined()) continue;
-    TANDEM_CHECK(p->shape() == norm_shape, "layer_norm: {} must have shape {} (the last {} dims of input {}), got {}",
-                 p == &weight ? "weight" : "bias", shape_str(norm_shape), normalized_dims, shape_str(x.shape()),
-                 detail::describe(*p));
-    TANDEM_CHECK(p->device() == x.device() && (p->dtype() == x.dtype() || p->dtype() == batch_norm_stat_dtype(x.dtype())),
-                 "layer_norm: {} is {}; it must be on the input's device with its dtype ({})",
-                 p == &weight ? "weight" : "bias", detail::describe(*p), detail::describe(x));
-  }
+  const Shape norm_shape = check_layer_norm("layer_norm", x, normalized_dims, weight, bias);
   const int64_t d = shape_numel(norm_shape), m = d ? x.numel() / d : 0;
   const DType sd = batch_norm_stat_dtype(x.dtype()), yd = out_dtype.value_or(x.dtype());
   kernels::check_layer_norm_output_dtype("layer_norm", x.dtype(), yd);
@@ -214,10 +264,8 @@ Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& wei
   kernels::layer_norm_forward(x.device())(x, weight, bias, eps, y, mean, rstd);
   if (!needs_grad({&x, &weight, &bias})) return y;
 
-  const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
-             gb = bias.defined() && bias.requires_grad();
-  Tensor x_saved = x.detach(), w_saved = weight.defined() ? weight.detach() : Tensor();
-  const DType wdt = weight.defined() ? weight.dtype() : x.dtype(), bdt = bias.defined() ? bias.dtype() : x.dtype();
+  const bool gx = x.requires_grad();
+  const LayerNormSaved saved = save_layer_norm(x, weight, bias, mean, rstd, norm_shape);
   return record("LayerNormBackward", {x, weight, bias}, y,
                 [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
                   const Tensor& dy = grads[0];
@@ -225,26 +273,61 @@ Tensor layer_norm(const Tensor& x_in, int64_t normalized_dims, const Tensor& wei
                   // (gradient_sink: a residual stream's, x + f(LayerNorm(x))): no dx tensor, no pass
                   // adding it (a read and a write of [M, D] less).
                   const Tensor sink_x = gx ? gradient_sink(0, SinkOf::AnyInput) : Tensor();
-                  const bool add_dx = sink_x.defined() && sink_x.dtype() == x_saved.dtype();
-                  Tensor dx = !gx     ? Tensor()
-                              : add_dx ? sink_x
-                                       : Tensor::empty(x_saved.shape(), x_saved.dtype(), dy.device());
-                  // The parameters' gradients are added straight into their .grad where the engine
-                  // offers it (gradient_sink) in the statistics' dtype: no [D] tensors, no passes
-                  // adding them (two launches a LayerNorm on a GPU).
-                  const Tensor sink_w = gw ? gradient_sink(1) : Tensor(), sink_b = gb ? gradient_sink(2) : Tensor();
-                  auto usable = [&](bool wanted, const Tensor& sink) {
-                    return !wanted || (sink.defined() && sink.dtype() == sd);
-                  };
-                  const bool sinks = (gw || gb) && usable(gw, sink_w) && usable(gb, sink_b);
-                  Tensor dw = !gw ? Tensor() : sinks ? sink_w : Tensor::empty(norm_shape, wdt, dy.device());
-                  Tensor db = !gb ? Tensor() : sinks ? sink_b : Tensor::empty(norm_shape, bdt, dy.device());
-                  kernels::layer_norm_backward(dy.device())(dy, x_saved, mean, rstd, w_saved, dx, dw, db,
-                                                            kernels::LayerNormGradAdds{add_dx, sinks});
-                  if (add_dx) dx = Tensor();
-                  if (sinks) return {dx, Tensor(), Tensor()};
-                  return {dx, dw, db};
+                  kernels::LayerNormGradAdds adds;
+                  adds.dx = sink_x.defined() && sink_x.dtype() == saved.x.dtype();
+                  Tensor dx = !gx      ? Tensor()
+                              : adds.dx ? sink_x
+                                        : Tensor::empty(saved.x.shape(), saved.x.dtype(), dy.device());
+                  auto [dw, db] = layer_norm_backward_into(dy, saved, 1, dx, adds);
+                  return {adds.dx ? Tensor() : dx, dw, db};
                 });
+}
+
+AddLayerNorm add_layer_norm(const Tensor& x, const Tensor& branch, int64_t normalized_dims, const Tensor& weight,
+                            const Tensor& bias, double eps, std::optional<DType> out_dtype) {
+  detail::check_defined(x, "add_layer_norm", "x");
+  detail::check_defined(branch, "add_layer_norm", "branch");
+  // One pass where the add keeps x's dtype (the branch's equal or narrower: autocast's residual
+  // stream) and autocast leaves the sum as it is; anything else as the two ops.
+  const bool fits = x.shape() == branch.shape() && x.device() == branch.device() && is_floating(branch.dtype()) &&
+                    (branch.dtype() == x.dtype() ||
+                     (x.dtype() == DType::f32 && (branch.dtype() == DType::bf16 || branch.dtype() == DType::f16))) &&
+                    autocast_arg(x, AutocastCategory::Float32).dtype() == x.dtype();
+  if (!fits) {
+    Tensor sum = add(x, branch);
+    return {sum, layer_norm(sum, normalized_dims, weight, bias, eps, out_dtype)};
+  }
+  const Shape norm_shape = check_layer_norm("add_layer_norm", x, normalized_dims, weight, bias);
+  const int64_t d = shape_numel(norm_shape), m = d ? x.numel() / d : 0;
+  const DType sd = batch_norm_stat_dtype(x.dtype()), yd = out_dtype.value_or(x.dtype());
+  kernels::check_layer_norm_output_dtype("add_layer_norm", x.dtype(), yd);
+  Tensor sum = Tensor::empty(x.shape(), x.dtype(), x.device()), y = Tensor::empty(x.shape(), yd, x.device());
+  Tensor mean = Tensor::empty({m}, sd, x.device()), rstd = Tensor::empty({m}, sd, x.device());
+  kernels::add_layer_norm_forward(x.device())(x, branch, weight, bias, eps, sum, y, mean, rstd);
+  if (!needs_grad({&x, &branch, &weight, &bias})) return {sum, y};
+
+  const bool gx = x.requires_grad(), gbranch = branch.requires_grad();
+  const DType branch_dtype = branch.dtype();
+  const LayerNormSaved saved = save_layer_norm(sum, weight, bias, mean, rstd, norm_shape);
+  std::vector<Tensor> out = record(
+      "AddLayerNormBackward", {x, branch, weight, bias}, {sum, y},
+      [=](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+        // The sum's gradient is its other consumers' (grads[0]) plus the LayerNorm's dx, made in one
+        // pass; it is x's, and the branch's in the branch's dtype (rounded as the kernel stores it).
+        const Tensor &g_sum = grads[0], &dy = grads[1];
+        kernels::LayerNormGradAdds adds;
+        Tensor dx;
+        if (gx || gbranch) {
+          adds.residual = g_sum;
+          dx = Tensor::empty(saved.x.shape(), saved.x.dtype(), dy.device());
+          if (gbranch && branch_dtype != saved.x.dtype())
+            adds.dx_narrow = Tensor::empty(saved.x.shape(), branch_dtype, dy.device());
+        }
+        auto [dw, db] = layer_norm_backward_into(dy, saved, 2, dx, adds);
+        Tensor dbranch = !gbranch ? Tensor() : adds.dx_narrow.defined() ? adds.dx_narrow : dx;
+        return {gx ? dx : Tensor(), dbranch, dw, db};
+      });
+  return {out[0], out[1]};
 }
 
 }  // namespace tandem::ops

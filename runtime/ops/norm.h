@@ -32,6 +32,19 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, Ten
 Tensor layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
                   double eps = 1e-5, std::optional<DType> out_dtype = std::nullopt);
 
+// x + branch, and the LayerNorm of that sum, in one pass: a pre-LayerNorm transformer's residual
+// add and the LayerNorm after it. branch has x's shape, and x's dtype or (an autocast branch into
+// an f32 residual stream) f16/bf16. sum has x's dtype; y is layer_norm(sum, ...). The values of
+// add(x, branch) and then layer_norm, bit for bit, gradients included: in backward the sum's
+// gradient from its other consumers and the LayerNorm's dx are added as the kernel writes dx,
+// and the branch's narrower gradient is rounded from it in the same pass (no [M, D] dx, add or
+// cast of their own). Other dtypes, shapes or autocast casts run the two ops.
+struct AddLayerNorm {
+  Tensor sum, y;
+};
+AddLayerNorm add_layer_norm(const Tensor& x, const Tensor& branch, int64_t normalized_dims, const Tensor& weight,
+                            const Tensor& bias, double eps = 1e-5, std::optional<DType> out_dtype = std::nullopt);
+
 // ---- Batch-norm building blocks (not differentiable: they record nothing), for SyncBatchNorm,
 // which all-reduces between them. x is [N, C] or [N, C, H, W]; "stat" tensors are [C] of
 // batch_norm_stat_dtype(x.dtype()) (f64 for f64, else f32). batch_norm composes them as

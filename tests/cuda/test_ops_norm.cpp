@@ -11,6 +11,17 @@ namespace {
 
 class NormOps : public BackendTest {};
 
+kernels::LayerNormGradAdds adds_params() {
+  kernels::LayerNormGradAdds a;
+  a.params = true;
+  return a;
+}
+kernels::LayerNormGradAdds adds_dx() {
+  kernels::LayerNormGradAdds a;
+  a.dx = true;
+  return a;
+}
+
 TEST_P(NormOps, BatchNormStagesMatchCpu) {
   for (DType dt : {DType::f32, DType::f64, DType::bf16})
     // The larger shapes split each channel over several blocks (rows of 81 and of 1 element).
@@ -191,12 +202,12 @@ TEST_P(NormOps, LayerNormAddsParameterGradientsIntoGrad) {
         kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, gw, gb, {});
         const Tensor before_w = random_tensor({D}, DType::f32, 145).to(d), before_b = random_tensor({D}, DType::f32, 146).to(d);
         Tensor aw = before_w.clone(), ab = before_b.clone();
-        kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, aw, ab, kernels::LayerNormGradAdds{false, true});
+        kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, aw, ab, adds_params());
         expect_close(aw, ops::add(before_w, gw), 0, what + " dweight added");
         expect_close(ab, ops::add(before_b, gb), 0, what + " dbias added");
         Tensor narrow = Tensor::zeros({D}, DType::bf16, d), none;
         EXPECT_THROW(kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, dx, narrow, none,
-                                                     kernels::LayerNormGradAdds{false, true}),
+                                                     adds_params()),
                      Error)
             << what;
       }
@@ -237,7 +248,7 @@ TEST_P(NormOps, LayerNormAddsInputGradientIntoTheSumSoFar) {
           const Tensor before = random_tensor({M, D}, dt, 164).to(d);
           Tensor added = before.clone();
           Tensor aw = params ? Tensor::empty({D}, sd, d) : none, ab = params ? Tensor::empty({D}, sd, d) : none;
-          kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, added, aw, ab, kernels::LayerNormGradAdds{true, false});
+          kernels::layer_norm_backward(d)(dy, x, mean, rstd, w, added, aw, ab, adds_dx());
           if (dt == DType::bf16)
             expect_close(added, ops::add(before, dx), ulps(dt), what + " dx added");
           else
@@ -268,6 +279,60 @@ TEST_P(NormOps, LayerNormAddsInputGradientIntoTheSumSoFar) {
       expect_close(w.grad(), g[1], 0, what + " weight .grad");
     }
   }
+}
+
+// add_layer_norm: the sum and the LayerNorm of it equal add then layer_norm bit for bit, and so do
+// the gradients of x, the branch and the parameters given gradients for both outputs: f32 and f64,
+// bf16 throughout, and an autocast-like f32 stream with a bf16 or f16 branch and a narrow or f32
+// output; on every dx path (the one-pass kernel with the parameters, the warp kernel without, the
+// block-per-row kernel for D 9000), with the branch's narrow gradient rounded in the kernel where
+// dy has its dtype and cast after it where not. backward() twice leaves twice grad()'s in .grad
+// (the parameters' through their sinks).
+TEST_P(NormOps, AddLayerNormEqualsTheAddThenLayerNorm) {
+  struct Case {
+    DType x, branch, y;
+  };
+  const Case cases[] = {{DType::f32, DType::f32, DType::f32},  {DType::f64, DType::f64, DType::f64},
+                        {DType::bf16, DType::bf16, DType::bf16}, {DType::f32, DType::bf16, DType::bf16},
+                        {DType::f32, DType::f16, DType::f16},  {DType::f32, DType::bf16, DType::f32},
+                        {DType::f32, DType::f16, DType::bf16}};
+  for (Device d : {kCPU, dev()})
+    for (const Case& c : cases)
+      for (int64_t D : {24, 768, 9000})
+        for (bool params : {true, false}) {
+          if (D == 9000 && c.x == DType::f64) continue;  // the f32 block path is enough
+          const std::string what = d.str() + " x " + dtype_name(c.x) + " branch " + dtype_name(c.branch) + " y " +
+                                   dtype_name(c.y) + " D=" + std::to_string(D) + (params ? "" : " without parameters");
+          const int64_t M = 19;
+          const DType sd = c.x == DType::f64 ? DType::f64 : DType::f32;
+          Tensor x = random_tensor({M, D}, c.x, 181, -2, 3).to(d).set_requires_grad();
+          Tensor r = random_tensor({M, D}, c.branch, 182).to(d).set_requires_grad();
+          Tensor w = params ? random_tensor({D}, sd, 183, 0.5, 1.5).to(d).set_requires_grad() : Tensor();
+          Tensor b = params ? random_tensor({D}, sd, 184).to(d).set_requires_grad() : Tensor();
+          Tensor g_sum = random_tensor({M, D}, c.x, 185).to(d), dy = random_tensor({M, D}, c.y, 186).to(d);
+          const ops::AddLayerNorm fused = ops::add_layer_norm(x, r, 1, w, b, 1e-5, c.y);
+          const Tensor sum = ops::add(x, r), y = ops::layer_norm(sum, 1, w, b, 1e-5, c.y);
+          ASSERT_EQ(fused.sum.dtype(), c.x) << what;
+          ASSERT_EQ(fused.y.dtype(), c.y) << what;
+          expect_close(fused.sum, sum, 0, what + " sum");
+          expect_close(fused.y, y, 0, what + " y");
+          std::vector<Tensor> inputs{x, r};
+          if (params) inputs.insert(inputs.end(), {w, b});
+          const std::vector<Tensor> gf = grad({fused.sum, fused.y}, inputs, {g_sum, dy});
+          const std::vector<Tensor> gs = grad({sum, y}, inputs, {g_sum, dy});
+          const char* names[] = {"x", "branch", "weight", "bias"};
+          for (size_t i = 0; i < inputs.size(); ++i) {
+            ASSERT_EQ(gf[i].dtype(), gs[i].dtype()) << what << " " << names[i];
+            expect_close(gf[i], gs[i], 0, what + " gradient of " + names[i]);
+          }
+          if (!params || D != 768) continue;
+          for (int step = 0; step < 2; ++step) {
+            const ops::AddLayerNorm again = ops::add_layer_norm(x, r, 1, w, b, 1e-5, c.y);
+            run_backward({again.sum, again.y}, {g_sum, dy}, false);
+          }
+          for (size_t i = 0; i < inputs.size(); ++i)
+            expect_close(inputs[i].grad(), ops::add(gs[i], gs[i]), 0, what + " .grad of " + names[i] + " after two backward()");
+        }
 }
 
 TANDEM_BACKEND_SUITE(NormOps);

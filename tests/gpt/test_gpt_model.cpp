@@ -2,11 +2,13 @@
 // gradient (finite differences in f64), causality at the model level, clones, sampling, and the
 // tiny model's loss falling on fortunes.
 #include <cmath>
+#include <optional>
 
 #include <gtest/gtest.h>
 
 #include "nn/gpt.h"
 #include "nn/optim.h"
+#include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/data/text_corpus.h"
 #include "runtime/error.h"
@@ -177,6 +179,39 @@ TEST(GPT, FusedMlpEqualsTheSeparateOps) {
     auto a = fused[i].second.to_vector<double>(), b = separate[i].second.to_vector<double>();
     ASSERT_EQ(a.size(), b.size()) << fused[i].first;
     for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-12 * (1 + std::abs(b[k]))) << fused[i].first;
+  }
+}
+
+// Each residual add with the LayerNorm after it as one op (the default) and apart (fused_add_norm =
+// false, A/B runs): the same loss, logits and parameter gradients bit for bit, in f32 and under bf16
+// autocast (an f32 residual stream, bf16 branches and LayerNorm outputs), the same parameter names.
+TEST(GPT, FusedAddNormEqualsTheSeparateOps) {
+  for (bool autocast : {false, true}) {
+    auto run = [&](bool fused) {
+      GPTConfig c = GPTConfig::preset("tiny");
+      c.n_layer = 3;
+      c.fused_add_norm = fused;
+      Generator gen(9);
+      GPT m(c, gen);
+      Tensor x = ids_of(some_ids(2 * 16, 256), 2, 16), y = ids_of(some_ids(2 * 16, 256, 5), 2, 16);
+      Tensor loss;
+      {
+        std::optional<AutocastGuard> guard;
+        if (autocast) guard.emplace(DType::bf16);
+        loss = lm_loss(m, x, y);
+      }
+      loss.backward();
+      std::vector<std::pair<std::string, Tensor>> out{{"loss", loss}};
+      for (auto& [name, p] : m.named_parameters()) out.emplace_back(name, p.grad());
+      return out;
+    };
+    auto fused = run(true), separate = run(false);
+    ASSERT_EQ(fused.size(), separate.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      ASSERT_EQ(fused[i].first, separate[i].first);
+      EXPECT_EQ(fused[i].second.to_vector<float>(), separate[i].second.to_vector<float>())
+          << fused[i].first << (autocast ? " under bf16 autocast" : " in f32");
+    }
   }
 }
 

@@ -146,6 +146,40 @@ TEST(LayerNorm, Gradcheck) {
   expect_gradcheck([](const std::vector<Tensor>& t) { return ops::layer_norm(t[0], 3, Tensor(), Tensor(), 1e-5); }, {x});
 }
 
+// add_layer_norm's gradients of x, the branch and both parameters against finite differences,
+// through both outputs (the sum weighted by a fixed tensor, so that each output's gradient counts).
+TEST(AddLayerNorm, Gradcheck) {
+  Tensor x = random_leaf({2, 3, 5}, 41), r = random_leaf({2, 3, 5}, 42), w = random_leaf({5}, 43),
+         b = random_leaf({5}, 44);
+  const Tensor k = random_leaf({2, 3, 5}, 45).detach();
+  expect_gradcheck(
+      [&](const std::vector<Tensor>& t) {
+        const ops::AddLayerNorm o = ops::add_layer_norm(t[0], t[1], 1, t[2], t[3], 1e-5);
+        return ops::add(ops::mul(o.sum, k), o.y);
+      },
+      {x, r, w, b});
+  expect_gradcheck(
+      [&](const std::vector<Tensor>& t) {
+        const ops::AddLayerNorm o = ops::add_layer_norm(t[0], t[1], 2, Tensor(), Tensor(), 1e-5);
+        return ops::add(ops::mul(o.sum, k), o.y);
+      },
+      {x, r});
+}
+
+// Bad shapes and dtypes are refused as add and layer_norm refuse them.
+TEST(AddLayerNorm, Errors) {
+  Tensor x = Tensor::zeros({2, 3, 4});
+  expect_value_error([&] { ops::add_layer_norm(x, Tensor::zeros({2, 3, 4}), 1, Tensor::ones({3}), Tensor()); },
+                     {"weight", "[4]", "[3]"});
+  expect_value_error([&] { ops::add_layer_norm(x, Tensor::zeros({2, 3, 4}), 4, Tensor(), Tensor()); },
+                     {"normalized_dims"});
+  expect_value_error([&] { ops::add_layer_norm(x, Tensor::zeros({2, 3, 5}), 1, Tensor(), Tensor()); }, {"add"});
+  expect_value_error([&] { ops::add_layer_norm(x, Tensor(), 1, Tensor(), Tensor()); }, {"add_layer_norm", "branch"});
+  expect_value_error(
+      [&] { ops::add_layer_norm(x, Tensor::zeros({2, 3, 4}), 1, Tensor(), Tensor(), 1e-5, DType::f64); },
+      {"add_layer_norm", "f64", "f32"});
+}
+
 TEST(LayerNorm, Errors) {
   Tensor x = Tensor::zeros({2, 3, 4});
   expect_value_error([&] { ops::layer_norm(x, 1, Tensor::ones({3}), Tensor()); }, {"weight", "[4]", "[3]"});
