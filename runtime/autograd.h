@@ -114,6 +114,11 @@ enum class SinkOf { Leaf, AnyInput };
 // offers none, =leaves only leaves' (A/B runs).
 Tensor gradient_sink(size_t input_index, SinkOf which = SinkOf::Leaf);
 
+// Inside a backward closure: whether g is a root gradient the running backward made itself (ones,
+// for a scalar root given no gradient: loss.backward()). An op may then return the gradient it
+// made in its forward for an output gradient of 1 instead of a pass of its own (cross_entropy).
+bool is_implicit_root_gradient(const Tensor& g);
+
 // The edge a gradient for `t` flows into: its grad_fn, or its leaf accumulator.
 Edge gradient_edge(const Tensor& t);
 

@@ -229,10 +229,20 @@ void cpu_cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, c
   });
 }
 
+// The two kernels in turn (the CPU reads a row of the logits from cache either way).
+void cpu_cross_entropy_with_grad(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
+                                 Tensor& grad_logits, int64_t ignore_index, ops::Reduction reduction) {
+  TANDEM_CHECK(reduction != ops::Reduction::None, "cross_entropy_with_grad: needs a Sum or Mean reduction");
+  cpu_cross_entropy(logits, target, loss, lse, ignore_index, reduction);
+  cpu_cross_entropy_backward(Tensor::ones({}, loss.dtype()), logits, target, lse, grad_logits, ignore_index,
+                             reduction);
+}
+
 TANDEM_REGISTER_KERNEL(softmax, DeviceKind::CPU, cpu_softmax);
 TANDEM_REGISTER_KERNEL(softmax_backward, DeviceKind::CPU, cpu_softmax_backward);
 TANDEM_REGISTER_KERNEL(cross_entropy, DeviceKind::CPU, cpu_cross_entropy);
 TANDEM_REGISTER_KERNEL(cross_entropy_backward, DeviceKind::CPU, cpu_cross_entropy_backward);
+TANDEM_REGISTER_KERNEL(cross_entropy_with_grad, DeviceKind::CPU, cpu_cross_entropy_with_grad);
 
 }  // namespace
 }  // namespace tandem::kernels

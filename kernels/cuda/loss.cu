@@ -202,6 +202,16 @@ __global__ void count_kept_kernel(const I* __restrict__ target, int64_t N, int64
   if (threadIdx.x == 0) *count = c;
 }
 
+// A row's gradient: (exp(x - l) - onehot(t)) * g, zeros for an ignored row.
+template <class T, class X>
+__device__ __forceinline__ void gradient_row(const T* x, T* o, int64_t C, int64_t t, int64_t ignore_index, X l, X g) {
+  map_row(x, o, C, [&](int64_t c, T v) {
+    if (t == ignore_index) return from_acc<T>(X(0));
+    const T e = from_acc<T>(std::exp(X(to_acc(v)) - l) * g);
+    return c == t ? from_acc<T>(X(to_acc(e)) - g) : e;  // rounded first, as the CPU does
+  });
+}
+
 template <class T, class L, class I>
 __global__ void cross_entropy_backward_kernel(const L* __restrict__ grad_loss, const T* __restrict__ logits,
                                               const I* __restrict__ target, const acc_t<T>* __restrict__ lse,
@@ -212,15 +222,39 @@ __global__ void cross_entropy_backward_kernel(const L* __restrict__ grad_loss, c
   X scale = none ? X(1) : X(to_acc(grad_loss[0]));
   if (reduction == static_cast<int>(ops::Reduction::Mean)) scale /= X(*count);
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
-    const int64_t t = static_cast<int64_t>(target[r]);
-    T* o = grad_logits + r * C;
     const X g = none ? X(to_acc(grad_loss[r])) : scale;
-    const X l = lse[r];
-    map_row(logits + r * C, o, C, [&](int64_t c, T x) {
-      if (t == ignore_index) return from_acc<T>(X(0));
-      const T v = from_acc<T>(std::exp(X(to_acc(x)) - l) * g);
-      return c == t ? from_acc<T>(X(to_acc(v)) - g) : v;  // rounded first, as the CPU does
-    });
+    gradient_row(logits + r * C, grad_logits + r * C, C, static_cast<int64_t>(target[r]), ignore_index, lse[r], g);
+  }
+}
+
+// cross_entropy_rows_kernel and, from the row it has just read (its second read comes mostly from
+// the cache), the backward kernel's gradient row for a loss gradient of 1: scale is 1 (Sum) or
+// 1 / count (Mean), as the backward kernel makes it.
+template <class T, class I>
+__global__ void cross_entropy_rows_with_grad_kernel(const T* __restrict__ logits, const I* __restrict__ target,
+                                                    int64_t N, int64_t C, int64_t ignore_index, bool mean,
+                                                    const long long* __restrict__ count, acc_t<T>* __restrict__ lse,
+                                                    acc_t<T>* __restrict__ row_loss, long long* __restrict__ bad,
+                                                    T* __restrict__ grad_logits) {
+  using X = acc_t<T>;
+  X scale = X(1);
+  if (mean) scale /= X(*count);
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const T* x = logits + r * C;
+    X m, s;
+    row_max_sum(x, C, 1, m, s);  // every thread gets the row's max and sum
+    const X l = m + std::log(s);
+    const int64_t t = static_cast<int64_t>(target[r]);
+    if (threadIdx.x == 0) {
+      lse[r] = l;
+      X loss = X(0);
+      if (t != ignore_index) {
+        if (t < 0 || t >= C) atomicMax(bad, static_cast<long long>(r + 1));
+        else loss = (m - X(to_acc(x[t]))) + std::log(s);
+      }
+      row_loss[r] = loss;
+    }
+    if (t == ignore_index || (t >= 0 && t < C)) gradient_row(x, grad_logits + r * C, C, t, ignore_index, l, scale);
   }
 }
 
@@ -298,6 +332,45 @@ void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss, Ten
   });
 }
 
+void cross_entropy_with_grad(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
+                             Tensor& grad_logits, int64_t ignore_index, ops::Reduction reduction) {
+  const Device dev = logits.device();
+  check_on_device("cross_entropy_with_grad", dev, {&logits, &target, &loss, &lse, &grad_logits});
+  TANDEM_CHECK(reduction != ops::Reduction::None, "cross_entropy_with_grad: needs a Sum or Mean reduction");
+  const int64_t N = logits.size(0), C = logits.size(1);
+  dispatch_floating(logits.dtype(), "cross_entropy_with_grad", [&](auto tag) {
+    using T = decltype(tag);
+    using X = acc_t<T>;
+    if constexpr (std::is_floating_point_v<X>) kernels::with_loss_type<T>(loss.dtype(), [&](auto ltag) {
+      with_index_type(target, [&](auto itag) {
+        using L = decltype(ltag);
+        using I = decltype(itag);
+        Stream stream = stream_for(dev);
+        Tensor row_loss = Tensor::empty({N}, dtype_v<X>, dev);
+        Tensor bad = Tensor::zeros({1}, DType::i64, dev), count = Tensor::empty({1}, DType::i64, dev);
+        const I* pt = static_cast<const I*>(target.data_ptr());
+        TANDEM_LAUNCH(count_kept_kernel<I>, 1, 256, 0, stream, pt, N, ignore_index,
+                      static_cast<long long*>(count.data_ptr()));
+        if (N > 0 && C > 0)
+          TANDEM_LAUNCH(cross_entropy_rows_with_grad_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
+                        static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
+                        reduction == ops::Reduction::Mean, static_cast<const long long*>(count.data_ptr()),
+                        static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
+                        static_cast<long long*>(bad.data_ptr()), static_cast<T*>(grad_logits.data_ptr()));
+        TANDEM_LAUNCH(cross_entropy_reduce_kernel<L, X, I>, 1, 256, 0, stream,
+                      static_cast<const X*>(row_loss.data_ptr()), pt, N, ignore_index,
+                      reduction == ops::Reduction::Mean, static_cast<L*>(loss.data_ptr()));
+        const int64_t bad_row = static_cast<int64_t>(bad.item()) - 1;  // waits for the kernels
+        if (bad_row >= 0) {
+          int64_t t = target.narrow0(bad_row, 1).to(kCPU).to_vector<int64_t>()[0];
+          TANDEM_FAIL(Value, "cross_entropy: target {} at row {} is outside [0, {}) and is not ignore_index ({})", t,
+                      bad_row, C, ignore_index);
+        }
+      });
+    });
+  });
+}
+
 void cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& target, const Tensor& lse,
                             Tensor& grad_logits, int64_t ignore_index, ops::Reduction reduction) {
   const Device dev = logits.device();
@@ -329,6 +402,7 @@ TANDEM_REGISTER_KERNEL(kernels::softmax, kKind, softmax);
 TANDEM_REGISTER_KERNEL(kernels::softmax_backward, kKind, softmax_backward);
 TANDEM_REGISTER_KERNEL(kernels::cross_entropy, kKind, cross_entropy);
 TANDEM_REGISTER_KERNEL(kernels::cross_entropy_backward, kKind, cross_entropy_backward);
+TANDEM_REGISTER_KERNEL(kernels::cross_entropy_with_grad, kKind, cross_entropy_with_grad);
 
 }  // namespace
 }  // namespace tandem::TANDEM_CUDA_NS

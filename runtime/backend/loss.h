@@ -36,6 +36,13 @@ TANDEM_KERNEL(cross_entropy_backward, void(const Tensor& grad_loss, const Tensor
                                            const Tensor& lse, Tensor& grad_logits, int64_t ignore_index,
                                            ops::Reduction reduction));
 
+// cross_entropy (Sum or Mean) and, in the same pass over the logits, cross_entropy_backward's
+// grad_logits for a loss gradient of 1: the same loss, lse and gradient bit for bit, with one read
+// of the logits fewer (the loss of a language model, whose [tokens, vocab] logits are its largest
+// tensor, and whose backward mostly starts from the loss with a gradient of 1).
+TANDEM_KERNEL(cross_entropy_with_grad, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
+                                            Tensor& grad_logits, int64_t ignore_index, ops::Reduction reduction));
+
 // f(L{}) with L the loss's element type: the logits' T, or acc_t<T> (cross_entropy's loss dtype rule).
 template <class T, class F>
 void with_loss_type(DType loss, F&& f) {

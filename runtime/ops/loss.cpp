@@ -2,6 +2,9 @@
 // under autocast).
 #include "runtime/ops/loss.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/loss.h"
@@ -28,6 +31,18 @@ Tensor softmax_entry(const char* name, const Tensor& x_in, int64_t dim, bool log
     kernels::softmax_backward(g[0].device())(g[0], y_saved, gx, s.outer, s.n, s.inner, log);
     return std::vector<Tensor>{gx};
   });
+}
+
+// TANDEM_CE_GRAD=backward makes cross_entropy's gradient in its backward always (A/B runs); by
+// default a scalar loss makes it in its forward for loss.backward() (read once).
+bool ce_grad_in_forward() {
+  static const bool forward = [] {
+    const char* v = std::getenv("TANDEM_CE_GRAD");
+    const std::string s = v ? v : "forward";
+    TANDEM_CHECK(s == "forward" || s == "backward", "TANDEM_CE_GRAD={}: expected forward or backward", s);
+    return s == "forward";
+  }();
+  return forward;
 }
 
 }  // namespace
@@ -57,10 +72,21 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t igno
   Tensor lse = Tensor::empty({N}, acc, logits.device());
   const DType loss_dtype = autocast && is_low_precision(logits.dtype()) ? acc : logits.dtype();
   Tensor loss = Tensor::empty(reduction == Reduction::None ? Shape{N} : Shape{}, loss_dtype, logits.device());
-  kernels::cross_entropy(logits.device())(logits, target, loss, lse, ignore_index, reduction);
-  if (!needs_grad({&logits})) return loss;
+  // A scalar loss whose backward will need the logits' gradient: made in the forward's pass over the
+  // logits for a loss gradient of 1, which loss.backward() then takes as it is (a [tokens, vocab]
+  // read and write fewer); any other gradient runs the backward kernel as before.
+  const bool grad = needs_grad({&logits});
+  Tensor unit_grad = grad && reduction != Reduction::None && ce_grad_in_forward()
+                         ? Tensor::empty(logits.shape(), logits.dtype(), logits.device())
+                         : Tensor();
+  if (unit_grad.defined())
+    kernels::cross_entropy_with_grad(logits.device())(logits, target, loss, lse, unit_grad, ignore_index, reduction);
+  else
+    kernels::cross_entropy(logits.device())(logits, target, loss, lse, ignore_index, reduction);
+  if (!grad) return loss;
   Tensor logits_saved = logits.detach(), target_saved = target.detach();
   return record("CrossEntropyBackward", {logits}, loss, [=](const std::vector<Tensor>& g) {
+    if (unit_grad.defined() && is_implicit_root_gradient(g[0])) return std::vector<Tensor>{unit_grad};
     Tensor gx = Tensor::empty(logits_saved.shape(), logits_saved.dtype(), logits_saved.device());
     kernels::cross_entropy_backward(gx.device())(g[0], logits_saved, target_saved, lse, gx, ignore_index, reduction);
     return std::vector<Tensor>{gx};

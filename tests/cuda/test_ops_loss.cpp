@@ -1,6 +1,7 @@
 // softmax/log_softmax and cross-entropy on the CUDA backend vs the CPU.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
@@ -113,6 +114,68 @@ TEST_P(LossOps, CrossEntropyWideAndNonFiniteRowsMatchCpu) {
     kernels::softmax(dev())(logits.to(dev()), dy, N, C, 1, true);
     expect_close(dy, y, dt == DType::bf16 ? 1e-2 : 1e-5, what + " log_softmax");
   }
+}
+
+// cross_entropy_with_grad: the loss and lse of cross_entropy and the gradient cross_entropy_backward
+// makes for a loss gradient of 1, bit for bit on each backend (rows with ignored and wide ones,
+// i32/i64 targets, Sum and Mean, 16-bit logits with an f32 loss); None is refused and a bad target
+// throws as cross_entropy's does. Then through the op: loss.backward() (the gradient made in the
+// forward) leaves in .grad what an explicit gradient of ones (the backward kernel) does.
+TEST_P(LossOps, CrossEntropyWithGradEqualsTheLossThenItsBackward) {
+  using ops::Reduction;
+  for (Device d : {kCPU, dev()})
+    for (DType dt : {DType::f32, DType::f64, DType::bf16})
+      for (DType it : {DType::i64, DType::i32})
+        for (Reduction red : {Reduction::Mean, Reduction::Sum})
+          for (auto [N, C] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {33, 10}, {5, 4099}, {0, 4}}) {
+            const DType ldt = dt == DType::f64 ? DType::f64 : DType::f32;
+            const std::string what = d.str() + " " + dtype_name(dt) + " " + dtype_name(it) + " red " +
+                                     std::to_string(int(red)) + " N=" + std::to_string(N) + " C=" + std::to_string(C);
+            Tensor logits = random_tensor({N, C}, dt, 65, -4, 4).to(d);
+            std::vector<int64_t> t(static_cast<size_t>(N));
+            for (int64_t i = 0; i < N; ++i) t[static_cast<size_t>(i)] = (i * 7 + 3) % C;
+            if (N > 2) t[1] = -100;
+            Tensor target = Tensor::from_vector(t, {N}, it).to(d);
+            Tensor loss = Tensor::empty({}, ldt, d), lse = Tensor::empty({N}, ldt, d), gl = Tensor::empty({N, C}, dt, d);
+            kernels::cross_entropy(d)(logits, target, loss, lse, -100, red);
+            kernels::cross_entropy_backward(d)(Tensor::ones({}, ldt, d), logits, target, lse, gl, -100, red);
+            Tensor fl = Tensor::empty({}, ldt, d), flse = Tensor::empty({N}, ldt, d), fg = Tensor::empty({N, C}, dt, d);
+            kernels::cross_entropy_with_grad(d)(logits, target, fl, flse, fg, -100, red);
+            expect_close(fl, loss, 0, what + " loss");
+            expect_close(flse, lse, 0, what + " lse");
+            expect_close(fg, gl, 0, what + " gradient");
+          }
+  for (Device d : {kCPU, dev()}) {
+    Tensor logits = random_tensor({4, 3}, DType::f32, 66).to(d), g = Tensor::empty({4, 3}, DType::f32, d);
+    Tensor loss = Tensor::empty({}, DType::f32, d), lse = Tensor::empty({4}, DType::f32, d);
+    Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 3, 1, 1}, {4}).to(d);
+    EXPECT_THROW(kernels::cross_entropy_with_grad(d)(logits, bad, loss, lse, g, -100, ops::Reduction::Mean),
+                 ValueError)
+        << d.str();
+    Tensor rows = Tensor::empty({4}, DType::f32, d), ok = Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 1}, {4}).to(d);
+    EXPECT_THROW(kernels::cross_entropy_with_grad(d)(logits, ok, rows, lse, g, -100, ops::Reduction::None), Error)
+        << d.str();
+  }
+  for (Device d : {kCPU, dev()})
+    for (bool autocast : {false, true}) {
+      Tensor logits = random_tensor({37, 300}, autocast ? DType::bf16 : DType::f32, 67, -4, 4).to(d);
+      std::vector<int64_t> t(37);
+      for (int64_t i = 0; i < 37; ++i) t[static_cast<size_t>(i)] = (i * 11) % 300;
+      Tensor target = Tensor::from_vector(t, {37}).to(d);
+      auto grad_of = [&](bool implicit) {
+        Tensor x = logits.clone().set_requires_grad();
+        Tensor loss;
+        {
+          std::optional<AutocastGuard> guard;
+          if (autocast) guard.emplace(DType::bf16);
+          loss = ops::cross_entropy(x, target);
+        }
+        if (implicit) loss.backward();
+        else loss.backward(Tensor::ones({}, loss.dtype(), d));
+        return x.grad();
+      };
+      expect_close(grad_of(true), grad_of(false), 0, d.str() + (autocast ? " bf16" : " f32") + " loss.backward()");
+    }
 }
 
 TEST_P(LossOps, CrossEntropyRejectsALossDtypeOtherThanTheLogitsOrF32) {

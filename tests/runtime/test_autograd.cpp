@@ -210,6 +210,30 @@ TEST(Autograd, GradientSinkForAnInteriorInputIsTheSumSoFar) {
   EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{36, 114}));
 }
 
+// is_implicit_root_gradient: true in the closure of the root of loss.backward() (and of grad()
+// without output gradients), for the ones the engine made; false for a caller's ones, and for a
+// node that gets its gradient from another node.
+TEST(Autograd, ImplicitRootGradientIsTheEnginesOnes) {
+  auto seen_by = [](std::vector<int>* seen) {
+    return [seen](const Tensor& x) {
+      return record("probe", {x}, Tensor::full(x.shape(), x.item(), DType::f64), [seen](const std::vector<Tensor>& g) {
+        seen->push_back(is_implicit_root_gradient(g[0]) ? 1 : 0);
+        return std::vector<Tensor>{g[0].clone()};
+      });
+    };
+  };
+  std::vector<int> seen;
+  auto probe = seen_by(&seen);
+  Tensor x = leaf({3});
+  probe(x).backward();
+  probe(x).backward(Tensor::full({1}, 1.0, DType::f64));
+  grad({probe(x)}, {x});
+  // probe(probe(x)): the outer one is the root, the inner one gets the outer one's gradient.
+  probe(probe(x)).backward();
+  EXPECT_EQ(seen, (std::vector<int>{1, 0, 1, 1, 0}));
+  EXPECT_FALSE(is_implicit_root_gradient(Tensor::scalar(1.0, DType::f64)));  // outside any backward
+}
+
 // Refused where another holder could see the write: one gradient tensor handed to two inputs, or
 // the caller's own gradient given to backward for a root.
 TEST(Autograd, InteriorSinkRefusedWhenTheSumIsShared) {
