@@ -24,13 +24,33 @@ struct ColumnSumOf {
   }
 };
 
+// dst = scale * sum, or (add) dst plus that: the end of a column sum (both passes make it here).
+template <class Out>
+__device__ __forceinline__ void finish_sum(sum_acc_t<Out> sum, acc_t<Out> scale, bool add, Out* dst) {
+  const acc_t<Out> v = static_cast<acc_t<Out>>(static_cast<acc_t<Out>>(sum) * scale);
+  *dst = from_acc<Out>(add ? static_cast<acc_t<Out>>(to_acc(*dst) + v) : v);
+}
+
+// Arrival counters of sum_columns_kernel's blocks, one per column group (blockIdx.x): zero between
+// launches (a group's last block sets its own back), kept for the process, one array per device
+// (reduce.cu). Null where there are more groups than kept, or with TANDEM_COLUMN_SUMS=two-pass
+// (A/B runs): the second pass then runs as a kernel of its own.
+unsigned* column_arrivals(Device dev, int64_t groups);
+
 // The columns of value(m, c) summed over split blockIdx.y of the rows into part[split * cols + c]:
 // a block holds 32 adjacent columns and kColumnRowLanes row lanes, so a warp's loads are coalesced,
 // and the partials are split-major, so the second pass's reads are too. Value may also write what
 // it read (an elementwise pass fused with the sums: gemm.cu's DGeluColumnSum).
-template <class S, class Value>
-__global__ void sum_columns_kernel(Value value, S* __restrict__ part, int64_t rows, int64_t cols, int64_t splits) {
+// With `arrivals` the last block of a column group to finish sums the group's partials in split
+// order into dst (finish_sum), as sum_splits_to_kernel would in a launch of its own: the same bits,
+// one launch and its gap fewer (the second passes were ~70 launches of a few microseconds a GPT-2
+// step).
+template <class S, class Value, class Out>
+__global__ void sum_columns_kernel(Value value, S* __restrict__ part, int64_t rows, int64_t cols, int64_t splits,
+                                   unsigned* __restrict__ arrivals, Out* __restrict__ dst, acc_t<Out> scale,
+                                   bool add) {
   __shared__ S lanes[kColumnRowLanes][33];
+  __shared__ bool last;
   const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
   const SplitRange r = split_range(rows, blockIdx.y, splits);
   S acc = S(0);
@@ -53,6 +73,15 @@ __global__ void sum_columns_kernel(Value value, S* __restrict__ part, int64_t ro
     for (int l = 1; l < kColumnRowLanes; ++l) acc += lanes[l][threadIdx.x];
     part[blockIdx.y * cols + c] = acc;
   }
+  if (!arrivals) return;
+  __threadfence();  // this block's partials reach L2 before its arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) last = atomicAdd(arrivals + blockIdx.x, 1u) == gridDim.y - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // the other blocks' partials, counted before this arrival, are read after it
+  if (threadIdx.y == 0 && c < cols) finish_sum(sum_in_order<S, true>(part + c, splits, cols), scale, add, dst + c);
+  if (threadIdx.x == 0 && threadIdx.y == 0) arrivals[blockIdx.x] = 0;  // ready for the next launch
 }
 
 // dst[o] = scale * (output o's `splits` partials summed in split order), or (add) dst[o] plus that.
@@ -62,11 +91,8 @@ template <class T>
 __global__ void sum_splits_to_kernel(const sum_acc_t<T>* __restrict__ part, T* __restrict__ dst, int64_t outputs,
                                      int64_t splits, int64_t output_stride, int64_t split_stride, acc_t<T> scale,
                                      bool add) {
-  for (int64_t o = global_thread(); o < outputs; o += grid_threads()) {
-    const sum_acc_t<T> sum = sum_in_order(part + o * output_stride, splits, split_stride);
-    const acc_t<T> v = static_cast<acc_t<T>>(static_cast<acc_t<T>>(sum) * scale);
-    dst[o] = from_acc<T>(add ? static_cast<acc_t<T>>(to_acc(dst[o]) + v) : v);
-  }
+  for (int64_t o = global_thread(); o < outputs; o += grid_threads())
+    finish_sum(sum_in_order(part + o * output_stride, splits, split_stride), scale, add, dst + o);
 }
 
 // dst[c] = scale * sum over r < rows of value(r, c), or (add) dst[c] plus that, on dev's stream
@@ -77,13 +103,15 @@ template <class Out, class Value>
 void launch_column_sums_of(Device dev, Value value, int64_t rows, int64_t cols, Out* dst,
                            acc_t<Out> scale = acc_t<Out>(1), bool add = false) {
   using S = sum_acc_t<Out>;
-  const int64_t splits = column_splits(rows, cols);
+  const int64_t splits = column_splits(rows, cols), groups = (cols + 31) / 32;
   Tensor part = Tensor::empty({cols * splits * static_cast<int64_t>(sizeof(S))}, DType::u8, dev);
-  TANDEM_LAUNCH(sum_columns_kernel<S, Value>,
-                dim3(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(splits)), dim3(32, kColumnRowLanes),
-                0, stream_for(dev), value, static_cast<S*>(part.data_ptr()), rows, cols, splits);
-  TANDEM_LAUNCH(sum_splits_to_kernel<Out>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
-                static_cast<const S*>(part.data_ptr()), dst, cols, splits, int64_t(1), cols, scale, add);
+  unsigned* arrivals = column_arrivals(dev, groups);
+  TANDEM_LAUNCH(sum_columns_kernel<S, Value, Out>, dim3(static_cast<unsigned>(groups), static_cast<unsigned>(splits)),
+                dim3(32, kColumnRowLanes), 0, stream_for(dev), value, static_cast<S*>(part.data_ptr()), rows, cols,
+                splits, arrivals, dst, scale, add);
+  if (!arrivals)
+    TANDEM_LAUNCH(sum_splits_to_kernel<Out>, grid_for(cols, kBlock), kBlock, 0, stream_for(dev),
+                  static_cast<const S*>(part.data_ptr()), dst, cols, splits, int64_t(1), cols, scale, add);
 }
 
 // dst[c] = scale * sum over r of src[r * cols + c], on dev's stream (rows, cols > 0).

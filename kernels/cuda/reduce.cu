@@ -2,6 +2,11 @@
 // summed dims, or column sums for the [rows, cols] -> [cols] of bias gradients), its adjoint expand,
 // and argmax. Integer sums accumulate in 64 bits and wrap to the storage type at the end, which gives
 // the CPU's wrapped result exactly.
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
@@ -10,6 +15,37 @@
 #include "runtime/backend/reduce.h"
 
 namespace tandem::TANDEM_CUDA_NS {
+
+namespace {
+constexpr int64_t kArrivalGroups = int64_t(1) << 16;  // column groups of 32: sums of up to 2M columns
+
+__global__ void zero_arrivals_kernel(unsigned* __restrict__ arrivals, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) arrivals[i] = 0;
+}
+}  // namespace
+
+unsigned* column_arrivals(Device dev, int64_t groups) {
+  static const bool two_pass = [] {
+    const char* v = std::getenv("TANDEM_COLUMN_SUMS");
+    const std::string s = v ? v : "one-launch";
+    TANDEM_CHECK(s == "one-launch" || s == "two-pass", "TANDEM_COLUMN_SUMS={}: expected one-launch or two-pass", s);
+    return s == "two-pass";
+  }();
+  if (two_pass || groups > kArrivalGroups) return nullptr;
+  static std::mutex mutex;
+  static std::vector<unsigned*> arrays;  // by device index, kept for the process
+  Stream stream = stream_for(dev);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (arrays.size() <= static_cast<size_t>(dev.index)) arrays.resize(static_cast<size_t>(dev.index) + 1, nullptr);
+  unsigned*& a = arrays[static_cast<size_t>(dev.index)];
+  if (!a) {
+    a = static_cast<unsigned*>(device_alloc(kArrivalGroups * sizeof(unsigned), dev));
+    // Zeroed on the stream every column sum runs on, so before any of them.
+    TANDEM_LAUNCH(zero_arrivals_kernel, grid_for(kArrivalGroups, kBlock), kBlock, 0, stream, a, kArrivalGroups);
+  }
+  return a;
+}
+
 namespace {
 
 constexpr int kMaxDims = 8;

@@ -156,18 +156,24 @@ __host__ __device__ inline SplitRange split_range(int64_t n, int64_t s, int64_t 
 // p[0] + p[stride] + ... + p[(n - 1) * stride], added in that order with the loads issued four at a
 // time: a loop of dependent adds waited for each load in turn (the column sums' second pass took
 // ~6 us for 43 partials on an H200). The order of the adds, so every bit, is the plain loop's.
-template <class S>
+// kFromL2: the values were written by other blocks of the running kernel (a last block's pass): read
+// from L2 (__ldcg), never from a stale L1 line or the read-only path.
+template <class S, bool kFromL2 = false>
 __device__ __forceinline__ S sum_in_order(const S* __restrict__ p, int64_t n, int64_t stride) {
+  auto at = [&](int64_t i) {
+    if constexpr (kFromL2) return __ldcg(p + i * stride);
+    else return p[i * stride];
+  };
   S acc = S(0);
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    const S a = p[i * stride], b = p[(i + 1) * stride], c = p[(i + 2) * stride], d = p[(i + 3) * stride];
+    const S a = at(i), b = at(i + 1), c = at(i + 2), d = at(i + 3);
     acc += a;
     acc += b;
     acc += c;
     acc += d;
   }
-  for (; i < n; ++i) acc += p[i * stride];
+  for (; i < n; ++i) acc += at(i);
   return acc;
 }
 // (row, col) of a flat index k = row * cols + col, advanced by a fixed stride with no division in
