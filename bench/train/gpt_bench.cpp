@@ -166,7 +166,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
                                                                                : std::string("fp32 FMA, measured");
     j["mfu"] = tokens_per_s * flops_per_token / (peak.gflops * 1e9);
     j["mfu_cpu_time"] = tokens_per_cpu_s * flops_per_token / (peak.gflops_cpu_time * 1e9);
-  } else {
+  } else if (device.kind == DeviceKind::CUDA) {
     const std::string name = cuda::device_info(device.index).name;
     const double peak = o.peak_tflops > 0 ? o.peak_tflops : datasheet_bf16_tflops(name);
     j["gpu"] = name;

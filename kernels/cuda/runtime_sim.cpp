@@ -1,7 +1,14 @@
 // Host side of DeviceKind::SIM: the CUDA backend's host code runs with host memory standing in for
 // device memory; every "stream" is synchronous because emulated launches run to completion.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/cuda/backend.h"
 #include "runtime/memory_budget.h"
@@ -41,6 +48,31 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
                "sim copy: {} -> {} is not supported (sim copies to and from the CPU and sim devices)",
                src_device.str(), dst_device.str());
   if (nbytes > 0 && dst != src) std::memmove(dst, src, nbytes);
+}
+
+// TANDEM_SIM_LAUNCHES=FILE: every emulated launch counted by its call site, written to FILE at exit
+// ("count file:line" a line, the most first): what a step launches, and from where, on a machine
+// without a GPU (scripts/sim-launches).
+void count_launch(const char* file, int line) {
+  static const char* const path = std::getenv("TANDEM_SIM_LAUNCHES");
+  if (!path) return;
+  static std::mutex mutex;
+  static std::map<std::string, long>* const counts = [] {
+    auto* c = new std::map<std::string, long>;  // never freed: read by the exit handler
+    std::atexit([] {
+      std::lock_guard<std::mutex> lock(mutex);
+      std::vector<std::pair<long, std::string>> rows;
+      for (const auto& [site, n] : *counts) rows.emplace_back(n, site);
+      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      if (FILE* f = std::fopen(path, "w")) {
+        for (const auto& [n, site] : rows) std::fprintf(f, "%ld %s\n", n, site.c_str());
+        std::fclose(f);
+      }
+    });
+    return c;
+  }();
+  std::lock_guard<std::mutex> lock(mutex);
+  ++(*counts)[fmt::format("{}:{}", file, line)];
 }
 
 void synchronize(Device) {}

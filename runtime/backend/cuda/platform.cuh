@@ -49,12 +49,17 @@ __device__ __forceinline__ T* dynamic_shared() {
 // Runs kernel<<<grid, block, shared_bytes, stream>>>(args...) and checks the launch; under the
 // emulator runs it to completion and turns an emulator report into a BackendError. (Host-only C++
 // files of the CUDA build, such as runtime_cuda.cpp, see no launch.)
+#ifdef TANDEM_SIMT_EMULATOR
+void count_launch(const char* file, int line);  // kernels/cuda/runtime_sim.cpp: TANDEM_SIM_LAUNCHES
+#endif
+
 #if defined(TANDEM_SIMT_EMULATOR) || defined(__CUDACC__)
 template <class... P, class... A>
 void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared_bytes,
             Stream stream, A&&... args) {
 #ifdef TANDEM_SIMT_EMULATOR
   (void)stream;
+  count_launch(file, line);
   try {
     simt::launch(file, line, kernel, grid, block, shared_bytes, std::forward<A>(args)...);
   } catch (const simt::KernelError& e) {
