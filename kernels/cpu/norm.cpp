@@ -459,7 +459,11 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
     if (dx.defined()) {
       T* pdx = static_cast<T*>(dx.data_ptr());
       // What the computed dx is added to: the sum so far in dx itself, or add_layer_norm's residual.
-      const T* base = adds.dx ? pdx : adds.residual.defined() ? static_cast<const T*>(adds.residual.data_ptr()) : nullptr;
+      const T* base = adds.dx                     ? pdx
+                      : adds.residual.defined() ? static_cast<const T*>(adds.residual.data_ptr())
+                                                : nullptr;
+      char* narrow = static_cast<char*>(adds.dx_narrow.defined() ? adds.dx_narrow.data_ptr() : nullptr);
+      const size_t narrow_size = adds.dx_narrow.defined() ? dtype_size(adds.dx_narrow.dtype()) : 0;
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
       for (int64_t m = 0; m < M; ++m) {
         thread_local std::vector<T> row;
@@ -483,9 +487,7 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
           T* sum = pdx + m * D;
           for (int64_t d = 0; d < D; ++d) sum[d] = T(static_cast<acc_t<T>>(in[d]) + static_cast<acc_t<T>>(o[d]));
         }
-        if (adds.dx_narrow.defined())
-          convert_host(pdx + m * D, x.dtype(), static_cast<char*>(adds.dx_narrow.data_ptr()) + m * D * dtype_size(adds.dx_narrow.dtype()),
-                       adds.dx_narrow.dtype(), D);
+        if (narrow) convert_host(pdx + m * D, x.dtype(), narrow + m * D * narrow_size, adds.dx_narrow.dtype(), D);
       }
     }
     if (dweight.defined() || dbias.defined()) {

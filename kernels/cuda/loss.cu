@@ -291,12 +291,16 @@ void with_index_type(const Tensor& target, F&& f) {
   else TANDEM_FAIL(Value, "cross_entropy: target must be i32 or i64, got {}", dtype_name(target.dtype()));
 }
 
-void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore_index,
-                   ops::Reduction reduction) {
+// cross_entropy, and with grad_logits defined (Sum or Mean) cross_entropy_with_grad: the rows in one
+// kernel either way, then the loss; throws for a target outside [0, C) that is not ignore_index.
+void run_cross_entropy(const char* what, const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
+                       Tensor& grad_logits, int64_t ignore_index, ops::Reduction reduction) {
   const Device dev = logits.device();
-  check_on_device("cross_entropy", dev, {&logits, &target, &loss, &lse});
+  check_on_device(what, dev, {&logits, &target, &loss, &lse, &grad_logits});
+  const bool with_grad = grad_logits.defined();
+  TANDEM_CHECK(!with_grad || reduction != ops::Reduction::None, "{}: needs a Sum or Mean reduction", what);
   const int64_t N = logits.size(0), C = logits.size(1);
-  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
+  dispatch_floating(logits.dtype(), what, [&](auto tag) {
     using T = decltype(tag);
     using X = acc_t<T>;
     if constexpr (std::is_floating_point_v<X>) kernels::with_loss_type<T>(loss.dtype(), [&](auto ltag) {
@@ -307,11 +311,22 @@ void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss, Ten
         Tensor row_loss = Tensor::empty({N}, dtype_v<X>, dev);
         Tensor bad = Tensor::zeros({1}, DType::i64, dev);
         const I* pt = static_cast<const I*>(target.data_ptr());
-        if (N > 0)
+        if (with_grad) {
+          Tensor count = Tensor::empty({1}, DType::i64, dev);
+          TANDEM_LAUNCH(count_kept_kernel<I>, 1, 256, 0, stream, pt, N, ignore_index,
+                        static_cast<long long*>(count.data_ptr()));
+          if (N > 0 && C > 0)
+            TANDEM_LAUNCH(cross_entropy_rows_with_grad_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
+                          static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
+                          reduction == ops::Reduction::Mean, static_cast<const long long*>(count.data_ptr()),
+                          static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
+                          static_cast<long long*>(bad.data_ptr()), static_cast<T*>(grad_logits.data_ptr()));
+        } else if (N > 0) {
           TANDEM_LAUNCH(cross_entropy_rows_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
                         static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
                         static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
                         static_cast<long long*>(bad.data_ptr()));
+        }
         if (reduction == ops::Reduction::None) {
           if (N > 0)
             TANDEM_LAUNCH(row_loss_to_output_kernel<L, X>, grid_for(N, kBlock), kBlock, 0, stream,
@@ -332,43 +347,16 @@ void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss, Ten
   });
 }
 
+void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore_index,
+                   ops::Reduction reduction) {
+  Tensor no_grad;
+  run_cross_entropy("cross_entropy", logits, target, loss, lse, no_grad, ignore_index, reduction);
+}
+
 void cross_entropy_with_grad(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
                              Tensor& grad_logits, int64_t ignore_index, ops::Reduction reduction) {
-  const Device dev = logits.device();
-  check_on_device("cross_entropy_with_grad", dev, {&logits, &target, &loss, &lse, &grad_logits});
-  TANDEM_CHECK(reduction != ops::Reduction::None, "cross_entropy_with_grad: needs a Sum or Mean reduction");
-  const int64_t N = logits.size(0), C = logits.size(1);
-  dispatch_floating(logits.dtype(), "cross_entropy_with_grad", [&](auto tag) {
-    using T = decltype(tag);
-    using X = acc_t<T>;
-    if constexpr (std::is_floating_point_v<X>) kernels::with_loss_type<T>(loss.dtype(), [&](auto ltag) {
-      with_index_type(target, [&](auto itag) {
-        using L = decltype(ltag);
-        using I = decltype(itag);
-        Stream stream = stream_for(dev);
-        Tensor row_loss = Tensor::empty({N}, dtype_v<X>, dev);
-        Tensor bad = Tensor::zeros({1}, DType::i64, dev), count = Tensor::empty({1}, DType::i64, dev);
-        const I* pt = static_cast<const I*>(target.data_ptr());
-        TANDEM_LAUNCH(count_kept_kernel<I>, 1, 256, 0, stream, pt, N, ignore_index,
-                      static_cast<long long*>(count.data_ptr()));
-        if (N > 0 && C > 0)
-          TANDEM_LAUNCH(cross_entropy_rows_with_grad_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
-                        static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
-                        reduction == ops::Reduction::Mean, static_cast<const long long*>(count.data_ptr()),
-                        static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
-                        static_cast<long long*>(bad.data_ptr()), static_cast<T*>(grad_logits.data_ptr()));
-        TANDEM_LAUNCH(cross_entropy_reduce_kernel<L, X, I>, 1, 256, 0, stream,
-                      static_cast<const X*>(row_loss.data_ptr()), pt, N, ignore_index,
-                      reduction == ops::Reduction::Mean, static_cast<L*>(loss.data_ptr()));
-        const int64_t bad_row = static_cast<int64_t>(bad.item()) - 1;  // waits for the kernels
-        if (bad_row >= 0) {
-          int64_t t = target.narrow0(bad_row, 1).to(kCPU).to_vector<int64_t>()[0];
-          TANDEM_FAIL(Value, "cross_entropy: target {} at row {} is outside [0, {}) and is not ignore_index ({})", t,
-                      bad_row, C, ignore_index);
-        }
-      });
-    });
-  });
+  TANDEM_CHECK(grad_logits.defined(), "cross_entropy_with_grad: grad_logits is undefined");
+  run_cross_entropy("cross_entropy_with_grad", logits, target, loss, lse, grad_logits, ignore_index, reduction);
 }
 
 void cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& target, const Tensor& lse,

@@ -491,8 +491,10 @@ __global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* _
     const S mu = mean[m], r = rstd[m];
     S a, bb;
     row_means<T, DY, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
-    for (int64_t i = lane; i < packs; i += 32)
-      store_dx_pack<T, DY, V>(dx, m * D, i, dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {}));
+    for (int64_t i = lane; i < packs; i += 32) {
+      const Pack<T, V> d = dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {});
+      store_dx_pack<T, DY, V>(dx, m * D, i, d);
+    }
   }
 }
 

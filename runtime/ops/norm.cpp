@@ -194,8 +194,9 @@ namespace {
 Shape check_layer_norm(const char* what, const Tensor& x, int64_t normalized_dims, const Tensor& weight,
                        const Tensor& bias) {
   detail::check_floating(what, x);
-  TANDEM_CHECK(normalized_dims >= 1 && normalized_dims <= x.dim(), "{}: normalized_dims must be in [1, {}] for input {}, got {}",
-               what, x.dim(), shape_str(x.shape()), normalized_dims);
+  TANDEM_CHECK(normalized_dims >= 1 && normalized_dims <= x.dim(),
+               "{}: normalized_dims must be in [1, {}] for input {}, got {}", what, x.dim(), shape_str(x.shape()),
+               normalized_dims);
   const Shape norm_shape(x.shape().end() - normalized_dims, x.shape().end());
   for (const Tensor* p : {&weight, &bias}) {
     if (!p->defined()) continue;

@@ -136,7 +136,8 @@ TEST_P(LossOps, CrossEntropyWithGradEqualsTheLossThenItsBackward) {
             for (int64_t i = 0; i < N; ++i) t[static_cast<size_t>(i)] = (i * 7 + 3) % C;
             if (N > 2) t[1] = -100;
             Tensor target = Tensor::from_vector(t, {N}, it).to(d);
-            Tensor loss = Tensor::empty({}, ldt, d), lse = Tensor::empty({N}, ldt, d), gl = Tensor::empty({N, C}, dt, d);
+            Tensor loss = Tensor::empty({}, ldt, d), lse = Tensor::empty({N}, ldt, d);
+            Tensor gl = Tensor::empty({N, C}, dt, d);
             kernels::cross_entropy(d)(logits, target, loss, lse, -100, red);
             kernels::cross_entropy_backward(d)(Tensor::ones({}, ldt, d), logits, target, lse, gl, -100, red);
             Tensor fl = Tensor::empty({}, ldt, d), flse = Tensor::empty({N}, ldt, d), fg = Tensor::empty({N, C}, dt, d);
@@ -152,7 +153,8 @@ TEST_P(LossOps, CrossEntropyWithGradEqualsTheLossThenItsBackward) {
     EXPECT_THROW(kernels::cross_entropy_with_grad(d)(logits, bad, loss, lse, g, -100, ops::Reduction::Mean),
                  ValueError)
         << d.str();
-    Tensor rows = Tensor::empty({4}, DType::f32, d), ok = Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 1}, {4}).to(d);
+    Tensor rows = Tensor::empty({4}, DType::f32, d);
+    Tensor ok = Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 1}, {4}).to(d);
     EXPECT_THROW(kernels::cross_entropy_with_grad(d)(logits, ok, rows, lse, g, -100, ops::Reduction::None), Error)
         << d.str();
   }

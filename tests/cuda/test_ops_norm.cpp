@@ -331,7 +331,8 @@ TEST_P(NormOps, AddLayerNormEqualsTheAddThenLayerNorm) {
             run_backward({again.sum, again.y}, {g_sum, dy}, false);
           }
           for (size_t i = 0; i < inputs.size(); ++i)
-            expect_close(inputs[i].grad(), ops::add(gs[i], gs[i]), 0, what + " .grad of " + names[i] + " after two backward()");
+            expect_close(inputs[i].grad(), ops::add(gs[i], gs[i]), 0,
+                         what + " .grad of " + names[i] + " after two backward()");
         }
 }
 

@@ -6,12 +6,18 @@
 # Usage: fewer_launches.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
-count() { "$src/scripts/sim-launches" "$build" --fused-adamw "$@" | sed -n 's/^\([0-9]*\) launches a step$/\1/p'; }
+# count [VAR=VALUE | --flag]: one step's launches with that switch (none: the defaults).
+count() {
+  local envs=() flags=()
+  [[ $# -gt 0 && $1 != --* ]] && envs=("$1") || flags=("$@")
+  env "${envs[@]}" "$src/scripts/sim-launches" "$build" --fused-adamw "${flags[@]}" |
+    sed -n 's/^\([0-9]*\) launches a step$/\1/p'
+}
 fused=$(count)
 echo "defaults: $fused launches a step"
 fail=0
 for way in "--no-fuse-norm" "TANDEM_CE_GRAD=backward" "TANDEM_COLUMN_SUMS=two-pass"; do
-  if [[ $way == --* ]]; then n=$(count "$way"); else n=$(env "$way" "$src/scripts/sim-launches" "$build" --fused-adamw | sed -n 's/^\([0-9]*\) launches a step$/\1/p'); fi
+  n=$(count "$way")
   echo "$way: $n launches a step"
   [[ -n "$fused" && -n "$n" && $fused -lt $n ]] || { echo "fewer_launches: $way does not launch more" >&2; fail=1; }
 done

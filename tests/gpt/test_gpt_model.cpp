@@ -156,23 +156,37 @@ TEST(GPT, TiedWeightGradientMatchesFiniteDifferences) {
   }
 }
 
+namespace {
+
+// The loss and then every parameter's gradient, by name, of one backward of a GPT made from
+// seed `seed` with config c (in f64, or in f32 and under `autocast` when given).
+std::vector<std::pair<std::string, Tensor>> loss_and_grads(const GPTConfig& c, uint64_t seed, bool f64,
+                                                           std::optional<DType> autocast = std::nullopt) {
+  Generator gen(seed);
+  GPT m(c, gen);
+  if (f64) m.to(DType::f64);
+  Tensor x = ids_of(some_ids(2 * 16, 256), 2, 16), y = ids_of(some_ids(2 * 16, 256, 5), 2, 16);
+  Tensor loss;
+  {
+    std::optional<AutocastGuard> guard;
+    if (autocast) guard.emplace(*autocast);
+    loss = lm_loss(m, x, y);
+  }
+  loss.backward();
+  std::vector<std::pair<std::string, Tensor>> out{{"loss", loss}};
+  for (auto& [name, p] : m.named_parameters()) out.emplace_back(name, p.grad());
+  return out;
+}
+
+}  // namespace
+
 // The MLP as one op (the default) and as linear_gelu then linear (fused_mlp = false, A/B runs): the
 // same loss and parameter gradients (f64), and the same parameter names.
 TEST(GPT, FusedMlpEqualsTheSeparateOps) {
-  auto run = [](bool fused) {
-    GPTConfig c = GPTConfig::preset("tiny");
-    c.fused_mlp = fused;
-    Generator gen(8);
-    GPT m(c, gen);
-    m.to(DType::f64);
-    Tensor x = ids_of(some_ids(2 * 16, 256), 2, 16), y = ids_of(some_ids(2 * 16, 256, 5), 2, 16);
-    Tensor loss = lm_loss(m, x, y);
-    loss.backward();
-    std::vector<std::pair<std::string, Tensor>> out{{"loss", loss}};
-    for (auto& [name, p] : m.named_parameters()) out.emplace_back(name, p.grad());
-    return out;
-  };
-  auto fused = run(true), separate = run(false);
+  GPTConfig c = GPTConfig::preset("tiny");
+  auto fused = loss_and_grads(c, 8, true);
+  c.fused_mlp = false;
+  auto separate = loss_and_grads(c, 8, true);
   ASSERT_EQ(fused.size(), separate.size());
   for (size_t i = 0; i < fused.size(); ++i) {
     ASSERT_EQ(fused[i].first, separate[i].first);
@@ -183,29 +197,15 @@ TEST(GPT, FusedMlpEqualsTheSeparateOps) {
 }
 
 // Each residual add with the LayerNorm after it as one op (the default) and apart (fused_add_norm =
-// false, A/B runs): the same loss, logits and parameter gradients bit for bit, in f32 and under bf16
+// false, A/B runs): the same loss and parameter gradients bit for bit, in f32 and under bf16
 // autocast (an f32 residual stream, bf16 branches and LayerNorm outputs), the same parameter names.
 TEST(GPT, FusedAddNormEqualsTheSeparateOps) {
-  for (bool autocast : {false, true}) {
-    auto run = [&](bool fused) {
-      GPTConfig c = GPTConfig::preset("tiny");
-      c.n_layer = 3;
-      c.fused_add_norm = fused;
-      Generator gen(9);
-      GPT m(c, gen);
-      Tensor x = ids_of(some_ids(2 * 16, 256), 2, 16), y = ids_of(some_ids(2 * 16, 256, 5), 2, 16);
-      Tensor loss;
-      {
-        std::optional<AutocastGuard> guard;
-        if (autocast) guard.emplace(DType::bf16);
-        loss = lm_loss(m, x, y);
-      }
-      loss.backward();
-      std::vector<std::pair<std::string, Tensor>> out{{"loss", loss}};
-      for (auto& [name, p] : m.named_parameters()) out.emplace_back(name, p.grad());
-      return out;
-    };
-    auto fused = run(true), separate = run(false);
+  for (std::optional<DType> autocast : {std::optional<DType>(), std::optional<DType>(DType::bf16)}) {
+    GPTConfig c = GPTConfig::preset("tiny");
+    c.n_layer = 3;
+    auto fused = loss_and_grads(c, 9, false, autocast);
+    c.fused_add_norm = false;
+    auto separate = loss_and_grads(c, 9, false, autocast);
     ASSERT_EQ(fused.size(), separate.size());
     for (size_t i = 0; i < fused.size(); ++i) {
       ASSERT_EQ(fused[i].first, separate[i].first);
