@@ -3,6 +3,7 @@
 // cross-entropy at GPT-2's vocabulary.
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 #include "runtime/autocast.h"
@@ -78,6 +79,41 @@ TEST_P(AttentionOps, TensorCoreKernelsMatchCpu) {
       compare(run(dev(), s, dt, q, k, v, dout), run(kCPU, s, dt, q, k, v, dout), 2 * ulps(dt),
               std::string(dtype_name(dt)) + " " + shape_str(s));
     }
+}
+
+// The forward with 32 rows a warp (TANDEM_ATTENTION_FORWARD_ROWS=32: two row tiles sharing each key
+// and value fragment, 128-row blocks) gives the bits of the 16-row one: each row's arithmetic is
+// the same. T = 1, within one block, across blocks and not a multiple of 64 or 128, head dims 16 to
+// 64 (and 128, which keeps 16 rows), bf16 and f16, B*H > 1; then the token-major path GPT takes.
+TEST_P(AttentionOps, ForwardWithThirtyTwoRowsAWarpGivesTheSameBits) {
+  struct RowsEnv {  // sets the switch for the calls in its scope
+    explicit RowsEnv(const char* rows) { setenv("TANDEM_ATTENTION_FORWARD_ROWS", rows, 1); }
+    ~RowsEnv() { unsetenv("TANDEM_ATTENTION_FORWARD_ROWS"); }
+  };
+  for (DType dt : {DType::bf16, DType::f16})
+    for (Shape s : {Shape{1, 1, 1, 64}, Shape{2, 1, 13, 16}, Shape{1, 2, 100, 64}, Shape{1, 1, 129, 32},
+                    Shape{1, 2, 300, 64}, Shape{1, 1, 200, 128}}) {
+      Tensor q = random_tensor(s, dt, 25), k = random_tensor(s, dt, 26), v = random_tensor(s, dt, 27),
+             dout = random_tensor(s, dt, 28);
+      Outputs sixteen = run(dev(), s, dt, q, k, v, dout), thirty_two;
+      {
+        RowsEnv rows("32");
+        thirty_two = run(dev(), s, dt, q, k, v, dout);
+      }
+      const std::string what = std::string(dtype_name(dt)) + " " + shape_str(s) + " 32 rows a warp";
+      expect_close(thirty_two.out, sixteen.out.to(kCPU), 0, what + " out");
+      expect_close(thirty_two.lse, sixteen.lse.to(kCPU), 0, what + " lse");
+    }
+  Tensor x = random_tensor({2, 150, 3 * 2 * 64}, DType::f32, 29);
+  auto self_attention = [&] {
+    AutocastGuard guard(DType::bf16);
+    return ops::cast(ops::causal_self_attention(x.to(dev()), 2), DType::f32).to(kCPU);
+  };
+  const Tensor sixteen = self_attention();
+  RowsEnv rows("32");
+  expect_close(self_attention(), sixteen, 0, "causal_self_attention, 32 rows a warp");
+  setenv("TANDEM_ATTENTION_FORWARD_ROWS", "64", 1);
+  EXPECT_THROW(self_attention(), Error);
 }
 
 // The tensor-core kernels take row maxima of unscaled scores, right for a positive scale only: a
