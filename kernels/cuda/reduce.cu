@@ -33,11 +33,13 @@ unsigned* column_arrivals(Device dev, int64_t groups) {
   }();
   if (two_pass || groups > kArrivalGroups) return nullptr;
   static std::mutex mutex;
-  static std::vector<unsigned*> arrays;  // by device index, kept for the process
+  // By device index, kept for the process: never destroyed, so that the arrays stay reachable from
+  // it at exit (LeakSanitizer checks after static destructors).
+  static auto* const arrays = new std::vector<unsigned*>;
   Stream stream = stream_for(dev);
   std::lock_guard<std::mutex> lock(mutex);
-  if (arrays.size() <= static_cast<size_t>(dev.index)) arrays.resize(static_cast<size_t>(dev.index) + 1, nullptr);
-  unsigned*& a = arrays[static_cast<size_t>(dev.index)];
+  if (arrays->size() <= static_cast<size_t>(dev.index)) arrays->resize(static_cast<size_t>(dev.index) + 1, nullptr);
+  unsigned*& a = (*arrays)[static_cast<size_t>(dev.index)];
   if (!a) {
     a = static_cast<unsigned*>(device_alloc(kArrivalGroups * sizeof(unsigned), dev));
     // Zeroed on the stream every column sum runs on, so before any of them.
