@@ -116,20 +116,19 @@ class SinkNodeScope {
 };
 
 // The root gradients the running backward made itself (ones for a scalar root given none), for
-// is_implicit_root_gradient; a nested backward (a checkpoint's recomputation) has its own.
-thread_local const std::vector<const TensorImpl*>* t_implicit_roots = nullptr;
+// is_implicit_root_gradient; a nested backward (a checkpoint's recomputation) has its own. Held
+// for the whole backward, so that no other tensor can take one's address.
+thread_local const std::vector<Tensor>* t_implicit_roots = nullptr;
 
 class ImplicitRootsScope {
  public:
-  explicit ImplicitRootsScope(const std::vector<const TensorImpl*>* roots) : prev_(t_implicit_roots) {
-    t_implicit_roots = roots;
-  }
+  explicit ImplicitRootsScope(const std::vector<Tensor>* roots) : prev_(t_implicit_roots) { t_implicit_roots = roots; }
   ~ImplicitRootsScope() { t_implicit_roots = prev_; }
   ImplicitRootsScope(const ImplicitRootsScope&) = delete;
   ImplicitRootsScope& operator=(const ImplicitRootsScope&) = delete;
 
  private:
-  const std::vector<const TensorImpl*>* prev_;
+  const std::vector<Tensor>* prev_;
 };
 
 std::shared_ptr<Node> accumulator_of(const Tensor& leaf) {
@@ -264,8 +263,9 @@ Tensor interior_sink(const Edge& edge) {
 }  // namespace
 
 bool is_implicit_root_gradient(const Tensor& g) {
-  return t_implicit_roots && g.defined() &&
-         std::find(t_implicit_roots->begin(), t_implicit_roots->end(), g.impl()) != t_implicit_roots->end();
+  if (!t_implicit_roots || !g.defined()) return false;
+  return std::any_of(t_implicit_roots->begin(), t_implicit_roots->end(),
+                     [&](const Tensor& root) { return root.impl() == g.impl(); });
 }
 
 Tensor gradient_sink(size_t input_index, SinkOf which) {
@@ -326,7 +326,7 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
 
   GradientBuffers buffers;
   std::vector<std::shared_ptr<Node>> root_nodes;
-  std::vector<const TensorImpl*> implicit_roots;
+  std::vector<Tensor> implicit_roots;
   ImplicitRootsScope implicit_scope(&implicit_roots);
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
@@ -337,7 +337,7 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
       TANDEM_CHECK(r.numel() == 1, "backward: a gradient can be created implicitly only for scalar outputs; "
                    "the output has shape {}; pass a gradient", shape_str(r.shape()));
       g = Tensor::ones(r.shape(), r.dtype(), r.device());
-      implicit_roots.push_back(g.impl());
+      implicit_roots.push_back(g);
     }
     TANDEM_CHECK(g.shape() == r.shape(), "backward: gradient of shape {} given for an output of shape {}",
                  shape_str(g.shape()), shape_str(r.shape()));
