@@ -645,26 +645,37 @@ __global__ void ln_backward_params_kernel(const T* __restrict__ dy, const T* __r
   }
 }
 
-void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y, Tensor& mean,
-                Tensor& rstd) {
-  check_on_device("layer_norm", x.device(), {&x, &weight, &bias, &y, &mean, &rstd});
+// ln_forward, and with `branch` defined add_ln_forward's one pass (the caller has checked that the
+// rows go a warp each and that the branch has x's dtype or y's): the row is x + branch, written to
+// `sum` and normalised from there.
+void ln_forward_rows(const Tensor& x, const Tensor& branch, const Tensor& weight, const Tensor& bias, double eps,
+                     Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd) {
   with_types(x.dtype(), "layer_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const DType sd = dtype_v<S>;
     const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
-    kernels::check_layer_norm_output_dtype("layer_norm", x.dtype(), y.dtype());
     if (M == 0) return;
     Tensor w = as_stat(weight, sd), b = as_stat(bias, sd), ms = stat_out(mean, sd), rs = stat_out(rstd, sd);
     with_narrow<T>(y.dtype(), [&](auto yt) {
       using Y = decltype(yt);
-      if (D <= kWarpRowMax) {
-        with_row_pack<T>(D, {x.data_ptr(), y.data_ptr()}, [&](auto v) {
-          TANDEM_LAUNCH(ln_forward_warp_kernel<T, Y, S, decltype(v)::value>, grid_for(M, kRowWarps), kRowWarps * 32, 0,
-                        stream_for(x.device()), static_cast<const T*>(x.data_ptr()), static_cast<Y*>(y.data_ptr()), M,
-                        D, static_cast<S>(eps), ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()),
-                        static_cast<S*>(rs.data_ptr()), static_cast<const T*>(nullptr), static_cast<T*>(nullptr));
+      // R: the branch's element type; kAdd: whether there is one.
+      auto launch_warps = [&](auto rt, auto add) {
+        using R = decltype(rt);
+        T* sum_rows = sum.defined() ? static_cast<T*>(sum.data_ptr()) : nullptr;
+        with_row_pack<T>(D, {x.data_ptr(), y.data_ptr(), ptr_or_null<R>(branch), sum_rows}, [&](auto v) {
+          TANDEM_LAUNCH((ln_forward_warp_kernel<T, Y, S, decltype(v)::value, R, decltype(add)::value>),
+                        grid_for(M, kRowWarps), kRowWarps * 32, 0, stream_for(x.device()),
+                        static_cast<const T*>(x.data_ptr()), static_cast<Y*>(y.data_ptr()), M, D, static_cast<S>(eps),
+                        ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()),
+                        static_cast<S*>(rs.data_ptr()), ptr_or_null<R>(branch), sum_rows);
         });
+      };
+      if (branch.defined()) {
+        if (branch.dtype() == x.dtype()) launch_warps(T{}, std::true_type{});
+        else if constexpr (!std::is_same_v<Y, T>) launch_warps(Y{}, std::true_type{});
+      } else if (D <= kWarpRowMax) {
+        launch_warps(T{}, std::false_type{});
       } else {
         TANDEM_LAUNCH(ln_forward_kernel<T, Y, S>, grid_for(M, 1), threads_for(D), 0, stream_for(x.device()),
                       static_cast<const T*>(x.data_ptr()), static_cast<Y*>(y.data_ptr()), M, D, static_cast<S>(eps),
@@ -677,6 +688,14 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
   });
 }
 
+void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y, Tensor& mean,
+                Tensor& rstd) {
+  check_on_device("layer_norm", x.device(), {&x, &weight, &bias, &y, &mean, &rstd});
+  kernels::check_layer_norm_output_dtype("layer_norm", x.dtype(), y.dtype());
+  Tensor none;
+  ln_forward_rows(x, none, weight, bias, eps, none, y, mean, rstd);
+}
+
 // One launch where the rows go a warp each and the branch has x's dtype or y's; else the add, then
 // ln_forward (the same values).
 void add_ln_forward(const Tensor& x, const Tensor& branch, const Tensor& weight, const Tensor& bias, double eps,
@@ -685,35 +704,12 @@ void add_ln_forward(const Tensor& x, const Tensor& branch, const Tensor& weight,
   kernels::check_add_layer_norm("add_layer_norm", x, branch, sum);
   kernels::check_layer_norm_output_dtype("add_layer_norm", x.dtype(), y.dtype());
   const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
-  const bool one_pass = M > 0 && D <= kWarpRowMax && (branch.dtype() == x.dtype() || branch.dtype() == y.dtype());
-  if (!one_pass) {
-    kernels::axpy_out(x.device())(x, branch, 1.0, sum);
-    ln_forward(sum, weight, bias, eps, y, mean, rstd);
+  if (M > 0 && D <= kWarpRowMax && (branch.dtype() == x.dtype() || branch.dtype() == y.dtype())) {
+    ln_forward_rows(x, branch, weight, bias, eps, sum, y, mean, rstd);
     return;
   }
-  with_types(x.dtype(), "add_layer_norm", [&](auto t, auto s) {
-    using T = decltype(t);
-    using S = decltype(s);
-    const DType sd = dtype_v<S>;
-    Tensor w = as_stat(weight, sd), b = as_stat(bias, sd), ms = stat_out(mean, sd), rs = stat_out(rstd, sd);
-    with_narrow<T>(y.dtype(), [&](auto yt) {
-      using Y = decltype(yt);
-      auto launch = [&](auto rt) {
-        using R = decltype(rt);
-        with_row_pack<T>(D, {x.data_ptr(), y.data_ptr(), branch.data_ptr(), sum.data_ptr()}, [&](auto v) {
-          TANDEM_LAUNCH((ln_forward_warp_kernel<T, Y, S, decltype(v)::value, R, true>), grid_for(M, kRowWarps),
-                        kRowWarps * 32, 0, stream_for(x.device()), static_cast<const T*>(x.data_ptr()),
-                        static_cast<Y*>(y.data_ptr()), M, D, static_cast<S>(eps), ptr_or_null<S>(w), ptr_or_null<S>(b),
-                        static_cast<S*>(ms.data_ptr()), static_cast<S*>(rs.data_ptr()),
-                        static_cast<const R*>(branch.data_ptr()), static_cast<T*>(sum.data_ptr()));
-        });
-      };
-      if (branch.dtype() == x.dtype()) launch(T{});
-      else if constexpr (!std::is_same_v<Y, T>) launch(Y{});
-    });
-    store_stat(ms, mean);
-    store_stat(rs, rstd);
-  });
+  kernels::axpy_out(x.device())(x, branch, 1.0, sum);
+  ln_forward(sum, weight, bias, eps, y, mean, rstd);
 }
 
 void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight,
@@ -738,11 +734,11 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     // a cast after them.
     const bool narrow_in_kernel = adds.dx_narrow.defined() && adds.dx_narrow.dtype() == dy.dtype() &&
                                   dy.dtype() != x.dtype() && M > 0 && D <= kWarpRowMax;
-    const void* narrow = narrow_in_kernel ? adds.dx_narrow.data_ptr() : nullptr;
+    void* narrow = narrow_in_kernel ? adds.dx_narrow.data_ptr() : nullptr;
     auto rows = [&](auto dyt) {
       using DY = decltype(dyt);
       return DxRows<T, DY>{dx.defined() ? static_cast<T*>(dx.data_ptr()) : nullptr, static_cast<const T*>(base),
-                           static_cast<DY*>(const_cast<void*>(narrow))};
+                           static_cast<DY*>(narrow)};
     };
     auto narrow_after = [&] {
       if (adds.dx_narrow.defined() && !narrow_in_kernel && M > 0) kernels::cast(dev)(dx, adds.dx_narrow);
