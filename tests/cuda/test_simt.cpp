@@ -8,6 +8,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -30,6 +31,81 @@ TEST(Simt, EveryThreadOfEveryBlockRunsOnceWithItsIndices) {
   LAUNCH(record_indices, grid, block, 0, out.data());
   for (unsigned b = 0; b < 6; ++b)
     for (unsigned t = 0; t < 30; ++t) EXPECT_EQ(out[b * 30 + t], b * 10000 + t);
+}
+
+// Each block takes a ticket as it starts: out[ticket] = its linear index.
+__global__ void record_block_order(unsigned* next, unsigned* out) {
+  if (threadIdx.x != 0) return;
+  out[atomicAdd(next, 1u)] = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+}
+
+// Each thread of one block takes a ticket as it starts: out[ticket] = its linear index.
+__global__ void record_thread_order(unsigned* next, unsigned* out) {
+  out[atomicAdd(next, 1u)] = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+}
+
+// The order under `order` of the 60 blocks of a 5 x 4 x 3 grid (threads: false) or the 60 threads
+// of a 5 x 4 x 3 block (threads: true).
+std::vector<unsigned> run_order_of(tandem::simt::RunOrder order, bool threads) {
+  const tandem::simt::RunOrder before = tandem::simt::set_run_order(order);
+  unsigned next = 0;
+  std::vector<unsigned> out(60, 0xdeadu);
+  if (threads) LAUNCH(record_thread_order, dim3(1), dim3(5, 4, 3), 0, &next, out.data());
+  else LAUNCH(record_block_order, dim3(5, 4, 3), dim3(32), 0, &next, out.data());
+  tandem::simt::set_run_order(before);
+  EXPECT_EQ(next, 60u);
+  return out;
+}
+
+TEST(Simt, BlocksAndThreadsRunInTheChosenOrderEachExactlyOnce) {
+  using tandem::simt::RunOrder;
+  std::vector<unsigned> forward(60), reverse(60);
+  std::iota(forward.begin(), forward.end(), 0u);
+  std::iota(reverse.rbegin(), reverse.rend(), 0u);
+  for (bool threads : {false, true}) {
+    SCOPED_TRACE(threads ? "threads" : "blocks");
+    EXPECT_EQ(run_order_of(RunOrder::Forward, threads), forward);
+    EXPECT_EQ(run_order_of(RunOrder::Reverse, threads), reverse);
+    // Shuffled: each once, in an order other than either, and another order the next time.
+    const std::vector<unsigned> first = run_order_of(RunOrder::Shuffle, threads),
+                                second = run_order_of(RunOrder::Shuffle, threads);
+    for (const auto& order : {first, second}) {
+      std::vector<unsigned> sorted = order;
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(sorted, forward);
+      EXPECT_NE(order, forward);
+      EXPECT_NE(order, reverse);
+    }
+    EXPECT_NE(first, second);
+  }
+}
+
+// Thread 0 publishes a value through static shared memory that the others read, without the
+// barrier between (a planted bug), or with it.
+template <bool sync>
+__global__ void publish_from_thread_zero(int value, int* out) {
+  __shared__ int published;
+  if (threadIdx.x == 0) published = value;
+  if (sync) __syncthreads();
+  out[threadIdx.x] = published;
+  if (sync) __syncthreads();  // the next block's thread 0 writes only after these reads
+}
+
+TEST(Simt, OtherOrdersShowAMissingBarrierThatTheDefaultOrderHides) {
+  using tandem::simt::RunOrder;
+  auto run = [](RunOrder order, bool sync, int value) {
+    const RunOrder before = tandem::simt::set_run_order(order);
+    std::vector<int> out(64, -1);
+    LAUNCH(sync ? publish_from_thread_zero<true> : publish_from_thread_zero<false>, dim3(1), dim3(64), 0, value,
+           out.data());
+    tandem::simt::set_run_order(before);
+    return std::count(out.begin(), out.end(), value);
+  };
+  EXPECT_EQ(run(RunOrder::Forward, false, 7), 64);  // thread 0 ran first: the bug is hidden
+  EXPECT_LT(run(RunOrder::Reverse, false, 8), 64);
+  EXPECT_LT(run(RunOrder::Shuffle, false, 9), 64);
+  for (RunOrder order : {RunOrder::Forward, RunOrder::Reverse, RunOrder::Shuffle})
+    EXPECT_EQ(run(order, true, 10 + static_cast<int>(order)), 64);
 }
 
 // Tree reduction through static shared memory; `sync` false drops the barriers (a planted bug).
@@ -59,7 +135,12 @@ TEST(Simt, StaticSharedReductionWithBarriersIsRight) {
 TEST(Simt, MissingSyncthreadsGivesAWrongResult) {
   std::vector<float> in(64, 1.0f);
   std::vector<float> out(1, 0.0f);
+  // In the default order. Run last to first, these threads happen to give the right sum, as the
+  // default order hides the bug planted in OtherOrdersShowAMissingBarrier...: hence CI's runs of
+  // the kernel tests in several orders.
+  const tandem::simt::RunOrder before = tandem::simt::set_run_order(tandem::simt::RunOrder::Forward);
   LAUNCH(block_sum_static<false>, dim3(1), dim3(64), 0, in.data(), out.data(), 64);
+  tandem::simt::set_run_order(before);
   EXPECT_NE(out[0], 64.0f);  // thread 0 ran ahead of the others' writes
 }
 

@@ -12,9 +12,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -65,6 +67,62 @@ class KernelError : public std::runtime_error {
 constexpr unsigned kMaxThreadsPerBlock = 1024;
 constexpr size_t kMaxDynamicShared = 48 * 1024;  // the default opt-in limit on every arch we build
 constexpr size_t kFiberStack = 128 * 1024;
+
+// The order the blocks of a launch run in, and the threads of a block resume in. A GPU runs blocks
+// concurrently in no promised order, and a block's warps likewise, so a kernel whose result depends
+// on which block runs first or last (a last-block pass, a value built by atomics in arrival order),
+// or on one thread's write reaching another without a barrier, can give other results there than
+// here. Running them in other orders shows it: TANDEM_SIMT_ORDER=forward (the default: blocks x
+// fastest, then y, z; threads by linear index), reverse, or shuffle (a permutation of its own for
+// each launch and each block's each pass, from a fixed seed: every run of a program sees the same).
+enum class RunOrder { Forward, Reverse, Shuffle };
+
+namespace detail {
+inline RunOrder run_order_from_env() {
+  const char* v = std::getenv("TANDEM_SIMT_ORDER");
+  const std::string s = v ? v : "forward";
+  if (s == "forward") return RunOrder::Forward;
+  if (s == "reverse") return RunOrder::Reverse;
+  if (s == "shuffle") return RunOrder::Shuffle;
+  throw KernelError("TANDEM_SIMT_ORDER=" + s + ": expected forward, reverse or shuffle");
+}
+inline RunOrder& run_order_setting() {
+  static RunOrder order = run_order_from_env();
+  return order;
+}
+inline uint64_t mix64(uint64_t z) {  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// The i-th of n items (blocks, or a block's threads) to run, in the current order. Shuffle maps i to
+// (a * i + c) mod n with a coprime to n, a bijection that needs no table whatever the grid's size; a
+// and c come from a per-host-thread count of the sequences made.
+struct RunSequence {
+  RunOrder order;
+  unsigned long long n, a = 1, c = 0;
+  RunSequence(RunOrder o, unsigned long long n_) : order(o), n(n_) {
+    static thread_local unsigned long long made = 0;  // per host thread: the same in every run
+    if (order != RunOrder::Shuffle || n < 2) return;
+    const uint64_t r = mix64(++made);
+    c = mix64(r) % n;
+    a = r % n;
+    while (std::gcd(a, n) != 1) a = (a + 1) % n;  // ends: 1 is coprime to every n
+  }
+  unsigned long long operator[](unsigned long long i) const {
+    if (order == RunOrder::Reverse) return n - 1 - i;
+    if (order == RunOrder::Forward) return i;
+    return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * i + c) % n);
+  }
+};
+}  // namespace detail
+
+// The order blocks and threads run in from now on (tests); returns the one before.
+inline RunOrder set_run_order(RunOrder order) {
+  const RunOrder before = detail::run_order_setting();
+  detail::run_order_setting() = order;
+  return before;
+}
 
 namespace detail {
 
@@ -329,7 +387,9 @@ void run_block(Block& b, unsigned nthreads, Body& body) {
   std::fill(b.warp_epoch.begin(), b.warp_epoch.end(), 0u);
   b.block_epoch = 1;
   for (;;) {
-    for (Thread& t : b.threads) {
+    const RunSequence sequence(run_order_setting(), b.threads.size());
+    for (size_t i = 0; i < b.threads.size(); ++i) {
+      Thread& t = b.threads[sequence[i]];
       if (t.wait != Wait::None) continue;
       b.current = &t;
       threadIdx = t.tid;
@@ -385,13 +445,14 @@ void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 bl
   const dim3 saved_bdim = blockDim, saved_gdim = gridDim;
   blockDim = block;
   gridDim = grid;
+  const detail::RunSequence sequence(detail::run_order_setting(), nblocks);
   try {
-    for (unsigned z = 0; z < grid.z; ++z)
-      for (unsigned y = 0; y < grid.y; ++y)
-        for (unsigned x = 0; x < grid.x; ++x) {
-          blockIdx = uint3{x, y, z};
-          detail::run_block(b, static_cast<unsigned>(nthreads), body);
-        }
+    for (unsigned long long i = 0; i < nblocks; ++i) {
+      const unsigned long long k = sequence[i];
+      blockIdx = uint3{static_cast<unsigned>(k % grid.x), static_cast<unsigned>(k / grid.x % grid.y),
+                       static_cast<unsigned>(k / grid.x / grid.y)};
+      detail::run_block(b, static_cast<unsigned>(nthreads), body);
+    }
   } catch (...) {
     detail::unwind(b);
     threadIdx = saved_tid, blockIdx = saved_bid, blockDim = saved_bdim, gridDim = saved_gdim;
