@@ -171,8 +171,10 @@ Tensor GPT::hidden(const Tensor& ids) {
       if (name.find("ln_") == std::string::npos && name.rfind("wpe.", 0) != 0) low.push_back(p);
     autocast_prefetch(low);
   }
-  Tensor pos = Tensor::arange(t, DType::i64, ids.device());
-  Tensor h = (*children_[0].second)(ids) + (*children_[1].second)(pos);  // [B, T, C] + [T, C]
+  // Positions 0..t-1 look up the position table's first t rows: a slice of it, no lookup (no index
+  // upload, no gather, no waits for the device to check them; its backward adds into those rows).
+  Tensor pos = ops::slice0(children_[1].second->param("weight"), 0, t);
+  Tensor h = (*children_[0].second)(ids) + pos;  // [B, T, C] + [T, C]
   auto block = [&](int64_t i) -> Block& { return child<Block>(children_, static_cast<size_t>(2 + i)); };
   if (!cfg_.fused_add_norm) {
     for (int64_t i = 0; i < cfg_.n_layer; ++i) h = block(i)(h);

@@ -27,7 +27,8 @@ void with_index_type(const Tensor& indices, F&& f) {
   else TANDEM_FAIL(Value, "embedding: indices must be i32 or i64, got {}", dtype_name(indices.dtype()));
 }
 
-void cpu_embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out) {
+// Checks the indices whether or not `checked`: on the host that costs no wait.
+void cpu_embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out, bool /*checked*/) {
   const int64_t V = weight.size(0), D = weight.size(1);
   const size_t row = static_cast<size_t>(D) * weight.element_size();
   const char* w = static_cast<const char*>(weight.data_ptr());

@@ -17,8 +17,8 @@ __global__ void embedding_forward_kernel(const I* __restrict__ idx, const T* __r
   for (int64_t e = global_thread(); e < total; e += grid_threads()) {
     const int64_t i = e / D, d = e % D;
     const int64_t v = static_cast<int64_t>(idx[i]);
-    if (v < 0 || v >= V) {
-      if (d == 0) atomicMin(bad, static_cast<long long>(i));
+    if (v < 0 || v >= V) {  // never with bad null: the caller checked the indices
+      if (bad && d == 0) atomicMin(bad, static_cast<long long>(i));
       continue;
     }
     out[e] = w[v * D + d];
@@ -53,21 +53,24 @@ void with_index_type(const Tensor& indices, F&& f) {
   TANDEM_FAIL(Value, "embedding: index {} at position {} is out of range for a table of {} rows", v, i, V);
 }
 
-void embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out) {
+void embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out, bool checked) {
   const Device dev = weight.device();
   check_on_device("embedding", dev, {&indices, &weight, &out});
   const int64_t n = indices.numel(), V = weight.size(0), D = weight.size(1);
   if (n == 0 || D == 0) return;
-  Tensor bad = Tensor::full({1}, static_cast<double>(n), DType::i64, dev);  // n: none bad
+  // Unchecked indices: the first bad position, n for none, found by the kernel; the host waits for it.
+  Tensor bad = checked ? Tensor() : Tensor::full({1}, static_cast<double>(n), DType::i64, dev);
   with_index_type(indices, [&](auto itag) {
     using I = decltype(itag);
     dispatch(weight.dtype(), [&](auto tag) {
       using T = decltype(tag);
       TANDEM_LAUNCH(embedding_forward_kernel<I, T>, grid_for(n * D, kBlock), kBlock, 0, stream_for(dev),
                     static_cast<const I*>(indices.data_ptr()), static_cast<const T*>(weight.data_ptr()),
-                    static_cast<T*>(out.data_ptr()), n, V, D, static_cast<long long*>(bad.data_ptr()));
+                    static_cast<T*>(out.data_ptr()), n, V, D,
+                    checked ? nullptr : static_cast<long long*>(bad.data_ptr()));
     });
   });
+  if (checked) return;
   const int64_t i = bad.to_vector<int64_t>()[0];  // waits for the kernel
   if (i != n) bad_index(indices.view({-1}).narrow0(i, 1).to_vector<int64_t>()[0], i, V);
 }

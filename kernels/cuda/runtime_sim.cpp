@@ -43,17 +43,13 @@ void* device_alloc(size_t nbytes, Device device) {
 
 void device_free(void* ptr, Device) noexcept { std::free(ptr); }
 
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
-  TANDEM_CHECK(dst_device.is_host_addressable() && src_device.is_host_addressable(),
-               "sim copy: {} -> {} is not supported (sim copies to and from the CPU and sim devices)",
-               src_device.str(), dst_device.str());
-  if (nbytes > 0 && dst != src) std::memmove(dst, src, nbytes);
-}
+namespace {
 
-// TANDEM_SIM_LAUNCHES=FILE: every emulated launch counted by its call site, written to FILE at exit
-// ("count file:line" a line, the most first): what a step launches, and from where, on a machine
-// without a GPU (scripts/sim-launches).
-void count_launch(const char* file, int line) {
+// TANDEM_SIM_LAUNCHES=FILE: every emulated launch counted by its call site, and every place where a
+// GPU's host would wait for the device (a copy to the host, a synchronisation) under a name starting
+// "host-wait:", written to FILE at exit ("count site" a line, the most first): what a step launches
+// and waits for, and from where, on a machine without a GPU (scripts/sim-launches).
+void count_site(const std::string& site) {
   static const char* const path = std::getenv("TANDEM_SIM_LAUNCHES");
   if (!path) return;
   static std::mutex mutex;
@@ -72,10 +68,25 @@ void count_launch(const char* file, int line) {
     return c;
   }();
   std::lock_guard<std::mutex> lock(mutex);
-  ++(*counts)[fmt::format("{}:{}", file, line)];
+  ++(*counts)[site];
 }
 
-void synchronize(Device) {}
+}  // namespace
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  TANDEM_CHECK(dst_device.is_host_addressable() && src_device.is_host_addressable(),
+               "sim copy: {} -> {} is not supported (sim copies to and from the CPU and sim devices)",
+               src_device.str(), dst_device.str());
+  // On a GPU a copy to the host waits for everything queued before it; one from the host does not
+  // (the staging ring, runtime_cuda.cpp).
+  if (nbytes > 0 && src_device.kind == DeviceKind::SIM && dst_device.is_cpu()) count_site("host-wait:copy-to-host");
+  if (nbytes > 0 && dst != src) std::memmove(dst, src, nbytes);
+}
+
+void count_launch(const char* file, int line) { count_site(fmt::format("{}:{}", file, line)); }
+
+void synchronize(Device) { count_site("host-wait:synchronize"); }
+
 void profiler_start() {}
 void profiler_stop() {}
 
@@ -83,7 +94,7 @@ Event::Event(Device device) : device_(device) {}
 Event::~Event() = default;
 void Event::record() {}
 void Event::wait(Device) {}
-void Event::synchronize() {}
+void Event::synchronize() { count_site("host-wait:event"); }
 bool Event::ready() { return true; }
 
 }  // namespace tandem::sim

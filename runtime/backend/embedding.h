@@ -6,8 +6,10 @@
 namespace tandem::kernels {
 
 // indices [n] (i32 or i64, any shape flattened), weight [V, D] -> out [n, D], out[i] = weight[indices[i]].
-// An index outside [0, V) is an error (ValueError on CPU).
-TANDEM_KERNEL(embedding_forward, void(const Tensor& indices, const Tensor& weight, Tensor& out));
+// An index outside [0, V) is an error (ValueError), found by the kernel, unless `checked`: the caller
+// has checked these indices already (ops::embedding, on the host copy its backward keeps), and a
+// device backend then neither checks them again nor waits for the device to report.
+TANDEM_KERNEL(embedding_forward, void(const Tensor& indices, const Tensor& weight, Tensor& out, bool checked));
 // dweight [V, D] = sum over i of dy[i] into row indices[i], overwriting dweight, or with `accumulate`
 // added to it (each row's sum rounded to dy's dtype first, as if made apart and then added: a
 // parameter's .grad). Deterministic: each row's contributions are added in increasing i (no float

@@ -7,6 +7,24 @@
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {
+namespace {
+
+// The first index outside [0, V) of host indices, as an error worded as the kernels word theirs.
+void check_host_indices(const Tensor& indices, int64_t V) {
+  auto check = [&](auto tag) {
+    using I = decltype(tag);
+    const I* idx = static_cast<const I*>(indices.data_ptr());
+    for (int64_t i = 0, n = indices.numel(); i < n; ++i) {
+      const int64_t v = static_cast<int64_t>(idx[i]);
+      TANDEM_CHECK(v >= 0 && v < V, "embedding: index {} at position {} is out of range for a table of {} rows", v,
+                   i, V);
+    }
+  };
+  if (indices.dtype() == DType::i32) check(int32_t{});
+  else check(int64_t{});
+}
+
+}  // namespace
 
 Tensor embedding(const Tensor& indices, const Tensor& weight) {
   detail::check_defined(indices, "embedding", "indices");
@@ -20,13 +38,21 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   Shape out_shape = indices.shape();
   out_shape.push_back(weight.size(1));
   Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());
-  kernels::embedding_forward(weight.device())(indices, weight, out);
-  if (!needs_grad({&weight})) return out;
+  if (!needs_grad({&weight})) {
+    kernels::embedding_forward(weight.device())(indices, weight, out, /*checked=*/false);
+    return out;
+  }
   const Shape w_shape = weight.shape();
   // On a device, the backward's plan of the sums is made on the host: a host copy of the indices
-  // taken now (the forward has just waited for the device to check them) spares the backward a
-  // copy that would wait for the whole backward queued before it.
-  Tensor saved = indices.device().is_cpu() ? indices : indices.to(kCPU);
+  // taken now spares the backward a copy that would wait for the whole backward queued before it.
+  // The forward checks that copy (contiguous: to() packs it) on the host, so the kernel neither
+  // checks nor makes the host wait for its verdict: one wait for the device instead of two.
+  Tensor saved = indices;
+  if (!indices.device().is_cpu()) {
+    saved = indices.to(kCPU);
+    check_host_indices(saved, weight.size(0));
+  }
+  kernels::embedding_forward(weight.device())(indices, weight, out, /*checked=*/!indices.device().is_cpu());
   return record("EmbeddingBackward", {weight}, out, [indices = saved, w_shape](const std::vector<Tensor>& grads) {
     const Tensor& dy = grads[0];  // [..., D]
     Tensor sink = gradient_sink(0);

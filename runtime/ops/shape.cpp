@@ -134,6 +134,14 @@ Tensor slice0(const Tensor& a, int64_t start, int64_t end) {
   if (!needs_grad({&a})) return out;
   const Shape in_shape = a.shape();
   return record("Slice0Backward", {a}, out, [=](const std::vector<Tensor>& g) {
+    // A slice of a parameter (GPT's position table, the first T of its rows): its rows of .grad
+    // add g in place, the bits of the engine's add of the zero-padded gradient below, without it.
+    Tensor sink = gradient_sink(0);
+    if (sink.defined()) {
+      Tensor rows = sink.narrow0(start, end - start);
+      kernels::axpy(rows.device())(rows, g[0], 1.0);
+      return std::vector<Tensor>{Tensor()};
+    }
     Tensor gx = Tensor::zeros(in_shape, g[0].dtype(), g[0].device());
     Tensor rows = gx.narrow0(start, end - start);
     rows.copy_(g[0]);

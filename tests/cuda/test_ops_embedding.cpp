@@ -1,5 +1,6 @@
 // embedding forward and backward (device or host indices, overwriting or accumulating) on the CUDA
 // backend vs the CPU, bit for bit, and a bad index.
+#include <string>
 #include <tuple>
 
 #include "runtime/backend/embedding.h"
@@ -19,9 +20,12 @@ TEST_P(EmbeddingOps, EmbeddingForwardBackwardMatchCpuExactly) {
       Tensor indices = Tensor::from_vector(idx, {n}, it);
       Tensor weight = random_tensor({V, D}, DType::f32, 91), dy = random_tensor({n, D}, DType::f32, 92);
       Tensor want = Tensor::empty({n, D}), got = Tensor::empty({n, D}, DType::f32, dev());
-      kernels::embedding_forward(kCPU)(indices, weight, want);
-      kernels::embedding_forward(dev())(indices.to(dev()), weight.to(dev()), got);
+      kernels::embedding_forward(kCPU)(indices, weight, want, false);
+      kernels::embedding_forward(dev())(indices.to(dev()), weight.to(dev()), got, false);
       expect_close(got, want, 0, "embedding forward");
+      Tensor trusted = Tensor::empty({n, D}, DType::f32, dev());  // indices the caller checked
+      kernels::embedding_forward(dev())(indices.to(dev()), weight.to(dev()), trusted, true);
+      expect_close(trusted, want, 0, "embedding forward, checked indices");
       Tensor dw = Tensor::empty({V, D}), ddw = Tensor::empty({V, D}, DType::f32, dev());
       kernels::embedding_backward(kCPU)(indices, dy, dw, false);
       kernels::embedding_backward(dev())(indices.to(dev()), dy.to(dev()), ddw, false);
@@ -40,7 +44,27 @@ TEST_P(EmbeddingOps, EmbeddingForwardBackwardMatchCpuExactly) {
     }
   Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 5}, {2}).to(dev());
   Tensor out = Tensor::empty({2, 3}, DType::f32, dev());
-  EXPECT_THROW(kernels::embedding_forward(dev())(bad, Tensor::zeros({4, 3}, DType::f32, dev()), out), ValueError);
+  EXPECT_THROW(kernels::embedding_forward(dev())(bad, Tensor::zeros({4, 3}, DType::f32, dev()), out, false),
+               ValueError);
+}
+
+// The op names the first bad index whichever way it checks: the kernel's (no gradient wanted) or
+// on the host copy its backward keeps (a table that requires grad), for i32 and i64 indices.
+TEST_P(EmbeddingOps, EmbeddingOpReportsTheFirstBadIndex) {
+  for (DType it : {DType::i32, DType::i64})
+    for (bool grad : {false, true}) {
+      Tensor w = Tensor::zeros({4, 3}, DType::f32, dev());
+      if (grad) w.set_requires_grad();
+      Tensor idx = Tensor::from_vector(std::vector<int64_t>{0, 3, 9, -1, 2}, {5}, it).to(dev());
+      try {
+        ops::embedding(idx, w);
+        ADD_FAILURE() << "no error for index 9";
+      } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("index 9 at position 2 is out of range for a table of 4 rows"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
 }
 
 // The op on the device: its backward plans from the host copy of the indices taken in the forward

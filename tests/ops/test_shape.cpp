@@ -31,6 +31,30 @@ TEST(Shape, ViewsShareStorageAndGradientsReshape) {
   expect_close(y.grad(), {0, 0, 1, 1, 1, 1});
 }
 
+// A slice of a parameter adds its gradient into the rows of .grad in place (the engine's sink), with
+// the bits of the zero-padded gradient added by the engine: what a slice of an interior tensor
+// still returns. Two backwards, the parameter also used whole.
+TEST(Shape, Slice0OfAParameterAddsIntoItsGradInPlace) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor w = leaf(ops::cast(random_leaf({4, 3}, 23), dt).detach());
+    const Tensor a = ops::cast(random_leaf({2, 3}, 24), dt).detach(),
+                 b = ops::cast(random_leaf({4, 3}, 25), dt).detach();
+    auto loss = [&](const Tensor& x) { return ops::sum(ops::slice0(x, 1, 3) * a) + ops::sum(x * b); };
+    loss(w).backward();
+    const void* storage = w.grad().data_ptr();
+    loss(w).backward();
+    EXPECT_EQ(w.grad().data_ptr(), storage);  // added in place
+    // The same through an interior tensor (x = w * 1: no sink for the slice, its padded gradient).
+    Tensor v = leaf(w.detach());
+    for (int step = 0; step < 2; ++step) loss(v * 1.0).backward();
+    EXPECT_EQ(w.grad().to_vector<double>(), v.grad().to_vector<double>());
+    std::vector<double> want = ops::add(b, b).to_vector<double>(), av = a.to_vector<double>();
+    for (size_t i = 0; i < av.size(); ++i) want[3 + i] += 2 * av[i];  // rows 1 and 2
+    expect_close(w.grad(), want, dt == DType::f32 ? 1e-6 : 1e-12);
+  }
+}
+
 TEST(Shape, PermuteTransposeConcatMatchTorch) {
   for (DType dt : {DType::f32, DType::f64, DType::i64}) {
     Tensor x = ref_tensor(R::sh_x, {2, 3, 4}, DType::f64);
