@@ -45,7 +45,7 @@ TEST_P(GptOps, LossAndGradientsOfTwoBackwardsMatchCpu) {
     // f32: the devices differ in summation orders only (seen under the emulator: ~4e-7). bf16: also
     // in where 16-bit values round; the emulator's GEMMs are the CPU's, so there only the other
     // kernels' rounding differs (seen: ~2e-5), while a GPU's cuBLAS rounds its own way.
-    const double tol = !amp ? 2e-5 : dev().kind == DeviceKind::SIM ? 2e-4 : 3e-2;
+    const double tol = !amp ? 2e-5 : dev().kind == DeviceKind::SIM ? 2e-4 : 5e-2;
     Generator g_cpu(7), g_dev(7);
     nn::GPT on_cpu(cfg, g_cpu), on_dev(cfg, g_dev);
     on_dev.to(dev());
