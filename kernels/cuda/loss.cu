@@ -151,29 +151,6 @@ __global__ void softmax_backward_kernel(const T* __restrict__ gy, const T* __res
   }
 }
 
-// Per row: lse, the row's loss (0 when ignored); a bad target records its row in *bad (+1).
-template <class T, class I>
-__global__ void cross_entropy_rows_kernel(const T* __restrict__ logits, const I* __restrict__ target, int64_t N,
-                                          int64_t C, int64_t ignore_index, acc_t<T>* __restrict__ lse,
-                                          acc_t<T>* __restrict__ row_loss, long long* __restrict__ bad) {
-  using X = acc_t<T>;
-  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
-    const T* x = logits + r * C;
-    X m, s;
-    row_max_sum(x, C, 1, m, s);
-    if (threadIdx.x == 0) {
-      const int64_t t = static_cast<int64_t>(target[r]);
-      lse[r] = m + std::log(s);
-      X loss = X(0);
-      if (t != ignore_index) {
-        if (t < 0 || t >= C) atomicMax(bad, static_cast<long long>(r + 1));
-        else loss = (m - X(to_acc(x[t]))) + std::log(s);
-      }
-      row_loss[r] = loss;
-    }
-  }
-}
-
 // One block: the total (or mean over non-ignored rows) of the row losses.
 template <class L, class X, class I>
 __global__ void cross_entropy_reduce_kernel(const X* __restrict__ row_loss, const I* __restrict__ target,
@@ -227,18 +204,18 @@ __global__ void cross_entropy_backward_kernel(const L* __restrict__ grad_loss, c
   }
 }
 
-// cross_entropy_rows_kernel and, from the row it has just read (its second read comes mostly from
-// the cache), the backward kernel's gradient row for a loss gradient of 1: scale is 1 (Sum) or
-// 1 / count (Mean), as the backward kernel makes it.
+// Per row: lse, the row's loss (0 when ignored); a bad target records its row in *bad (+1). With
+// grad_logits (cross_entropy_with_grad), also the backward kernel's gradient row for a loss
+// gradient of 1, from the row just read (its second read comes mostly from the cache): scale 1
+// (Sum) or, with `count` (Mean), 1 / *count, as the backward kernel makes it.
 template <class T, class I>
-__global__ void cross_entropy_rows_with_grad_kernel(const T* __restrict__ logits, const I* __restrict__ target,
-                                                    int64_t N, int64_t C, int64_t ignore_index, bool mean,
-                                                    const long long* __restrict__ count, acc_t<T>* __restrict__ lse,
-                                                    acc_t<T>* __restrict__ row_loss, long long* __restrict__ bad,
-                                                    T* __restrict__ grad_logits) {
+__global__ void cross_entropy_rows_kernel(const T* __restrict__ logits, const I* __restrict__ target, int64_t N,
+                                          int64_t C, int64_t ignore_index, acc_t<T>* __restrict__ lse,
+                                          acc_t<T>* __restrict__ row_loss, long long* __restrict__ bad,
+                                          T* __restrict__ grad_logits, const long long* __restrict__ count) {
   using X = acc_t<T>;
   X scale = X(1);
-  if (mean) scale /= X(*count);
+  if (grad_logits && count) scale /= X(*count);
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const T* x = logits + r * C;
     X m, s;
@@ -254,7 +231,8 @@ __global__ void cross_entropy_rows_with_grad_kernel(const T* __restrict__ logits
       }
       row_loss[r] = loss;
     }
-    if (t == ignore_index || (t >= 0 && t < C)) gradient_row(x, grad_logits + r * C, C, t, ignore_index, l, scale);
+    if (grad_logits && (t == ignore_index || (t >= 0 && t < C)))
+      gradient_row(x, grad_logits + r * C, C, t, ignore_index, l, scale);
   }
 }
 
@@ -311,22 +289,20 @@ void run_cross_entropy(const char* what, const Tensor& logits, const Tensor& tar
         Tensor row_loss = Tensor::empty({N}, dtype_v<X>, dev);
         Tensor bad = Tensor::zeros({1}, DType::i64, dev);
         const I* pt = static_cast<const I*>(target.data_ptr());
-        if (with_grad) {
-          Tensor count = Tensor::empty({1}, DType::i64, dev);
+        // A Mean loss's gradient divides by the rows kept (count_kept_kernel, as the backward's).
+        Tensor count;
+        if (with_grad && reduction == ops::Reduction::Mean) {
+          count = Tensor::empty({1}, DType::i64, dev);
           TANDEM_LAUNCH(count_kept_kernel<I>, 1, 256, 0, stream, pt, N, ignore_index,
                         static_cast<long long*>(count.data_ptr()));
-          if (N > 0 && C > 0)
-            TANDEM_LAUNCH(cross_entropy_rows_with_grad_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
-                          static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
-                          reduction == ops::Reduction::Mean, static_cast<const long long*>(count.data_ptr()),
-                          static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
-                          static_cast<long long*>(bad.data_ptr()), static_cast<T*>(grad_logits.data_ptr()));
-        } else if (N > 0) {
+        }
+        if (N > 0)
           TANDEM_LAUNCH(cross_entropy_rows_kernel<T, I>, grid_for(N, 1), row_threads(C), 0, stream,
                         static_cast<const T*>(logits.data_ptr()), pt, N, C, ignore_index,
                         static_cast<X*>(lse.data_ptr()), static_cast<X*>(row_loss.data_ptr()),
-                        static_cast<long long*>(bad.data_ptr()));
-        }
+                        static_cast<long long*>(bad.data_ptr()),
+                        with_grad ? static_cast<T*>(grad_logits.data_ptr()) : nullptr,
+                        count.defined() ? static_cast<const long long*>(count.data_ptr()) : nullptr);
         if (reduction == ops::Reduction::None) {
           if (N > 0)
             TANDEM_LAUNCH(row_loss_to_output_kernel<L, X>, grid_for(N, kBlock), kBlock, 0, stream,
