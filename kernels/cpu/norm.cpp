@@ -521,15 +521,14 @@ TANDEM_REGISTER_KERNEL(add_layer_norm_forward, DeviceKind::CPU, cpu_add_ln_forwa
 }  // namespace
 
 void check_layer_norm_output_dtype(const char* what, DType x, DType y) {
-  TANDEM_CHECK(y == x || (x == DType::f32 && (y == DType::bf16 || y == DType::f16)),
+  TANDEM_CHECK(layer_norm_dtype_fits(x, y),
                "{}: {} output for {} input; expected the input's dtype (or f16/bf16 for f32)", what, dtype_name(y),
                dtype_name(x));
 }
 
 void check_add_layer_norm(const char* what, const Tensor& x, const Tensor& branch, const Tensor& sum) {
   TANDEM_CHECK(branch.numel() == x.numel() && sum.numel() == x.numel() && sum.dtype() == x.dtype() &&
-                   (branch.dtype() == x.dtype() || (x.dtype() == DType::f32 && (branch.dtype() == DType::bf16 ||
-                                                                                branch.dtype() == DType::f16))),
+                   layer_norm_dtype_fits(x.dtype(), branch.dtype()),
                "{}: x {} {}, branch {} {}, sum {} {}: expected one size, the sum in x's dtype and the branch in "
                "it (or f16/bf16 for f32 x)",
                what, dtype_name(x.dtype()), shape_str(x.shape()), dtype_name(branch.dtype()), shape_str(branch.shape()),

@@ -105,7 +105,10 @@ TANDEM_KERNEL(layer_norm_backward,
               void(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                    const Tensor& weight, Tensor& dx, Tensor& dweight, Tensor& dbias, LayerNormGradAdds adds));
 
-// Throws unless y (or dy) may have dtype y for a LayerNorm of x: x's own, or f16/bf16 for f32.
+// Whether a LayerNorm of x's dtype may take or give dtype y (its output y or dy, add_layer_norm's
+// branch): x's own, or f16/bf16 for f32.
+constexpr bool layer_norm_dtype_fits(DType x, DType y) { return y == x || (x == DType::f32 && is_low_precision(y)); }
+// Throws unless y (or dy) may have dtype y for a LayerNorm of x (layer_norm_dtype_fits).
 void check_layer_norm_output_dtype(const char* what, DType x, DType y);
 // Throws unless add_layer_norm_forward's branch and sum fit x (see there).
 void check_add_layer_norm(const char* what, const Tensor& x, const Tensor& branch, const Tensor& sum);

@@ -291,8 +291,7 @@ AddLayerNorm add_layer_norm(const Tensor& x, const Tensor& branch, int64_t norma
   // One pass where the add keeps x's dtype (the branch's equal or narrower: autocast's residual
   // stream) and autocast leaves the sum as it is; anything else as the two ops.
   const bool fits = x.shape() == branch.shape() && x.device() == branch.device() && is_floating(branch.dtype()) &&
-                    (branch.dtype() == x.dtype() ||
-                     (x.dtype() == DType::f32 && (branch.dtype() == DType::bf16 || branch.dtype() == DType::f16))) &&
+                    kernels::layer_norm_dtype_fits(x.dtype(), branch.dtype()) &&
                     autocast_arg(x, AutocastCategory::Float32).dtype() == x.dtype();
   if (!fits) {
     Tensor sum = add(x, branch);
