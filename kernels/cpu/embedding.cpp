@@ -14,8 +14,7 @@ void for_each_index(const Tensor& indices, int64_t vocab, F&& f) {
   const int64_t n = indices.numel();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v = static_cast<int64_t>(idx[i]);
-    TANDEM_CHECK(v >= 0 && v < vocab, "embedding: index {} at position {} is out of range for a table of {} rows",
-                 v, i, vocab);
+    if (v < 0 || v >= vocab) fail_embedding_index(v, i, vocab);
     f(i, v);
   }
 }
@@ -71,4 +70,12 @@ TANDEM_REGISTER_KERNEL(embedding_forward, DeviceKind::CPU, cpu_embedding_forward
 TANDEM_REGISTER_KERNEL(embedding_backward, DeviceKind::CPU, cpu_embedding_backward);
 
 }  // namespace
+
+void fail_embedding_index(int64_t v, int64_t i, int64_t V) {
+  TANDEM_FAIL(Value, "embedding: index {} at position {} is out of range for a table of {} rows", v, i, V);
+}
+
+void check_embedding_indices(const Tensor& indices, int64_t V) {
+  with_index_type(indices, [&](auto itag) { for_each_index<decltype(itag)>(indices, V, [](int64_t, int64_t) {}); });
+}
 }  // namespace tandem::kernels

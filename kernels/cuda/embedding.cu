@@ -49,10 +49,6 @@ void with_index_type(const Tensor& indices, F&& f) {
   else TANDEM_FAIL(Value, "embedding: indices must be i32 or i64, got {}", dtype_name(indices.dtype()));
 }
 
-[[noreturn]] void bad_index(int64_t v, int64_t i, int64_t V) {
-  TANDEM_FAIL(Value, "embedding: index {} at position {} is out of range for a table of {} rows", v, i, V);
-}
-
 void embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out, bool checked) {
   const Device dev = weight.device();
   check_on_device("embedding", dev, {&indices, &weight, &out});
@@ -72,7 +68,7 @@ void embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out,
   });
   if (checked) return;
   const int64_t i = bad.to_vector<int64_t>()[0];  // waits for the kernel
-  if (i != n) bad_index(indices.view({-1}).narrow0(i, 1).to_vector<int64_t>()[0], i, V);
+  if (i != n) kernels::fail_embedding_index(indices.view({-1}).narrow0(i, 1).to_vector<int64_t>()[0], i, V);
 }
 
 void embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight, bool accumulate) {
@@ -89,7 +85,7 @@ void embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dweight
   std::vector<int64_t> count(static_cast<size_t>(V) + 1, 0);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v = idx[static_cast<size_t>(i)];
-    if (v < 0 || v >= V) bad_index(v, i, V);
+    if (v < 0 || v >= V) kernels::fail_embedding_index(v, i, V);
     ++count[static_cast<size_t>(v)];
   }
   std::vector<int64_t> rows, start{0};

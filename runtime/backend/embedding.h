@@ -17,4 +17,10 @@ TANDEM_KERNEL(embedding_forward, void(const Tensor& indices, const Tensor& weigh
 // given host indices it need not wait for the device to copy them).
 TANDEM_KERNEL(embedding_backward, void(const Tensor& indices, const Tensor& dy, Tensor& dweight, bool accumulate));
 
+// The ValueError of every backend for index v at position i, outside a table of V rows.
+[[noreturn]] void fail_embedding_index(int64_t v, int64_t i, int64_t V);
+// Throws fail_embedding_index's error at the first of the CPU tensor `indices` (i32 or i64) outside
+// [0, V): the op's check of the host copy it keeps (ops::embedding).
+void check_embedding_indices(const Tensor& indices, int64_t V);
+
 }  // namespace tandem::kernels

@@ -7,24 +7,6 @@
 #include "runtime/ops/op_checks.h"
 
 namespace tandem::ops {
-namespace {
-
-// The first index outside [0, V) of host indices, as an error worded as the kernels word theirs.
-void check_host_indices(const Tensor& indices, int64_t V) {
-  auto check = [&](auto tag) {
-    using I = decltype(tag);
-    const I* idx = static_cast<const I*>(indices.data_ptr());
-    for (int64_t i = 0, n = indices.numel(); i < n; ++i) {
-      const int64_t v = static_cast<int64_t>(idx[i]);
-      TANDEM_CHECK(v >= 0 && v < V, "embedding: index {} at position {} is out of range for a table of {} rows", v,
-                   i, V);
-    }
-  };
-  if (indices.dtype() == DType::i32) check(int32_t{});
-  else check(int64_t{});
-}
-
-}  // namespace
 
 Tensor embedding(const Tensor& indices, const Tensor& weight) {
   detail::check_defined(indices, "embedding", "indices");
@@ -50,7 +32,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   Tensor saved = indices;
   if (!indices.device().is_cpu()) {
     saved = indices.to(kCPU);
-    check_host_indices(saved, weight.size(0));
+    kernels::check_embedding_indices(saved, weight.size(0));
   }
   kernels::embedding_forward(weight.device())(indices, weight, out, /*checked=*/!indices.device().is_cpu());
   return record("EmbeddingBackward", {weight}, out, [indices = saved, w_shape](const std::vector<Tensor>& grads) {
