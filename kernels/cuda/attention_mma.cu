@@ -551,8 +551,9 @@ template <int D>
 constexpr size_t kStatBytes = size_t(kStages<D>) * 2 * kStream * sizeof(float);
 static_assert(kTileBytes<128> + kStatBytes<128> <= 48 * 1024 && kTileBytes<64> + kStatBytes<64> <= 48 * 1024,
               "attention tiles past the 48 KiB a launch takes without opting in");
-dim3 grid_of(const kernels::AttentionShape& s) {
-  return dim3(static_cast<unsigned>(s.heads()), static_cast<unsigned>((s.t + kBlockRows - 1) / kBlockRows));
+// A block per head and tile of `block_rows` rows (the forward's may be kForwardBlockRows<2>).
+dim3 grid_of(const kernels::AttentionShape& s, int block_rows = kBlockRows) {
+  return dim3(static_cast<unsigned>(s.heads()), static_cast<unsigned>((s.t + block_rows - 1) / block_rows));
 }
 const uint16_t* bits(const Tensor& x, int64_t offset = 0) { return static_cast<const uint16_t*>(x.data_ptr()) + offset; }
 uint16_t* bits(Tensor& x, int64_t offset = 0) { return static_cast<uint16_t*>(x.data_ptr()) + offset; }
@@ -592,10 +593,9 @@ void attention_forward_mma(const Tensor& q, const Tensor& k, const Tensor& v, Te
       constexpr int D = decltype(dim)::value;
       auto launch = [&](auto r) {
         constexpr int R = decltype(r)::value;
-        const dim3 grid(static_cast<unsigned>(s.heads()),
-                        static_cast<unsigned>((s.t + kForwardBlockRows<R> - 1) / kForwardBlockRows<R>));
-        TANDEM_LAUNCH((attention_forward_mma_kernel<T, D, R>), grid, kThreads, kTileBytes<D>, stream_for(q.device()),
-                      bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off), bits(out),
+        TANDEM_LAUNCH((attention_forward_mma_kernel<T, D, R>), grid_of(s, kForwardBlockRows<R>), kThreads,
+                      kTileBytes<D>, stream_for(q.device()), bits(q, s.q_off), bits(k, s.k_off), bits(v, s.v_off),
+                      bits(out),
                       static_cast<float*>(lse.data_ptr()), static_cast<int>(s.t), scale_log2,
                       kernels::head_rows(s, s.ld_in), kernels::head_rows(s, s.ld_out));
       };
