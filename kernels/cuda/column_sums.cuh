@@ -49,8 +49,8 @@ template <class S, class Value, class Out>
 __global__ void sum_columns_kernel(Value value, S* __restrict__ part, int64_t rows, int64_t cols, int64_t splits,
                                    unsigned* __restrict__ arrivals, Out* __restrict__ dst, acc_t<Out> scale,
                                    bool add) {
-  __shared__ S lanes[kColumnRowLanes][33];
-  __shared__ bool last;
+  TANDEM_SHARED(S[kColumnRowLanes][33], lanes);
+  TANDEM_SHARED(bool, last);
   const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
   const SplitRange r = split_range(rows, blockIdx.y, splits);
   S acc = S(0);

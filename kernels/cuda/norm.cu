@@ -514,7 +514,8 @@ __global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T
                                               S* __restrict__ part) {
   using P = Pack<T, V>;
   constexpr int kPacks = kFusedColumns / 32 / V;  // a lane's packs at most
-  __shared__ S sum_w[kFusedColumns], sum_b[kFusedColumns];
+  TANDEM_SHARED(S[kFusedColumns], sum_w);
+  TANDEM_SHARED(S[kFusedColumns], sum_b);
   const int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), warps = int(blockDim.x / 32);
   const int64_t packs = D / V;
   S aw[kPacks][V], ab[kPacks][V];
@@ -565,7 +566,7 @@ __global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T
 template <class S>
 __global__ void ln_params_from_blocks_kernel(const S* __restrict__ part, int64_t rows, int64_t D,
                                              S* __restrict__ dweight, S* __restrict__ dbias, bool add) {
-  __shared__ S lanes[kColumnRowLanes][33];
+  TANDEM_SHARED(S[kColumnRowLanes][33], lanes);
   const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
   // A lane's rows threadIdx.y, + kColumnRowLanes, ... added in order (four loads issued at a time).
   const int64_t first = threadIdx.y, count = rows > first ? (rows - first + kColumnRowLanes - 1) / kColumnRowLanes : 0;
@@ -622,7 +623,8 @@ template <class T, class S>
 __global__ void ln_backward_params_kernel(const T* __restrict__ dy, const T* __restrict__ x, int64_t M, int64_t D,
                                           int64_t splits, const S* __restrict__ mean, const S* __restrict__ rstd,
                                           S* __restrict__ part_w, S* __restrict__ part_b) {
-  __shared__ S sw[kColumnRowLanes][33], sb[kColumnRowLanes][33];
+  TANDEM_SHARED(S[kColumnRowLanes][33], sw);
+  TANDEM_SHARED(S[kColumnRowLanes][33], sb);
   const int64_t d = int64_t(blockIdx.x) * 32 + threadIdx.x;
   const SplitRange r = split_range(M, blockIdx.y, splits);
   S w = S(0), b = S(0);

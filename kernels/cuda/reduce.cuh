@@ -28,7 +28,7 @@ __device__ __forceinline__ T warp_reduce(T v, Op op) {
 // can be called again right away.
 template <class T, class Op>
 __device__ T block_reduce(T v, Op op, T identity) {
-  __shared__ T partial[32];
+  TANDEM_SHARED(T[32], partial);
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   v = warp_reduce(v, op);
   if (lane == 0) partial[warp] = v;
@@ -63,8 +63,8 @@ __device__ __forceinline__ ArgMax<T> argmax_combine(ArgMax<T> a, ArgMax<T> b) {
 }
 template <class T>
 __device__ ArgMax<T> block_argmax(ArgMax<T> v) {
-  __shared__ T values[32];
-  __shared__ long long indices[32];
+  TANDEM_SHARED(T[32], values);
+  TANDEM_SHARED(long long[32], indices);
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int offset = 16; offset > 0; offset /= 2)
     v = argmax_combine(v, ArgMax<T>{__shfl_xor_sync(kFullMask, v.value, offset), __shfl_xor_sync(kFullMask, v.index, offset)});
@@ -92,9 +92,9 @@ __device__ __forceinline__ Welford<S> shfl_xor_welford(const Welford<S>& w, int 
 }
 template <class S>
 __device__ Welford<S> block_welford(Welford<S> w) {
-  __shared__ S means[32];
-  __shared__ S m2s[32];
-  __shared__ long long counts[32];
+  TANDEM_SHARED(S[32], means);
+  TANDEM_SHARED(S[32], m2s);
+  TANDEM_SHARED(long long[32], counts);
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int offset = 16; offset > 0; offset /= 2) welford_merge(w, shfl_xor_welford(w, offset));
   if (lane == 0) {

@@ -1,7 +1,8 @@
 // The SIMT emulator's own tests: CUDA's execution model (indices, barriers, shared memory, warp
 // shuffles, atomics) and the bugs it must report instead of hanging: a barrier reached by some
-// threads only, a missing __syncthreads, out-of-bounds shared memory, bad warp masks, a cp.async
-// copy read before its wait.
+// threads only, a missing __syncthreads (a read or write after another thread's write, a write
+// after another thread's read), out-of-bounds or uninitialised shared memory, dynamic or static, bad
+// warp masks, a cp.async copy read before its wait.
 #include "runtime/backend/cuda/simt/simt.h"
 
 #include <gtest/gtest.h>
@@ -80,15 +81,14 @@ TEST(Simt, BlocksAndThreadsRunInTheChosenOrderEachExactlyOnce) {
   }
 }
 
-// Thread 0 publishes a value through static shared memory that the others read, without the
-// barrier between (a planted bug), or with it.
+// Thread 0 publishes a value through global memory that the others read, without the barrier
+// between (a planted bug), or with it. Shared memory would report the race in any order; global
+// memory is where only the order shows it.
 template <bool sync>
-__global__ void publish_from_thread_zero(int value, int* out) {
-  __shared__ int published;
-  if (threadIdx.x == 0) published = value;
+__global__ void publish_from_thread_zero(int value, int* slot, int* out) {
+  if (threadIdx.x == 0) *slot = value;
   if (sync) __syncthreads();
-  out[threadIdx.x] = published;
-  if (sync) __syncthreads();  // the next block's thread 0 writes only after these reads
+  out[threadIdx.x] = *slot;
 }
 
 TEST(Simt, OtherOrdersShowAMissingBarrierThatTheDefaultOrderHides) {
@@ -96,8 +96,9 @@ TEST(Simt, OtherOrdersShowAMissingBarrierThatTheDefaultOrderHides) {
   auto run = [](RunOrder order, bool sync, int value) {
     const RunOrder before = tandem::simt::set_run_order(order);
     std::vector<int> out(64, -1);
+    int slot = -1;
     LAUNCH(sync ? publish_from_thread_zero<true> : publish_from_thread_zero<false>, dim3(1), dim3(64), 0, value,
-           out.data());
+           &slot, out.data());
     tandem::simt::set_run_order(before);
     return std::count(out.begin(), out.end(), value);
   };
@@ -111,7 +112,7 @@ TEST(Simt, OtherOrdersShowAMissingBarrierThatTheDefaultOrderHides) {
 // Tree reduction through static shared memory; `sync` false drops the barriers (a planted bug).
 template <bool sync>
 __global__ void block_sum_static(const float* in, float* out, int n) {
-  __shared__ float buf[64];
+  SIMT_SHARED(float[64], buf);
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   buf[threadIdx.x] = i < n ? in[i] : 0.0f;
   if (sync) __syncthreads();
@@ -132,16 +133,145 @@ TEST(Simt, StaticSharedReductionWithBarriersIsRight) {
   EXPECT_EQ(out[2], (150.0f * 151 - 128.0f * 129) / 2);
 }
 
-TEST(Simt, MissingSyncthreadsGivesAWrongResult) {
+TEST(Simt, MissingSyncthreadsOnStaticSharedIsReportedInEveryOrder) {
+  using tandem::simt::RunOrder;
   std::vector<float> in(64, 1.0f);
   std::vector<float> out(1, 0.0f);
-  // In the default order. Run last to first, these threads happen to give the right sum, as the
-  // default order hides the bug planted in OtherOrdersShowAMissingBarrier...: hence CI's runs of
-  // the kernel tests in several orders.
-  const tandem::simt::RunOrder before = tandem::simt::set_run_order(tandem::simt::RunOrder::Forward);
-  LAUNCH(block_sum_static<false>, dim3(1), dim3(64), 0, in.data(), out.data(), 64);
-  tandem::simt::set_run_order(before);
-  EXPECT_NE(out[0], 64.0f);  // thread 0 ran ahead of the others' writes
+  // Until static shared memory was checked, this gave a wrong sum in the default order and the right
+  // one run last to first.
+  for (RunOrder order : {RunOrder::Forward, RunOrder::Reverse, RunOrder::Shuffle}) {
+    const RunOrder before = tandem::simt::set_run_order(order);
+    try {
+      LAUNCH(block_sum_static<false>, dim3(1), dim3(64), 0, in.data(), out.data(), 64);
+      ADD_FAILURE() << "the missing barrier went unnoticed in order " << static_cast<int>(order);
+    } catch (const KernelError& e) {
+      EXPECT_NE(std::string(e.what()).find("shared memory `buf`"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("missing __syncthreads"), std::string::npos) << e.what();
+    }
+    tandem::simt::set_run_order(before);
+  }
+}
+
+// A block reduction as reduce.cuh's: a slot per warp, every thread reads them all. Called twice,
+// it needs its trailing barrier (`tail`): without it a warp's last lane writes its slot for the
+// second call while other threads may still be reading the first call's.
+template <bool tail>
+__device__ float warp_slots_sum(float v) {
+  SIMT_SHARED(float[32], slots);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (lane == 31) slots[warp] = v;
+  __syncthreads();
+  float s = 0;
+  for (unsigned w = 0; w < warps; ++w) s += slots[w];
+  if (tail) __syncthreads();
+  return s;
+}
+template <bool tail>
+__global__ void sum_twice(float* out) {
+  const float first = warp_slots_sum<tail>(1.0f);
+  const float second = warp_slots_sum<tail>(first);
+  if (threadIdx.x == 0) out[blockIdx.x] = second;
+}
+
+TEST(Simt, WriteAfterAnotherThreadsReadWithoutBarrierIsARace) {
+  using tandem::simt::RunOrder;
+  std::vector<float> out(3, 0.0f);
+  LAUNCH(sum_twice<true>, dim3(3), dim3(64), 0, out.data());
+  for (float v : out) EXPECT_EQ(v, 4.0f);  // 2 warps: 1 + 1, then 2 + 2
+  // In the default order threads 0-30 have read the slots when thread 31 overwrites its own: the
+  // write after their reads is what is reported. In other orders a later read may be the one.
+  for (RunOrder order : {RunOrder::Forward, RunOrder::Reverse, RunOrder::Shuffle}) {
+    const RunOrder before = tandem::simt::set_run_order(order);
+    try {
+      LAUNCH(sum_twice<false>, dim3(3), dim3(64), 0, out.data());
+      ADD_FAILURE() << "the missing trailing barrier went unnoticed in order " << static_cast<int>(order);
+    } catch (const KernelError& e) {
+      EXPECT_NE(std::string(e.what()).find("race on shared memory `slots`"), std::string::npos) << e.what();
+      if (order == RunOrder::Forward)
+        EXPECT_NE(std::string(e.what()).find("write after a read by other threads"), std::string::npos) << e.what();
+    }
+    tandem::simt::set_run_order(before);
+  }
+}
+
+// Lanes of one warp read a value, then lane 0 overwrites it: a __syncwarp between is enough (the
+// readers are all in the writer's warp); without it the write races with the reads.
+template <bool syncwarp>
+__global__ void warp_reads_then_lane_zero_writes(float* out) {
+  auto buf = tandem::simt::dynamic_shared<float>();
+  if (threadIdx.x == 0) buf[0] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = buf[0];
+  if (syncwarp) __syncwarp();
+  if (threadIdx.x == 0) buf[0] = 2.0f;
+}
+
+TEST(Simt, AWarpBarrierOrdersAWriteAfterItsOwnLanesReads) {
+  std::vector<float> out(32, 0.0f);
+  LAUNCH(warp_reads_then_lane_zero_writes<true>, dim3(1), dim3(32), sizeof(float), out.data());
+  for (float v : out) EXPECT_EQ(v, 1.0f);
+  EXPECT_THROW(LAUNCH(warp_reads_then_lane_zero_writes<false>, dim3(1), dim3(32), sizeof(float), out.data()),
+               KernelError);
+}
+
+// Static shared memory: a 2-D array's rows are checked against their extent; nothing carries over
+// from the block before (each block's arena is poisoned and unwritten); a device function's static
+// array is one per block however often it is called, and two declarations are two arrays.
+__global__ void tile_rows(float* out, int column) {
+  SIMT_SHARED(float[2][33], tile);
+  SIMT_SHARED(int, count);
+  if (threadIdx.x < 2) tile[threadIdx.x][column] = static_cast<float>(blockIdx.x * 10 + threadIdx.x);
+  if (threadIdx.x == 0) count = static_cast<int>(blockIdx.x) + 100;
+  __syncthreads();
+  if (threadIdx.x < 2) out[blockIdx.x * 3 + threadIdx.x] = tile[threadIdx.x][column];
+  if (threadIdx.x == 2) out[blockIdx.x * 3 + 2] = static_cast<float>(count);
+}
+__global__ void read_what_an_earlier_block_wrote(float* out) {
+  SIMT_SHARED(float[4], kept);
+  if (blockIdx.x == 0) kept[threadIdx.x] = 7.0f;  // blocks 1.. read it without writing
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = kept[threadIdx.x];
+}
+
+TEST(Simt, StaticSharedArraysAreCheckedAndFreshInEveryBlock) {
+  std::vector<float> out(6, 0.0f);
+  LAUNCH(tile_rows, dim3(2), dim3(32), 0, out.data(), 32);
+  EXPECT_EQ(out, (std::vector<float>{0, 1, 100, 10, 11, 101}));
+  try {
+    LAUNCH(tile_rows, dim3(2), dim3(32), 0, out.data(), 33);  // one past a row's end
+    FAIL() << "the out-of-bounds index went unnoticed";
+  } catch (const KernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("index 33 out of bounds of shared memory `tile` (extent 33)"),
+              std::string::npos)
+        << e.what();
+  }
+  std::vector<float> kept(8, 0.0f);
+  try {
+    LAUNCH(read_what_an_earlier_block_wrote, dim3(2), dim3(4), 0, kept.data());
+    FAIL() << "block 1 read block 0's static shared memory";
+  } catch (const KernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("read of uninitialised shared memory `kept`"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("block (1,0,0)"), std::string::npos) << e.what();
+  }
+}
+
+__global__ void large_static(float* out) {
+  SIMT_SHARED(float[8192], big);  // 32 KiB
+  big[threadIdx.x] = 1.0f;
+  out[threadIdx.x] = big[threadIdx.x];
+}
+
+TEST(Simt, StaticAndDynamicSharedMemoryOver48KiBIsReported) {
+  std::vector<float> out(32);
+  LAUNCH(large_static, dim3(1), dim3(32), 16 * 1024, out.data());  // 48 KiB in all: fits
+  EXPECT_EQ(out[0], 1.0f);
+  try {
+    LAUNCH(large_static, dim3(1), dim3(32), 16 * 1024 + 16, out.data());
+    FAIL() << "48 KiB and 16 bytes of shared memory went unnoticed";
+  } catch (const KernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the 48 KiB"), std::string::npos) << e.what();
+  }
 }
 
 template <bool sync>

@@ -46,6 +46,17 @@ __device__ __forceinline__ T* dynamic_shared() {
 }
 #endif
 
+// Declares the block's static shared variable `name` of `type` (T, T[N], T[N][M]; a type with a
+// comma needs an alias): `__shared__ type name` on the GPU, a bounds- and race-checked view of the
+// block's shared memory under the emulator. Index it, assign it, read it; take no addresses.
+#ifdef TANDEM_SIMT_EMULATOR
+#define TANDEM_SHARED(type, name) SIMT_SHARED(type, name)
+#elif defined(__CUDACC__)
+template <class T>
+using SharedType = T;  // lets an array type such as float[32][33] name a declaration's type
+#define TANDEM_SHARED(type, name) __shared__ ::tandem::TANDEM_CUDA_NS::SharedType<type> name
+#endif
+
 // Runs kernel<<<grid, block, shared_bytes, stream>>>(args...) and checks the launch; under the
 // emulator runs it to completion and turns an emulator report into a BackendError. (Host-only C++
 // files of the CUDA build, such as runtime_cuda.cpp, see no launch.)

@@ -1,9 +1,10 @@
 // SIMT emulator (header-only): runs CUDA kernel sources compiled by g++ as host C++ with CUDA's
 // execution model. Force-included (-include) before every .cu compiled for DeviceKind::SIM.
 // Blocks run one at a time; the threads of a block are fibers (Boost.Context) on one OS thread, so
-// `__shared__` is `static thread_local`. Barriers reached by only some threads, warp operations whose
-// mask names exited or missing lanes, and out-of-bounds or racy dynamic shared memory accesses throw
-// simt::KernelError instead of hanging or silently passing.
+// shared memory, dynamic (dynamic_shared) and static (SIMT_SHARED, which kernels spell TANDEM_SHARED),
+// lives in the block's checked arena. Barriers reached by only some threads, warp operations whose
+// mask names exited or missing lanes, and out-of-bounds, uninitialised or racy shared memory accesses
+// throw simt::KernelError instead of hanging or silently passing.
 #pragma once
 #define TANDEM_SIMT_EMULATOR 1
 
@@ -32,7 +33,9 @@
 #define __global__
 #define __device__
 #define __host__
-#define __shared__ static thread_local
+// A plain `__shared__` array would be an unchecked static shared by the block's fibers: declare static
+// shared memory with TANDEM_SHARED(type, name) (platform.cuh), which the emulator checks.
+#define __shared__ declare_static_shared_memory_with_TANDEM_SHARED
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)
@@ -148,6 +151,8 @@ enum class Wait : uint8_t { None, Block, Warp, Done };
 // at the wait that covers its group.
 struct AsyncCopy {
   size_t offset;
+  size_t region_begin, region_end;  // the view it was issued through (its bounds, for the landing's check)
+  const char* region_name;
   unsigned group;
   unsigned char bytes[16];
 };
@@ -169,12 +174,25 @@ struct Thread {
   void* fake_stack = nullptr;  // the sanitizer's save slot while this fiber is switched out
 };
 
-// Shadow of one byte of dynamic shared memory: who wrote it last, in which barrier epochs.
+// Shadow of one byte of shared memory: who wrote it last and who read it since, in which barrier
+// epochs. Readers are kept as one thread or kMany, and one warp or kMany: enough to tell whether a
+// write has a barrier between it and every read of the value it replaces.
+constexpr int32_t kMany = -2;
 struct Shadow {
   int32_t writer = -1;  // -1: not written in this block
   uint32_t block_epoch = 0;
   uint32_t warp_epoch = 0;
+  int32_t reader = -1;       // -1: not read since the last write (or in this block epoch)
+  int32_t reader_warp = -1;  // the readers' warp, kMany when they span warps
+  uint32_t read_block_epoch = 0;
+  uint32_t read_warp_epoch = 0;  // the readers' warp's epoch at the latest read
   bool in_flight = false;  // a cp.async copy to it has been issued and has not landed
+};
+
+// A static shared array's place in the block's arena, found by its declaration's site.
+struct StaticShared {
+  const void* site;
+  size_t offset;
 };
 
 struct Block {
@@ -182,8 +200,10 @@ struct Block {
   Thread* current = nullptr;
   const char* launch_file = "";
   int launch_line = 0;
-  std::vector<unsigned char> smem;  // dynamic shared memory
+  std::vector<unsigned char> smem;  // shared memory: the dynamic bytes, then the static arrays met so far
   std::vector<Shadow> shadow;
+  size_t dynamic_bytes = 0;
+  std::vector<StaticShared> statics;
   std::vector<uint64_t> slots;  // warp exchange slots: [warps * 32] x 2 words
   std::vector<unsigned char> gather;  // warp all-gather slots: [warps * 32] x the gathered size
   uint32_t block_epoch = 1;
@@ -438,6 +458,7 @@ void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 bl
   b.launch_line = line;
   b.smem.resize(shared_bytes);
   b.shadow.resize(shared_bytes);
+  b.dynamic_bytes = shared_bytes;
   b.slots.resize((nthreads + 31) / 32 * 32 * 2);
   b.warp_epoch.resize((nthreads + 31) / 32);
   detail::BlockScope scope(&b);
@@ -462,12 +483,19 @@ void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 bl
   threadIdx = saved_tid, blockIdx = saved_bid, blockDim = saved_bdim, gridDim = saved_gdim;
 }
 
-// ---- dynamic shared memory: a bounds- and race-checked view ----
+// ---- shared memory: bounds- and race-checked views into the block's arena ----
+
+// What a view may reach: the dynamic bytes (name null), or one static array, named in reports.
+struct SharedRegion {
+  size_t begin = 0, end = 0;
+  const char* name = nullptr;
+  std::string what() const { return name ? "shared memory `" + std::string(name) + "`" : "dynamic shared memory"; }
+};
 
 template <class T>
 class SharedRef {
  public:
-  SharedRef(detail::Block* b, size_t off) : b_(b), off_(off) {}
+  SharedRef(detail::Block* b, size_t off, SharedRegion r) : b_(b), off_(off), r_(r) {}
   operator T() const {
     check(false);
     T v;
@@ -488,61 +516,134 @@ class SharedRef {
   }
   void land(const T& v) const {
     for (size_t i = off_; i < off_ + sizeof(T); ++i) b_->shadow[i].in_flight = false;
-    SharedRef(b_, off_) = v;
+    SharedRef(b_, off_, r_) = v;
   }
   SharedRef& operator+=(const T& v) { return *this = static_cast<T>(*this) + v; }
   SharedRef& operator-=(const T& v) { return *this = static_cast<T>(*this) - v; }
   SharedRef& operator*=(const T& v) { return *this = static_cast<T>(*this) * v; }
 
  private:
+  // Bounds; then per byte: a copy in flight, a read of what no thread wrote, and a race: a read or a
+  // write after another thread's write, or a write after another thread's read, in the same block
+  // epoch with no warp barrier between where both threads are in one warp.
   void check(bool write) const {
     detail::Thread& t = *b_->current;
-    if (off_ + sizeof(T) > b_->smem.size())
-      detail::fail("dynamic shared memory " + std::string(write ? "write" : "read") + " of bytes [" +
-                   std::to_string(off_) + ", " + std::to_string(off_ + sizeof(T)) + ") out of bounds (" +
-                   std::to_string(b_->smem.size()) + " bytes launched)");
+    const char* access = write ? "write" : "read";
+    if (off_ < r_.begin || off_ + sizeof(T) > r_.end)
+      detail::fail(r_.what() + " " + access + " of bytes [" + std::to_string(off_ - r_.begin) + ", " +
+                   std::to_string(off_ - r_.begin + sizeof(T)) + ") out of bounds (" +
+                   std::to_string(r_.end - r_.begin) + (r_.name ? " bytes)" : " bytes launched)"));
     const int32_t me = static_cast<int32_t>(t.linear);
-    const unsigned warp = t.linear / 32;
+    const int32_t warp = me / 32;
+    const uint32_t block_epoch = b_->block_epoch, warp_epoch = b_->warp_epoch[static_cast<size_t>(warp)];
     for (size_t i = off_; i < off_ + sizeof(T); ++i) {
       detail::Shadow& s = b_->shadow[i];
+      auto byte = [&] { return r_.what() + " byte " + std::to_string(i - r_.begin); };  // for reports only
       if (s.in_flight)
-        detail::fail("dynamic shared memory " + std::string(write ? "write" : "read") + " at byte " +
-                     std::to_string(i) + " while a cp.async copy to it is in flight (a missing cp.async wait?)");
+        detail::fail(std::string(access) + " of " + byte() +
+                     " while a cp.async copy to it is in flight (a missing cp.async wait?)");
       if (!write && s.writer < 0)
-        detail::fail("read of uninitialised dynamic shared memory at byte " + std::to_string(i) +
-                     " (no thread of this block wrote it; a missing __syncthreads?)");
-      if (s.writer >= 0 && s.writer != me && s.block_epoch == b_->block_epoch &&
-          (static_cast<unsigned>(s.writer) / 32 != warp || s.warp_epoch == b_->warp_epoch[warp]))
-        detail::fail(std::string("race on dynamic shared memory byte ") + std::to_string(i) + ": " +
-                     (write ? "write" : "read") + " after a write by thread " + std::to_string(s.writer) +
+        detail::fail("read of uninitialised " + byte() + " (no thread of this block wrote it; a missing __syncthreads?)");
+      if (s.writer >= 0 && s.writer != me && s.block_epoch == block_epoch &&
+          (s.writer / 32 != warp || s.warp_epoch == warp_epoch))
+        detail::fail("race on " + byte() + ": " + access + " after a write by thread " + std::to_string(s.writer) +
                      " with no barrier between (a missing __syncthreads?)");
-      if (write) s = detail::Shadow{me, b_->block_epoch, b_->warp_epoch[warp]};
+      if (write) {
+        if (s.reader != -1 && s.reader != me && s.read_block_epoch == block_epoch &&
+            (s.reader_warp != warp || s.read_warp_epoch == warp_epoch))
+          detail::fail("race on " + byte() + ": write after a read by " +
+                       (s.reader == detail::kMany ? std::string("other threads") : "thread " + std::to_string(s.reader)) +
+                       " with no barrier between (a missing __syncthreads?)");
+        s = detail::Shadow{me, block_epoch, warp_epoch};
+      } else if (s.reader == -1 || s.read_block_epoch != block_epoch) {
+        s.reader = me, s.reader_warp = warp, s.read_block_epoch = block_epoch, s.read_warp_epoch = warp_epoch;
+      } else {
+        if (s.reader != me) s.reader = detail::kMany;
+        if (s.reader_warp != warp) s.reader_warp = detail::kMany;
+        s.read_warp_epoch = warp_epoch;
+      }
     }
   }
   detail::Block* b_;
   size_t off_;
+  SharedRegion r_;
 };
 
 template <class T>
 class SharedPtr {
  public:
-  SharedPtr(detail::Block* b, size_t off) : b_(b), off_(off) {}
+  SharedPtr(detail::Block* b, size_t off, SharedRegion r) : b_(b), off_(off), r_(r) {}
   SharedRef<T> operator[](long long i) const {
-    if (i < 0) detail::fail("negative index " + std::to_string(i) + " into dynamic shared memory");
-    return SharedRef<T>(b_, off_ + static_cast<size_t>(i) * sizeof(T));
+    if (i < 0) detail::fail("negative index " + std::to_string(i) + " into " + r_.what());
+    return SharedRef<T>(b_, off_ + static_cast<size_t>(i) * sizeof(T), r_);
   }
-  SharedPtr operator+(long long i) const { return SharedPtr(b_, off_ + static_cast<size_t>(i) * sizeof(T)); }
+  SharedPtr operator+(long long i) const { return SharedPtr(b_, off_ + static_cast<size_t>(i) * sizeof(T), r_); }
   template <class U>
-  SharedPtr<U> as() const { return SharedPtr<U>(b_, off_); }
+  SharedPtr<U> as() const { return SharedPtr<U>(b_, off_, r_); }
   size_t byte_offset() const { return off_; }
+  const SharedRegion& region() const { return r_; }
 
  private:
   detail::Block* b_;
   size_t off_;
+  SharedRegion r_;
 };
 
 template <class T>
-SharedPtr<T> dynamic_shared() { return SharedPtr<T>(&detail::block(), 0); }
+SharedPtr<T> dynamic_shared() {
+  detail::Block& b = detail::block();
+  return SharedPtr<T>(&b, 0, SharedRegion{0, b.dynamic_bytes, nullptr});
+}
+
+// A static shared array (A = E[N], E[N][M], ...): each index checked against its extent, the
+// elements checked as dynamic shared memory's are.
+template <class A>
+class SharedArray;
+template <class E, size_t N>
+class SharedArray<E[N]> {
+ public:
+  SharedArray(detail::Block* b, size_t off, SharedRegion r) : b_(b), off_(off), r_(r) {}
+  auto operator[](long long i) const {
+    if (i < 0 || static_cast<unsigned long long>(i) >= N)
+      detail::fail("index " + std::to_string(i) + " out of bounds of " + r_.what() + " (extent " + std::to_string(N) +
+                   ")");
+    const size_t at = off_ + static_cast<size_t>(i) * sizeof(E);
+    if constexpr (std::is_array_v<E>) return SharedArray<E>(b_, at, r_);
+    else return SharedRef<E>(b_, at, r_);
+  }
+
+ private:
+  detail::Block* b_;
+  size_t off_;
+  SharedRegion r_;
+};
+
+// The block's static shared variable declared at `site` (a static local of the declaration, so each
+// template instance has its own), placed in the arena after the dynamic bytes the first time a
+// thread of the launch reaches it, NaN-poisoned and unwritten at every block's start as the rest.
+template <class A>
+auto static_shared(const void* site, const char* name) {
+  static_assert(std::is_trivially_copyable_v<std::remove_all_extents_t<A>>, "shared memory of a non-trivial type");
+  detail::Block& b = detail::block();
+  size_t off = 0;
+  const auto found = std::find_if(b.statics.begin(), b.statics.end(),
+                                  [&](const detail::StaticShared& s) { return s.site == site; });
+  if (found != b.statics.end()) {
+    off = found->offset;
+  } else {
+    off = (b.smem.size() + 15) / 16 * 16;
+    if (off + sizeof(A) > kMaxDynamicShared)
+      detail::fail("static shared memory `" + std::string(name) + "` (" + std::to_string(sizeof(A)) +
+                   " bytes) beside the launch's other " + std::to_string(b.smem.size()) +
+                   " bytes of shared memory exceeds the 48 KiB a block may use");
+    b.smem.resize(off + sizeof(A), static_cast<unsigned char>(0xff));
+    b.shadow.resize(off + sizeof(A));
+    b.statics.push_back(detail::StaticShared{site, off});
+  }
+  const SharedRegion r{off, off + sizeof(A), name};
+  if constexpr (std::is_array_v<A>) return SharedArray<A>(&b, off, r);
+  else return SharedRef<A>(&b, off, r);
+}
 
 // ---- cp.async: 16-byte copies from global to shared memory that complete asynchronously. The model
 // lands each copy as late as the hardware may, at the cp_async_wait that covers its group (as a
@@ -560,7 +661,7 @@ void cp_async_16(SharedPtr<T> dst, const void* src, bool valid) {
   if (offset % 16 != 0 || (valid && reinterpret_cast<uintptr_t>(src) % 16 != 0))
     detail::fail("cp.async: a 16-byte copy needs 16-byte aligned addresses");
   for (size_t i = 0; i < 16; ++i) bytes[static_cast<long long>(i)].claim();
-  detail::AsyncCopy c{offset, t.async_groups, {}};
+  detail::AsyncCopy c{offset, dst.region().begin, dst.region().end, dst.region().name, t.async_groups, {}};
   if (valid) std::memcpy(c.bytes, src, 16);
   t.async_copies.push_back(c);
 }
@@ -578,7 +679,8 @@ inline void cp_async_wait(unsigned pending) {
       still.push_back(c);
       continue;
     }
-    for (size_t i = 0; i < 16; ++i) SharedRef<unsigned char>(&b, c.offset + i).land(c.bytes[i]);
+    for (size_t i = 0; i < 16; ++i) SharedRef<unsigned char>(&b, c.offset + i, SharedRegion{c.region_begin, c.region_end, c.region_name})
+                                       .land(c.bytes[i]);
   }
   t.async_copies.swap(still);
 }
@@ -705,3 +807,9 @@ inline float __fdividef(float a, float b) { return a / b; }
 // them. Out of line, so that the host compiler cannot contract across the call.
 [[gnu::noinline]] inline float __fadd_rn(float a, float b) { return a + b; }
 [[gnu::noinline]] inline double __dadd_rn(double a, double b) { return a + b; }
+
+// Declares the block's static shared variable `name` of `type` (T, T[N], T[N][M], ...; a type with a
+// comma needs an alias) as a checked view: TANDEM_SHARED's emulator form.
+#define SIMT_SHARED(type, name)         \
+  static char name##_simt_shared_site; \
+  auto name = ::tandem::simt::static_shared<type>(&name##_simt_shared_site, #name)
