@@ -8,12 +8,16 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/eigen.h"
 
 #include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/attention_heads.h"
+#include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/lanes.h"
+#include "kernels/cpu/small_gemm_avx512.h"
 #include "runtime/backend/attention.h"
 
 namespace tandem::kernels {
@@ -43,13 +47,46 @@ Tiles tiles(const AttentionShape& s) {
   return {s.block_q > 0 ? s.block_q : kBlockQ, s.block_k > 0 ? s.block_k : kBlockK};
 }
 
-// Scores of the key tile [k0, k0 + kb) for the query tile [q0, q0 + qb), with the keys after each
-// query set to -inf (only tiles crossing the diagonal have any).
+// f32 tile products on small_gemm_f32 (AVX-512, nothing packed) instead of Eigen's, which packs
+// both operands of every tile product (TANDEM_CPU_GEMM=eigen keeps Eigen's, for A/B runs). They need
+// the head's keys (and, in the backward, values) transposed, [d, t] with rows `ld` apart, once per
+// head; every other operand is read where it lies.
+struct Transposed {
+  std::vector<float> rows;
+  int64_t ld = 0;
+  // x [t, d] with rows ld_x apart, transposed.
+  void of(const float* x, int64_t t, int64_t d, int64_t ld_x) {
+    ld = (t + 15) / 16 * 16;
+    rows.resize(static_cast<size_t>(d * ld));
+    for (int64_t j = 0; j < t; ++j)
+      for (int64_t p = 0; p < d; ++p) rows[static_cast<size_t>(p * ld + j)] = x[j * ld_x + p];
+  }
+  const float* at(int64_t col) const { return rows.data() + col; }
+};
+
+// C = alpha * op(A) B or (accumulate) C += ..., as small_gemm_f32 (op(A)(i, p) = a[i * a_row + p * a_col]),
+// when T is f32 and `fast`; false when the caller must run Eigen's product instead.
 template <class T>
-void scores(const CMap<T>& Q, const CMap<T>& K, int64_t q0, int64_t qb, int64_t k0, int64_t kb, T scale,
-            Mat<T>& S) {
+bool fast_product(bool fast, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_row, int64_t a_col,
+                  const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (fast) avx512::small_gemm_f32(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate);
+    return fast;
+  } else {
+    return false;
+  }
+}
+
+// Scores of the key tile [k0, k0 + kb) for the query tile [q0, q0 + qb), with the keys after each
+// query set to -inf (only tiles crossing the diagonal have any). kt: the head's keys transposed (the
+// fast product), or null.
+template <class T>
+void scores(const CMap<T>& Q, const CMap<T>& K, const Transposed* kt, int64_t q0, int64_t qb, int64_t k0, int64_t kb,
+            T scale, Mat<T>& S) {
   S.resize(qb, kb);
-  S.noalias() = scale * (Q.middleRows(q0, qb) * K.middleRows(k0, kb).transpose());
+  if (!fast_product<T>(kt != nullptr, qb, kb, Q.cols(), scale, Q.data() + q0 * Q.outerStride(), Q.outerStride(), 1,
+                       kt ? reinterpret_cast<const T*>(kt->at(k0)) : nullptr, kt ? kt->ld : 0, S.data(), kb, false))
+    S.noalias() = scale * (Q.middleRows(q0, qb) * K.middleRows(k0, kb).transpose());
   if (k0 + kb - 1 > q0) {
     for (int64_t i = 0; i < qb; ++i)
       for (int64_t j = std::max<int64_t>(0, q0 + i + 1 - k0); j < kb; ++j) S(i, j) = -std::numeric_limits<T>::infinity();
@@ -79,6 +116,10 @@ void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, int64_t ld, 
   MMap<T> O(o, t, d, RowStride(ld_o));
   Mat<T> S, acc;
   Vec<T> m, l, m_new;
+  const bool fast = std::is_same_v<T, float> && cpu_f32_gemm_ours();
+  thread_local Transposed kt;
+  if constexpr (std::is_same_v<T, float>)
+    if (fast) kt.of(k, t, d, ld);
   for (int64_t q0 = 0; q0 < t; q0 += tl.bq) {
     const int64_t qb = std::min(tl.bq, t - q0);
     m.setConstant(qb, -std::numeric_limits<T>::infinity());
@@ -87,13 +128,14 @@ void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, int64_t ld, 
     // Key 0 is in the first tile and seen by every query, so m is finite from the first tile on.
     for (int64_t k0 = 0; k0 < q0 + qb; k0 += tl.bk) {
       const int64_t kb = std::min(tl.bk, q0 + qb - k0);
-      scores(Q, K, q0, qb, k0, kb, scale, S);
+      scores(Q, K, fast ? &kt : nullptr, q0, qb, k0, kb, scale, S);
       m_new = m.cwiseMax(S.rowwise().maxCoeff());
       const Vec<T> alpha = (m - m_new).array().exp();
       exp_rows(S, m_new, q0, k0);  // P tile, unnormalised
       l = alpha.cwiseProduct(l) + S.rowwise().sum();
       acc = alpha.asDiagonal() * acc;
-      acc.noalias() += S * V.middleRows(k0, kb);
+      if (!fast_product<T>(fast, qb, d, kb, T(1), S.data(), kb, 1, v + k0 * ld, ld, acc.data(), d, true))
+        acc.noalias() += S * V.middleRows(k0, kb);
       m = m_new;
     }
     O.middleRows(q0, qb) = l.cwiseInverse().asDiagonal() * acc;
@@ -117,6 +159,13 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
   const Vec<T> delta = (dO.array() * O.array()).rowwise().sum();
   dQ.setZero();
   Mat<T> S, dP;
+  const bool fast = std::is_same_v<T, float> && cpu_f32_gemm_ours();
+  thread_local Transposed kt, vt;
+  if constexpr (std::is_same_v<T, float>)
+    if (fast) {
+      kt.of(k, t, d, ld);
+      vt.of(v, t, d, ld);
+    }
   for (int64_t k0 = 0; k0 < t; k0 += tl.bk) {
     const int64_t kb = std::min(tl.bk, t - k0);
     dK.middleRows(k0, kb).setZero();
@@ -126,13 +175,20 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
       const int64_t qb = std::min(tl.bq, t - q0), kn = std::min(kb, q0 + qb - k0);
       auto dKb = dK.middleRows(k0, kn);
       auto dVb = dV.middleRows(k0, kn);
-      scores(Q, K, q0, qb, k0, kn, scale, S);
+      scores(Q, K, fast ? &kt : nullptr, q0, qb, k0, kn, scale, S);
       exp_rows(S, L.segment(q0, qb), q0, k0);  // P tile
-      dVb.noalias() += S.transpose() * dO.middleRows(q0, qb);
-      dP.noalias() = dO.middleRows(q0, qb) * V.middleRows(k0, kn).transpose();
+      const T* dO_q = dout + q0 * ld_o;
+      if (!fast_product<T>(fast, kn, d, qb, T(1), S.data(), 1, kn, dO_q, ld_o, dv + k0 * ld, ld, true))
+        dVb.noalias() += S.transpose() * dO.middleRows(q0, qb);
+      dP.resize(qb, kn);
+      if (!fast_product<T>(fast, qb, kn, d, T(1), dO_q, ld_o, 1, reinterpret_cast<const T*>(vt.at(k0)), vt.ld,
+                           dP.data(), kn, false))
+        dP.noalias() = dO.middleRows(q0, qb) * V.middleRows(k0, kn).transpose();
       dP = S.cwiseProduct(dP.colwise() - delta.segment(q0, qb)) * scale;  // dS, with the score scale
-      dQ.middleRows(q0, qb).noalias() += dP * K.middleRows(k0, kn);
-      dKb.noalias() += dP.transpose() * Q.middleRows(q0, qb);
+      if (!fast_product<T>(fast, qb, d, kn, T(1), dP.data(), kn, 1, k + k0 * ld, ld, dq + q0 * ld, ld, true))
+        dQ.middleRows(q0, qb).noalias() += dP * K.middleRows(k0, kn);
+      if (!fast_product<T>(fast, kn, d, qb, T(1), dP.data(), 1, kn, q + q0 * ld, ld, dk + k0 * ld, ld, true))
+        dKb.noalias() += dP.transpose() * Q.middleRows(q0, qb);
     }
   }
 }

@@ -150,6 +150,8 @@ TANDEM_REGISTER_KERNEL(gemm, DeviceKind::CPU, cpu_gemm);
 
 }  // namespace
 
+bool cpu_f32_gemm_ours() { return !cpu_gemm_forced("eigen") && avx512::has_f32(); }
+
 const char* cpu_bf16_gemm_path() {
   if (cpu_gemm_forced("eigen") || !avx512::has_bf16()) return "fp32";
   return avx512::has_amx() && !cpu_gemm_forced("avx512") ? "amx-bf16" : "avx512-bf16";

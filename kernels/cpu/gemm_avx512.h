@@ -28,5 +28,7 @@ namespace tandem::kernels {
 // "avx512-bf16" (vdpbf16ps) or "fp32" (widened to f32: our FMA kernel or Eigen). Benchmarks measure
 // the peak of the one in use.
 const char* cpu_bf16_gemm_path();
+// Whether f32 products run on our AVX-512 kernels (the CPU has them and TANDEM_CPU_GEMM is not eigen).
+bool cpu_f32_gemm_ours();
 
 }  // namespace tandem::kernels

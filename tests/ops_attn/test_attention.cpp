@@ -2,10 +2,14 @@
 // (matmul + mask + softmax + matmul) for tiles that do not divide T, causal masking, shape errors.
 #include <gtest/gtest.h>
 
+#include <functional>
+
+#include "kernels/cpu/gemm_avx512.h"
 #include "runtime/autocast.h"
 #include "runtime/backend/attention.h"
 #include "runtime/ops.h"
 #include "tests/ops_attn/composed.h"
+#include "tests/support/cpu_gemm_path.h"
 #include "tests/support/gradcheck.h"
 
 namespace tandem::testing {
@@ -115,6 +119,57 @@ TEST(CausalAttention, FutureTokensDoNotReachEarlierOutputs) {
       }
     }
   EXPECT_GT(before, 0.0);
+}
+
+// The f32 tile products on small_gemm_f32 (AVX-512, unpacked) against Eigen's (TANDEM_CPU_GEMM=eigen):
+// the same values and gradients to f32 rounding for head widths around the kernel's 16/32-column
+// tails, sequences around the tiles, heads contiguous and token-major; a future token's change
+// reaches no earlier row, bit for bit.
+TEST(CausalAttention, F32TileProductsMatchEigens) {
+  if (!kernels::cpu_f32_gemm_ours()) GTEST_SKIP() << "no AVX-512 on this CPU: Eigen's products run";
+  auto both_ways = [](const std::function<std::vector<Tensor>()>& run) {
+    std::vector<Tensor> fast = run(), eigen;
+    {
+      CpuGemmPath path("eigen");
+      eigen = run();
+    }
+    ASSERT_EQ(fast.size(), eigen.size());
+    for (size_t i = 0; i < fast.size(); ++i) expect_close(fast[i], eigen[i], 2e-5, 2e-5);
+  };
+  for (Shape s : {Shape{1, 2, 1, 64}, Shape{2, 2, 31, 33}, Shape{1, 3, 130, 64}, Shape{1, 1, 70, 128},
+                  Shape{2, 1, 45, 1}, Shape{1, 2, 129, 17}}) {
+    SCOPED_TRACE(::testing::Message() << "t " << s[2] << " d " << s[3]);
+    Tensor q = leaf(s, 21, DType::f32), k = leaf(s, 22, DType::f32), v = leaf(s, 23, DType::f32);
+    Generator gen(24);
+    const Tensor r = rand_uniform(s, -1.0, 1.0, gen, DType::f32);
+    both_ways([&] {
+      Tensor y = ops::causal_attention(q, k, v);
+      auto g = grad({y}, {q, k, v}, {r});
+      return std::vector<Tensor>{y, g[0], g[1], g[2]};
+    });
+  }
+  Tensor x = leaf({2, 45, 3 * 2 * 64}, 25, DType::f32);  // token-major q, k, v of 2 heads
+  Generator gen(26);
+  const Tensor r = rand_uniform({2, 45, 2 * 64}, -1.0, 1.0, gen, DType::f32);
+  both_ways([&] {
+    Tensor y = ops::causal_self_attention(x, 2);
+    auto g = grad({y}, {x}, {r});
+    return std::vector<Tensor>{y, g[0]};
+  });
+  // Token 40's keys and values change: rows before it keep every bit (their products skip nothing,
+  // but a masked key's probability is exactly 0).
+  const Shape s{1, 1, 70, 64};
+  Tensor q = leaf(s, 27, DType::f32), k = leaf(s, 28, DType::f32), v = leaf(s, 29, DType::f32);
+  std::vector<float> kv = k.to_vector<float>(), vv = v.to_vector<float>();
+  for (int64_t c = 0; c < 64; ++c) {
+    kv[static_cast<size_t>(40 * 64 + c)] += 3.0f;
+    vv[static_cast<size_t>(40 * 64 + c)] -= 2.0f;
+  }
+  const std::vector<float> a = ops::causal_attention(q, k, v).to_vector<float>();
+  const std::vector<float> b =
+      ops::causal_attention(q, Tensor::from_vector(kv, s), Tensor::from_vector(vv, s)).to_vector<float>();
+  for (size_t i = 0; i < 40 * 64; ++i) ASSERT_EQ(a[i], b[i]) << "row " << i / 64;
+  EXPECT_NE(a[40 * 64], b[40 * 64]);
 }
 
 TEST(CausalAttention, HalfAndBfloat16AccumulateInF32) {

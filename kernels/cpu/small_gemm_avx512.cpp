@@ -1,0 +1,83 @@
+// small_gemm_f32: register tiles of up to 14 rows x 32 columns (28 zmm accumulators, as the packed
+// GEMM's micro-kernel), B's two 16-column vectors loaded from its row where it lies, A's 14 values
+// broadcast from where they lie, columns past n masked.
+#include "kernels/cpu/small_gemm_avx512.h"
+
+#include <immintrin.h>
+
+#include <utility>
+
+namespace tandem::kernels::avx512 {
+namespace {
+
+// Compiled for AVX-512 by attribute: called only where has_f32() says the CPU has it.
+#define TANDEM_SMALL_GEMM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+constexpr int kRows = 14, kCols = 32;
+
+TANDEM_SMALL_GEMM_AVX512 inline __mmask16 low_mask16(int n) {
+  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+template <int MR, bool NARROW>
+TANDEM_SMALL_GEMM_AVX512 void tile(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                        int64_t ldb, int n, float* c, int64_t ldc, bool accumulate) {
+  const __mmask16 m0 = low_mask16(n), m1 = low_mask16(n - 16);
+  __m512 c0[MR], c1[MR];
+#pragma GCC unroll 14
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = NARROW ? b0 : _mm512_maskz_loadu_ps(m1, b + 16);
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i * a_row]);
+      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+      if (!NARROW) c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+    }
+    a += a_col;
+    b += ldb;
+  }
+  const __m512 scale = _mm512_set1_ps(alpha);
+#pragma GCC unroll 14
+  for (int i = 0; i < MR; ++i) {
+    float* row = c + i * ldc;
+    __m512 v0 = _mm512_mul_ps(scale, c0[i]);
+    if (accumulate) v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, row), v0);
+    _mm512_mask_storeu_ps(row, m0, v0);
+    if (NARROW) continue;
+    __m512 v1 = _mm512_mul_ps(scale, c1[i]);
+    if (accumulate) v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, row + 16), v1);
+    _mm512_mask_storeu_ps(row + 16, m1, v1);
+  }
+}
+
+using Tile = void (*)(int64_t, float, const float*, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
+                      bool);
+
+template <bool NARROW, int... R>
+constexpr Tile tile_for(int rows, std::integer_sequence<int, R...>) {
+  constexpr Tile tiles[] = {tile<R + 1, NARROW>...};
+  return tiles[rows - 1];
+}
+
+}  // namespace
+
+void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
+                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+  // Rows split evenly over the tiles (30 rows: 10 + 10 + 10, not 14 + 14 + 2).
+  const int64_t tiles = (m + kRows - 1) / kRows, base = m / tiles, extra = m % tiles;
+  for (int64_t j = 0; j < n; j += kCols) {
+    const int cols = static_cast<int>(n - j < kCols ? n - j : kCols);
+    int64_t i = 0;
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
+      const Tile f = cols <= 16 ? tile_for<true>(rows, std::make_integer_sequence<int, kRows>{})
+                                : tile_for<false>(rows, std::make_integer_sequence<int, kRows>{});
+      f(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc, accumulate);
+      i += rows;
+    }
+  }
+}
+
+}  // namespace tandem::kernels::avx512

@@ -1,0 +1,16 @@
+// Products of operands that already sit in L1/L2 (the CPU attention's tiles), on AVX-512 without
+// packing: the packed GEMM (gemm_avx512.cpp) spends as long copying such small operands into panels
+// as multiplying them, and Eigen's does too.
+#pragma once
+#include <cstdint>
+
+namespace tandem::kernels::avx512 {
+
+// C = alpha * op(A) B, or (accumulate) C += alpha * op(A) B, for C [m, n] row-major with rows ldc
+// apart, B [k, n] row-major with rows ldb apart, and op(A) [m, k] whose element (i, p) is
+// a[i * a_row + p * a_col] (a row-major A: a_row = lda, a_col = 1; a transposed one: a_row = 1,
+// a_col = lda). Each C element sums its k products in order (p = 0, 1, ...) in f32. Needs has_f32().
+void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
+                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
+
+}  // namespace tandem::kernels::avx512
