@@ -1,6 +1,7 @@
 // CPU causal attention, blocked as flash-attention: per (batch, head), tiles of block_q queries x
-// block_k keys through Eigen products with an online softmax (running max and sum per query row), so
-// only one [block_q, block_k] score tile exists at a time. The forward keeps the per-row logsumexp;
+// block_k keys (f32 products on small_gemm_f32 where the CPU has AVX-512, else Eigen's) with an
+// online softmax (running max and sum per query row), so only one [block_q, block_k] score tile
+// exists at a time. The forward keeps the per-row logsumexp;
 // the backward recomputes each probability tile from it. OpenMP runs over (batch, head); f16/bf16
 // are widened to f32, computed, and rounded once, except bf16 where the bf16 GEMM runs on AMX tiles
 // (attention_bf16.cpp). Heads contiguous or token-major (AttentionShape).
