@@ -52,17 +52,18 @@ Tiles tiles(const AttentionShape& s) {
 // both operands of every tile product (TANDEM_CPU_GEMM=eigen keeps Eigen's, for A/B runs). They need
 // the head's keys (and, in the backward, values) transposed, [d, t] with rows `ld` apart, once per
 // head; every other operand is read where it lies.
+template <class T>
 struct Transposed {
-  std::vector<float> rows;
+  std::vector<T> rows;
   int64_t ld = 0;
   // x [t, d] with rows ld_x apart, transposed.
-  void of(const float* x, int64_t t, int64_t d, int64_t ld_x) {
+  void of(const T* x, int64_t t, int64_t d, int64_t ld_x) {
     ld = (t + 15) / 16 * 16;
     rows.resize(static_cast<size_t>(d * ld));
     for (int64_t j = 0; j < t; ++j)
       for (int64_t p = 0; p < d; ++p) rows[static_cast<size_t>(p * ld + j)] = x[j * ld_x + p];
   }
-  const float* at(int64_t col) const { return rows.data() + col; }
+  const T* at(int64_t col) const { return rows.data() + col; }
 };
 
 // C = alpha * op(A) B or (accumulate) C += ..., as small_gemm_f32 (op(A)(i, p) = a[i * a_row + p * a_col]),
@@ -82,11 +83,11 @@ bool fast_product(bool fast, int64_t m, int64_t n, int64_t k, T alpha, const T* 
 // query set to -inf (only tiles crossing the diagonal have any). kt: the head's keys transposed (the
 // fast product), or null.
 template <class T>
-void scores(const CMap<T>& Q, const CMap<T>& K, const Transposed* kt, int64_t q0, int64_t qb, int64_t k0, int64_t kb,
+void scores(const CMap<T>& Q, const CMap<T>& K, const Transposed<T>* kt, int64_t q0, int64_t qb, int64_t k0, int64_t kb,
             T scale, Mat<T>& S) {
   S.resize(qb, kb);
   if (!fast_product<T>(kt != nullptr, qb, kb, Q.cols(), scale, Q.data() + q0 * Q.outerStride(), Q.outerStride(), 1,
-                       kt ? reinterpret_cast<const T*>(kt->at(k0)) : nullptr, kt ? kt->ld : 0, S.data(), kb, false))
+                       kt ? kt->at(k0) : nullptr, kt ? kt->ld : 0, S.data(), kb, false))
     S.noalias() = scale * (Q.middleRows(q0, qb) * K.middleRows(k0, kb).transpose());
   if (k0 + kb - 1 > q0) {
     for (int64_t i = 0; i < qb; ++i)
@@ -118,9 +119,8 @@ void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, int64_t ld, 
   Mat<T> S, acc;
   Vec<T> m, l, m_new;
   const bool fast = std::is_same_v<T, float> && cpu_f32_gemm_ours();
-  thread_local Transposed kt;
-  if constexpr (std::is_same_v<T, float>)
-    if (fast) kt.of(k, t, d, ld);
+  thread_local Transposed<T> kt;
+  if (fast) kt.of(k, t, d, ld);
   for (int64_t q0 = 0; q0 < t; q0 += tl.bq) {
     const int64_t qb = std::min(tl.bq, t - q0);
     m.setConstant(qb, -std::numeric_limits<T>::infinity());
@@ -161,12 +161,11 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
   dQ.setZero();
   Mat<T> S, dP;
   const bool fast = std::is_same_v<T, float> && cpu_f32_gemm_ours();
-  thread_local Transposed kt, vt;
-  if constexpr (std::is_same_v<T, float>)
-    if (fast) {
-      kt.of(k, t, d, ld);
-      vt.of(v, t, d, ld);
-    }
+  thread_local Transposed<T> kt, vt;
+  if (fast) {
+    kt.of(k, t, d, ld);
+    vt.of(v, t, d, ld);
+  }
   for (int64_t k0 = 0; k0 < t; k0 += tl.bk) {
     const int64_t kb = std::min(tl.bk, t - k0);
     dK.middleRows(k0, kb).setZero();
@@ -182,8 +181,8 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
       if (!fast_product<T>(fast, kn, d, qb, T(1), S.data(), 1, kn, dO_q, ld_o, dv + k0 * ld, ld, true))
         dVb.noalias() += S.transpose() * dO.middleRows(q0, qb);
       dP.resize(qb, kn);
-      if (!fast_product<T>(fast, qb, kn, d, T(1), dO_q, ld_o, 1, reinterpret_cast<const T*>(vt.at(k0)), vt.ld,
-                           dP.data(), kn, false))
+      if (!fast_product<T>(fast, qb, kn, d, T(1), dO_q, ld_o, 1, fast ? vt.at(k0) : nullptr, vt.ld, dP.data(), kn,
+                           false))
         dP.noalias() = dO.middleRows(q0, qb) * V.middleRows(k0, kn).transpose();
       dP = S.cwiseProduct(dP.colwise() - delta.segment(q0, qb)) * scale;  // dS, with the score scale
       if (!fast_product<T>(fast, qb, d, kn, T(1), dP.data(), kn, 1, k + k0 * ld, ld, dq + q0 * ld, ld, true))
