@@ -218,7 +218,7 @@ inline uint16_t bf16_bits(float v) { return float_to_bf16_bits(v); }
 
 // f32 rows contiguous along K (row r at x + r * rs, kc values) rounded to bf16 into tmp + r * ld (ld a
 // multiple of 32), zero-padded: the pairs along K are then 32-bit units for pack_transpose32.
-TANDEM_AVX512 void rows_to_bf16(const float* x, int64_t rs, int rows, int64_t kc, uint16_t* tmp, int64_t ld) {
+TANDEM_AVX512 inline void rows_to_bf16(const float* x, int64_t rs, int rows, int64_t kc, uint16_t* tmp, int64_t ld) {
   for (int r = 0; r < rows; ++r)
     for (int64_t p = 0; p < kc; p += 32) {
       const int left = static_cast<int>(kc - p < 32 ? kc - p : 32);

@@ -3,24 +3,15 @@
 // broadcast from where they lie, columns past n masked.
 #include "kernels/cpu/small_gemm_avx512.h"
 
-#include <immintrin.h>
-
 #include <utility>
+
+#include "kernels/cpu/gemm_avx512_kernels.h"
 
 namespace tandem::kernels::avx512 {
 namespace {
 
-// Compiled for AVX-512 by attribute: called only where has_f32() says the CPU has it.
-#define TANDEM_SMALL_GEMM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-
-constexpr int kRows = 14, kCols = 32;
-
-TANDEM_SMALL_GEMM_AVX512 inline __mmask16 low_mask16(int n) {
-  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-}
-
 template <int MR, bool NARROW>
-TANDEM_SMALL_GEMM_AVX512 void tile(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
+TANDEM_AVX512 void tile(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
                         int64_t ldb, int n, float* c, int64_t ldc, bool accumulate) {
   const __mmask16 m0 = low_mask16(n), m1 = low_mask16(n - 16);
   __m512 c0[MR], c1[MR];
@@ -66,14 +57,14 @@ void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a
                     const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
   // Rows split evenly over the tiles (30 rows: 10 + 10 + 10, not 14 + 14 + 2).
-  const int64_t tiles = (m + kRows - 1) / kRows, base = m / tiles, extra = m % tiles;
-  for (int64_t j = 0; j < n; j += kCols) {
-    const int cols = static_cast<int>(n - j < kCols ? n - j : kCols);
+  const int64_t tiles = (m + kMR - 1) / kMR, base = m / tiles, extra = m % tiles;
+  for (int64_t j = 0; j < n; j += kNR) {
+    const int cols = static_cast<int>(n - j < kNR ? n - j : kNR);
     int64_t i = 0;
     for (int64_t t = 0; t < tiles; ++t) {
       const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
-      const Tile f = cols <= 16 ? tile_for<true>(rows, std::make_integer_sequence<int, kRows>{})
-                                : tile_for<false>(rows, std::make_integer_sequence<int, kRows>{});
+      const Tile f = cols <= 16 ? tile_for<true>(rows, std::make_integer_sequence<int, kMR>{})
+                                : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
       f(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc, accumulate);
       i += rows;
     }
