@@ -127,6 +127,13 @@ inline RunOrder set_run_order(RunOrder order) {
   return before;
 }
 
+// What a view may reach: the dynamic bytes (name null), or one static array, named in reports.
+struct SharedRegion {
+  size_t begin = 0, end = 0;
+  const char* name = nullptr;
+  std::string what() const { return name ? "shared memory `" + std::string(name) + "`" : "dynamic shared memory"; }
+};
+
 namespace detail {
 
 // AddressSanitizer follows a switch between stacks only when told (it keeps a fake stack and the
@@ -151,8 +158,7 @@ enum class Wait : uint8_t { None, Block, Warp, Done };
 // at the wait that covers its group.
 struct AsyncCopy {
   size_t offset;
-  size_t region_begin, region_end;  // the view it was issued through (its bounds, for the landing's check)
-  const char* region_name;
+  SharedRegion region;  // of the view it was issued through, for the landing's checks
   unsigned group;
   unsigned char bytes[16];
 };
@@ -485,13 +491,6 @@ void launch(const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 bl
 
 // ---- shared memory: bounds- and race-checked views into the block's arena ----
 
-// What a view may reach: the dynamic bytes (name null), or one static array, named in reports.
-struct SharedRegion {
-  size_t begin = 0, end = 0;
-  const char* name = nullptr;
-  std::string what() const { return name ? "shared memory `" + std::string(name) + "`" : "dynamic shared memory"; }
-};
-
 template <class T>
 class SharedRef {
  public:
@@ -661,7 +660,7 @@ void cp_async_16(SharedPtr<T> dst, const void* src, bool valid) {
   if (offset % 16 != 0 || (valid && reinterpret_cast<uintptr_t>(src) % 16 != 0))
     detail::fail("cp.async: a 16-byte copy needs 16-byte aligned addresses");
   for (size_t i = 0; i < 16; ++i) bytes[static_cast<long long>(i)].claim();
-  detail::AsyncCopy c{offset, dst.region().begin, dst.region().end, dst.region().name, t.async_groups, {}};
+  detail::AsyncCopy c{offset, dst.region(), t.async_groups, {}};
   if (valid) std::memcpy(c.bytes, src, 16);
   t.async_copies.push_back(c);
 }
@@ -679,8 +678,7 @@ inline void cp_async_wait(unsigned pending) {
       still.push_back(c);
       continue;
     }
-    for (size_t i = 0; i < 16; ++i) SharedRef<unsigned char>(&b, c.offset + i, SharedRegion{c.region_begin, c.region_end, c.region_name})
-                                       .land(c.bytes[i]);
+    for (size_t i = 0; i < 16; ++i) SharedRef<unsigned char>(&b, c.offset + i, c.region).land(c.bytes[i]);
   }
   t.async_copies.swap(still);
 }
