@@ -187,8 +187,9 @@ TEST(Simt, WriteAfterAnotherThreadsReadWithoutBarrierIsARace) {
       ADD_FAILURE() << "the missing trailing barrier went unnoticed in order " << static_cast<int>(order);
     } catch (const KernelError& e) {
       EXPECT_NE(std::string(e.what()).find("race on shared memory `slots`"), std::string::npos) << e.what();
-      if (order == RunOrder::Forward)
+      if (order == RunOrder::Forward) {
         EXPECT_NE(std::string(e.what()).find("write after a read by other threads"), std::string::npos) << e.what();
+      }
     }
     tandem::simt::set_run_order(before);
   }
