@@ -107,10 +107,11 @@ void exp_rows(Mat<T>& S, const Shift& shift, int64_t q0, int64_t k0) {
   }
 }
 
-// One head: q, k, v [t, d] with rows ld apart, o [t, d] with rows ld_o apart, lse [t].
+// One head: q, k, v [t, d] with rows ld apart, o [t, d] with rows ld_o apart, lse [t]. fast: the
+// tile products on small_gemm_f32 (fast_products).
 template <class T>
 void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, int64_t ld, int64_t ld_o,
-                  const AttentionShape& s) {
+                  const AttentionShape& s, bool fast) {
   const int64_t t = s.t, d = s.d;
   const Tiles tl = tiles(s);
   const T scale = static_cast<T>(s.scale);
@@ -118,7 +119,6 @@ void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, int64_t ld, 
   MMap<T> O(o, t, d, RowStride(ld_o));
   Mat<T> S, acc;
   Vec<T> m, l, m_new;
-  const bool fast = std::is_same_v<T, float> && cpu_f32_gemm_ours();
   thread_local Transposed<T> kt;
   if (fast) kt.of(k, t, d, ld);
   for (int64_t q0 = 0; q0 < t; q0 += tl.bq) {
@@ -147,9 +147,10 @@ void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, int64_t ld, 
 // One head, flash-attention 2's order: per key tile, dK and dV accumulate over the query tiles that
 // see it, and dQ (zeroed first) accumulates in place. delta[i] = dO[i] . O[i] is the softmax
 // backward's row term (sum_j P_ij dP_ij). Each product stops at the last key its query tile sees.
+// fast as forward_head's.
 template <class T>
 void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout, T* dq, T* dk,
-                   T* dv, int64_t ld, int64_t ld_o, const AttentionShape& s) {
+                   T* dv, int64_t ld, int64_t ld_o, const AttentionShape& s, bool fast) {
   const int64_t t = s.t, d = s.d;
   const Tiles tl = tiles(s);
   const T scale = static_cast<T>(s.scale);
@@ -160,7 +161,6 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
   const Vec<T> delta = (dO.array() * O.array()).rowwise().sum();
   dQ.setZero();
   Mat<T> S, dP;
-  const bool fast = std::is_same_v<T, float> && cpu_f32_gemm_ours();
   thread_local Transposed<T> kt, vt;
   if (fast) {
     kt.of(k, t, d, ld);
@@ -194,19 +194,27 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
 }
 
 // q, k, v (and dq, dk, dv) at their offsets, head bh's rows from HeadRows (contiguous or token-major).
+// Whether T's tile products run on small_gemm_f32: read once a call (TANDEM_CPU_GEMM), not per head.
+template <class T>
+bool fast_products() {
+  return std::is_same_v<T, float> && cpu_f32_gemm_ours();
+}
+
 template <class T>
 void forward_t(const T* q, const T* k, const T* v, T* o, T* lse, const AttentionShape& s) {
+  const bool fast = fast_products<T>();
   for_each_head(s, [&](int64_t bh, int64_t b, int64_t bo, int64_t ld, int64_t ld_o) {
-    forward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, o + bo, lse + bh * s.t, ld, ld_o, s);
+    forward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, o + bo, lse + bh * s.t, ld, ld_o, s, fast);
   });
 }
 
 template <class T>
 void backward_t(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout, T* dq, T* dk, T* dv,
                 const AttentionShape& s) {
+  const bool fast = fast_products<T>();
   for_each_head(s, [&](int64_t bh, int64_t b, int64_t bo, int64_t ld, int64_t ld_o) {
     backward_head(q + s.q_off + b, k + s.k_off + b, v + s.v_off + b, o + bo, lse + bh * s.t, dout + bo,
-                  dq + s.q_off + b, dk + s.k_off + b, dv + s.v_off + b, ld, ld_o, s);
+                  dq + s.q_off + b, dk + s.k_off + b, dv + s.v_off + b, ld, ld_o, s, fast);
   });
 }
 
