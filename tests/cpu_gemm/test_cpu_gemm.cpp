@@ -148,7 +148,7 @@ std::vector<Shape> shapes(std::mt19937& rng) {
     }
     out.push_back({257, 33, 70, ta, tb, 1, 0, 1});     // more rows than one A block (MC = 168)
     out.push_back({9, 1100, 19, ta, tb, 1, 1, 1});      // more columns than one B block (NC = 1024)
-    out.push_back({5, 40, 1500, ta, tb, 0.5, -1, 2});  // K over several blocks (KC = 256), odd tail
+    out.push_back({5, 40, 2101, ta, tb, 0.5, -1, 2});  // K over several blocks (KC = 1024), odd tail
     out.push_back({13, 17, 0, ta, tb, 1, 0.5, 1});     // empty K: C = beta C
   }
   return out;
