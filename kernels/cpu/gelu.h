@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "kernels/cpu/eigen.h"
+#include "kernels/cpu/gelu_avx512.h"
+#include "kernels/cpu/gemm_avx512.h"
 #include "runtime/dtype.h"
 #include "runtime/tensor.h"
 
@@ -30,8 +32,8 @@ X gelu_tanh_grad(X g, X v) {
 // small GPT's training step), in L1-sized pieces: tanh's values live in a stack buffer, not in a
 // heap array the size of the span (4 MB for a GPT MLP's activations: an mmap and its page faults at
 // every call, and every pass over it out of cache). g == nullptr: out = gelu(x); else out = the input
-// gradient for g. out may alias x.
-inline void gelu_tanh_f32(const float* x, const float* g, float* out, int64_t n) {
+// gradient for g. out may alias x. The path of CPUs without AVX-512.
+inline void gelu_tanh_f32_eigen(const float* x, const float* g, float* out, int64_t n) {
   constexpr int64_t kPiece = 1024;
   const float c1 = kSqrt2OverPi<float>, c2 = kGeluC<float>;
   alignas(64) float tbuf[kPiece];
@@ -48,6 +50,16 @@ inline void gelu_tanh_f32(const float* x, const float* g, float* out, int64_t n)
       o = gv * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * (c1 * (1.0f + 3.0f * c2 * v.square())));
     }
   }
+}
+
+// GELU over f32 spans (as gelu_tanh_f32_eigen): on AVX-512 as x * sigmoid(2u) (gelu_avx512.cpp),
+// about twice as fast; through Eigen's tanh elsewhere. The elementwise op and the GEMM epilogue both
+// come here, so a fused linear + GELU still equals the two ops on any one CPU.
+inline void gelu_tanh_f32(const float* x, const float* g, float* out, int64_t n) {
+  if (avx512::has_f32())
+    avx512::gelu_tanh_f32(x, g, out, n);
+  else
+    gelu_tanh_f32_eigen(x, g, out, n);
 }
 
 // gelu_tanh_f32 over any floating type (g, out as there; out may alias x or g): f32 as it is; f16
