@@ -60,6 +60,9 @@ struct Transposed {
   void of(const T* x, int64_t t, int64_t d, int64_t ld_x) {
     ld = (t + 15) / 16 * 16;
     rows.resize(static_cast<size_t>(d * ld));
+    if constexpr (std::is_same_v<T, float>) {
+      if (avx512::has_f32()) return avx512::transpose_f32(x, t, d, ld_x, rows.data(), ld);
+    }
     for (int64_t j = 0; j < t; ++j)
       for (int64_t p = 0; p < d; ++p) rows[static_cast<size_t>(p * ld + j)] = x[j * ld_x + p];
   }

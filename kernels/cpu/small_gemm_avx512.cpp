@@ -3,6 +3,11 @@
 // broadcast from where they lie, columns past n masked.
 #include "kernels/cpu/small_gemm_avx512.h"
 
+// GCC 12 flags the _mm512_undefined_* placeholders inside its own intrinsics once inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include <utility>
 
 #include "kernels/cpu/gemm_avx512_kernels.h"
@@ -67,6 +72,25 @@ void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a
                                 : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
       f(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc, accumulate);
       i += rows;
+    }
+  }
+}
+
+// 16 x 16 blocks through registers (transpose16), the tails masked: a scalar loop's stores, each to
+// another row of out, were half of the attention's time outside its products.
+TANDEM_AVX512 void transpose_f32(const float* x, int64_t rows, int64_t cols, int64_t ld_x, float* out,
+                                 int64_t ld_out) {
+  for (int64_t j0 = 0; j0 < rows; j0 += 16) {
+    const int jn = static_cast<int>(rows - j0 < 16 ? rows - j0 : 16);
+    const __mmask16 store_mask = low_mask16(jn);
+    for (int64_t p0 = 0; p0 < cols; p0 += 16) {
+      const int pn = static_cast<int>(cols - p0 < 16 ? cols - p0 : 16);
+      const __mmask16 load_mask = low_mask16(pn);
+      __m512 v[16];
+      for (int i = 0; i < 16; ++i)
+        v[i] = i < jn ? _mm512_maskz_loadu_ps(load_mask, x + (j0 + i) * ld_x + p0) : _mm512_setzero_ps();
+      transpose16(v);
+      for (int i = 0; i < pn; ++i) _mm512_mask_storeu_ps(out + (p0 + i) * ld_out + j0, store_mask, v[i]);
     }
   }
 }

@@ -13,4 +13,9 @@ namespace tandem::kernels::avx512 {
 void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
                     const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
 
+// out[p * ld_out + j] = x[j * ld_x + p] for j < rows, p < cols: x [rows, cols] transposed into out
+// [cols, rows] (the attention's keys and values, [t, d] -> [d, t], for the products that read them as
+// B). Nothing else of out is written. Needs has_f32().
+void transpose_f32(const float* x, int64_t rows, int64_t cols, int64_t ld_x, float* out, int64_t ld_out);
+
 }  // namespace tandem::kernels::avx512

@@ -1,7 +1,7 @@
 // small_gemm_f32 (the CPU attention's unpacked tile products) against an f64 reference: every row
 // count of a register tile and several tiles, column tails on both 16-lane halves, empty K, A read
 // row-major and transposed with padded strides, B and C with padded rows, overwrite and accumulate,
-// alpha; nothing outside C's [m, n] written.
+// alpha; nothing outside C's [m, n] written. And transpose_f32, which lays out their B operands.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,6 +55,29 @@ TEST(SmallGemmF32, MatchesTheF64ProductOverEveryTail) {
               }
             ASSERT_EQ(c.back(), c0.back());  // past the last row
           }
+}
+
+// transpose_f32 (the attention's keys and values, [t, d] -> [d, t]): every tail of the 16 x 16
+// blocks in both dimensions, padded strides on both sides; out's padding is never written.
+TEST(TransposeF32, EveryBlockTailAndNothingOutsideWritten) {
+  if (!tandem::kernels::avx512::has_f32()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  for (int64_t rows : {1, 2, 15, 16, 17, 33, 128, 130})
+    for (int64_t cols : {1, 7, 16, 31, 32, 64, 100, 128}) {
+      SCOPED_TRACE(::testing::Message() << "rows " << rows << " cols " << cols);
+      const int64_t ld_x = cols + 3, ld_out = rows + 5;
+      std::vector<float> x(static_cast<size_t>(rows * ld_x)), out(static_cast<size_t>(cols * ld_out + 1), -7.0f);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.5f;
+      tandem::kernels::avx512::transpose_f32(x.data(), rows, cols, ld_x, out.data(), ld_out);
+      for (int64_t p = 0; p < cols; ++p)
+        for (int64_t j = 0; j < ld_out; ++j) {
+          const float got = out[static_cast<size_t>(p * ld_out + j)];
+          if (j < rows)
+            ASSERT_EQ(got, x[static_cast<size_t>(j * ld_x + p)]) << "at " << p << ", " << j;
+          else
+            ASSERT_EQ(got, -7.0f) << "wrote padding at " << p << ", " << j;
+        }
+      ASSERT_EQ(out.back(), -7.0f);
+    }
 }
 
 }  // namespace
