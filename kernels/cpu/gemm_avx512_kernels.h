@@ -174,20 +174,30 @@ TANDEM_AVX512 void pack_transpose32(const char* src, int64_t rs_bytes, int rows,
 
 // Panels whose source is contiguous along their rows (a transposed operand): unit p of source row r
 // at src[p * ps + r]. Panel q holds rows [q * h, q * h + h) of `rows` and is stored at out + q * pstride.
-// Units [p0, p1) of every panel are packed with units outermost, so each source row is read once, in
-// order, across all panels: panel by panel, the reads would stride by ps (often 4 KB) through the
-// same few L1 sets.
+// Units [p0, p1) of every panel are packed in runs of kPackRun units, runs outermost, so each source
+// row is read once across all panels while it is in L1 (panel by panel, the reads would stride by ps,
+// often 4 KB, through the same few L1 sets), and each panel takes a run's units as one contiguous
+// write (unit by unit, every panel's write lands in the same L1 set: the panels are a multiple of
+// 4 KB apart). Runs of 8 against 1, f32, one thread on the Zen 4: the weight-gradient GEMMs 1.6-2.5%
+// faster; 16 the same as 8, 32 slower.
+constexpr int64_t kPackRun = 8;
+
 template <int W>
 TANDEM_AVX512 void pack_rows_f32(const float* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t p0,
                                  int64_t p1, float* out, int64_t pstride) {
-  for (int64_t p = p0; p < p1; ++p)
+  for (int64_t run = p0; run < p1; run += kPackRun) {
+    const int64_t run_end = run + kPackRun < p1 ? run + kPackRun : p1;
     for (int64_t q = 0; q < np; ++q) {
       const int r = static_cast<int>(rows - q * h < h ? rows - q * h : h);
-      const float* s = src + p * ps + q * h;
-      float* o = out + q * pstride + p * W;
-      _mm512_mask_storeu_ps(o, low_mask16(W), _mm512_maskz_loadu_ps(low_mask16(r), s));
-      if (W > 16) _mm512_mask_storeu_ps(o + 16, low_mask16(W - 16), _mm512_maskz_loadu_ps(low_mask16(r - 16), s + 16));
+      for (int64_t p = run; p < run_end; ++p) {
+        const float* s = src + p * ps + q * h;
+        float* o = out + q * pstride + p * W;
+        _mm512_mask_storeu_ps(o, low_mask16(W), _mm512_maskz_loadu_ps(low_mask16(r), s));
+        if (W > 16)
+          _mm512_mask_storeu_ps(o + 16, low_mask16(W - 16), _mm512_maskz_loadu_ps(low_mask16(r - 16), s + 16));
+      }
     }
+  }
 }
 
 // 32 bf16 of a source row (bf16, or f32 rounded to bf16) with lanes >= rows zero.
@@ -226,23 +236,28 @@ TANDEM_AVX512 inline void rows_to_bf16(const float* x, int64_t rs, int rows, int
     }
 }
 
-// bf16 panels as pack_rows_f32 (pair groups [g0, g1) of every panel, groups outermost): out[(g * W +
-// r) * 2 + e] of panel q = element (q * h + r, 2g + e); an odd kc's last pair is padded with zero.
+// bf16 panels as pack_rows_f32 (pair groups [g0, g1) of every panel, in runs of kPackRun / 2 groups):
+// out[(g * W + r) * 2 + e] of panel q = element (q * h + r, 2g + e); an odd kc's last pair is padded
+// with zero.
 template <int W, class Src>
 TANDEM_AVX512 void pack_rows_bf16(const Src* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t kc,
                                   int64_t g0, int64_t g1, uint16_t* out, int64_t pstride) {
-  for (int64_t g = g0; g < g1; ++g)
+  for (int64_t run = g0; run < g1; run += kPackRun / 2) {
+    const int64_t run_end = run + kPackRun / 2 < g1 ? run + kPackRun / 2 : g1;
     for (int64_t q = 0; q < np; ++q) {
       const int r = static_cast<int>(rows - q * h < h ? rows - q * h : h);
-      const Src* s = src + 2 * g * ps + q * h;
-      const __m512i r0 = row_bf16(s, r);
-      const __m512i r1 = 2 * g + 1 < kc ? row_bf16(s + ps, r) : _mm512_setzero_si512();
-      __m512i lo, hi;
-      interleave_pairs(r0, r1, lo, hi);
-      uint16_t* o = out + q * pstride + g * W * 2;
-      _mm512_mask_storeu_epi16(o, W >= 16 ? __mmask32(0xffffffffu) : __mmask32((1u << (2 * W)) - 1), lo);
-      if (W > 16) _mm512_storeu_si512(o + 32, hi);
+      for (int64_t g = run; g < run_end; ++g) {
+        const Src* s = src + 2 * g * ps + q * h;
+        const __m512i r0 = row_bf16(s, r);
+        const __m512i r1 = 2 * g + 1 < kc ? row_bf16(s + ps, r) : _mm512_setzero_si512();
+        __m512i lo, hi;
+        interleave_pairs(r0, r1, lo, hi);
+        uint16_t* o = out + q * pstride + g * W * 2;
+        _mm512_mask_storeu_epi16(o, W >= 16 ? __mmask32(0xffffffffu) : __mmask32((1u << (2 * W)) - 1), lo);
+        if (W > 16) _mm512_storeu_si512(o + 32, hi);
+      }
     }
+  }
 }
 
 }  // namespace
