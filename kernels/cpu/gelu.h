@@ -53,7 +53,7 @@ inline void gelu_tanh_f32_eigen(const float* x, const float* g, float* out, int6
 }
 
 // GELU over f32 spans (as gelu_tanh_f32_eigen): on AVX-512 as x * sigmoid(2u) (gelu_avx512.cpp),
-// about twice as fast; through Eigen's tanh elsewhere. The elementwise op and the GEMM epilogue both
+// 1.75x as fast forward and 1.45x backward on a Zen 4; through Eigen's tanh elsewhere. The elementwise op and the GEMM epilogue both
 // come here, so a fused linear + GELU still equals the two ops on any one CPU.
 inline void gelu_tanh_f32(const float* x, const float* g, float* out, int64_t n) {
   if (avx512::has_f32())

@@ -1,6 +1,7 @@
 // small_gemm_f32: register tiles of up to 14 rows x 32 columns (28 zmm accumulators, as the packed
 // GEMM's micro-kernel), B's two 16-column vectors loaded from its row where it lies, A's 14 values
-// broadcast from where they lie, columns past n masked.
+// broadcast from where they lie, columns past n masked. And transpose_f32, which lays out the keys
+// and values those products read as B.
 #include "kernels/cpu/small_gemm_avx512.h"
 
 // GCC 12 flags the _mm512_undefined_* placeholders inside its own intrinsics once inlined here.
