@@ -153,6 +153,19 @@ TANDEM_AVX512_INLINE void transpose16(__m512* r) {
   }
 }
 
+// One 16 x 16 block of 32-bit units through registers: unit q of row i, at src + i * rs_bytes + 4 * q
+// for i < rows and q < units (the rest read as zero), goes to out[q * ld_out + i]. Each of the
+// `units` rows of out gets its first `lanes` lanes (zeros past `rows`), nothing else.
+TANDEM_AVX512_INLINE void transpose_block16(const char* src, int64_t rs_bytes, int rows, int units, void* out,
+                                            int64_t ld_out, int lanes) {
+  const __mmask16 load_mask = low_mask16(units), store_mask = low_mask16(lanes);
+  __m512 v[16];
+  for (int i = 0; i < 16; ++i) v[i] = i < rows ? _mm512_maskz_loadu_ps(load_mask, src + i * rs_bytes) : _mm512_setzero_ps();
+  transpose16(v);
+  float* o = static_cast<float*>(out);
+  for (int q = 0; q < units; ++q) _mm512_mask_storeu_ps(o + q * ld_out, store_mask, v[q]);
+}
+
 // Packs 32-bit units (an f32, or a pair of bf16 along K) of a panel whose source rows are contiguous
 // along K: unit (r, q) at src + r * rs_bytes + 4 * q, r < rows, q < nq; out[q * W + r], rows >= rows
 // zero. W is kNR or kMR.
@@ -160,15 +173,8 @@ template <int W>
 TANDEM_AVX512 void pack_transpose32(const char* src, int64_t rs_bytes, int rows, int64_t nq, uint32_t* out) {
   for (int64_t q0 = 0; q0 < nq; q0 += 16) {
     const int nqb = static_cast<int>(nq - q0 < 16 ? nq - q0 : 16);
-    const __mmask16 km = low_mask16(nqb);
-    for (int r0 = 0; r0 < W; r0 += 16) {
-      __m512 v[16];
-      for (int i = 0; i < 16; ++i)
-        v[i] = r0 + i < rows ? _mm512_maskz_loadu_ps(km, src + (r0 + i) * rs_bytes + 4 * q0) : _mm512_setzero_ps();
-      transpose16(v);
-      const __mmask16 sm = low_mask16(W - r0);
-      for (int q = 0; q < nqb; ++q) _mm512_mask_storeu_ps(out + (q0 + q) * W + r0, sm, v[q]);
-    }
+    for (int r0 = 0; r0 < W; r0 += 16)
+      transpose_block16(src + r0 * rs_bytes + 4 * q0, rs_bytes, rows - r0, nqb, out + q0 * W + r0, W, W - r0);
   }
 }
 

@@ -77,21 +77,16 @@ void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a
   }
 }
 
-// 16 x 16 blocks through registers (transpose16), the tails masked: a scalar loop's stores, each to
-// another row of out, were half of the attention's time outside its products.
+// 16 x 16 blocks through registers (transpose_block16), the tails masked: a scalar loop's stores,
+// each to another row of out, were half of the attention's time outside its products.
 TANDEM_AVX512 void transpose_f32(const float* x, int64_t rows, int64_t cols, int64_t ld_x, float* out,
                                  int64_t ld_out) {
   for (int64_t j0 = 0; j0 < rows; j0 += 16) {
     const int jn = static_cast<int>(rows - j0 < 16 ? rows - j0 : 16);
-    const __mmask16 store_mask = low_mask16(jn);
     for (int64_t p0 = 0; p0 < cols; p0 += 16) {
       const int pn = static_cast<int>(cols - p0 < 16 ? cols - p0 : 16);
-      const __mmask16 load_mask = low_mask16(pn);
-      __m512 v[16];
-      for (int i = 0; i < 16; ++i)
-        v[i] = i < jn ? _mm512_maskz_loadu_ps(load_mask, x + (j0 + i) * ld_x + p0) : _mm512_setzero_ps();
-      transpose16(v);
-      for (int i = 0; i < pn; ++i) _mm512_mask_storeu_ps(out + (p0 + i) * ld_out + j0, store_mask, v[i]);
+      transpose_block16(reinterpret_cast<const char*>(x + j0 * ld_x + p0), ld_x * 4, jn, pn, out + p0 * ld_out + j0,
+                        ld_out, jn);
     }
   }
 }
