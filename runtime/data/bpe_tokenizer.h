@@ -64,6 +64,15 @@ class BpeTokenizer {
   std::unordered_map<uint64_t, Merge> merges_;           // (left id, right id) -> rank and result
   int32_t end_of_text_ = -1;
   std::unordered_map<std::string, std::vector<int32_t>> cache_;  // piece -> ids
+  // A pair of symbols that may merge, as it was when found: its rank and result, the position of its
+  // left symbol, both ids. Ordered by rank, then from the left.
+  struct Candidate {
+    int32_t rank, result, left, left_id, right_id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  };
+  // encode_piece's working arrays, kept between pieces: symbols' ids and links, candidate pairs.
+  std::vector<int32_t> scratch_ids_, scratch_next_, scratch_prev_, scratch_merged_;
+  std::vector<Candidate> scratch_heap_;
 };
 
 }  // namespace tandem::data

@@ -1,6 +1,8 @@
 // The GPT-2 BPE tokenizer: ids equal to Hugging Face's GPT2Tokenizer on the tiny files of
 // tests/reference/bpe_tiny (make_bpe_reference.py), exact round trips, merge order, and the errors.
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,6 +78,76 @@ TEST(BpeTokenizer, LowestRankMergesFirstLeftToRight) {
   EXPECT_EQ(aa.load().encode("aaaaa"), (std::vector<int32_t>{5, 5, 0}));  // non-overlapping, from the left
 }
 
+namespace {
+
+// GPT-2's encoder as it is written (bpe() in its encoder.py): while a pair merges, find the pair of
+// lowest rank and rebuild the word with every occurrence of it merged, left to right.
+std::vector<std::string> gpt2_merge_loop(const std::string& piece,
+                                         const std::map<std::pair<std::string, std::string>, int>& ranks) {
+  std::vector<std::string> word;
+  for (char c : piece) word.emplace_back(1, c);
+  for (;;) {
+    const std::pair<std::string, std::string>* best = nullptr;
+    int best_rank = 0;
+    for (size_t i = 0; i + 1 < word.size(); ++i) {
+      const auto it = ranks.find({word[i], word[i + 1]});
+      if (it != ranks.end() && (!best || it->second < best_rank)) best = &it->first, best_rank = it->second;
+    }
+    if (!best) return word;
+    const auto pair = *best;
+    std::vector<std::string> merged;
+    for (size_t i = 0; i < word.size(); ++i) {
+      if (i + 1 < word.size() && word[i] == pair.first && word[i + 1] == pair.second) {
+        merged.push_back(word[i] + word[i + 1]);
+        ++i;
+      } else {
+        merged.push_back(word[i]);
+      }
+    }
+    word.swap(merged);
+  }
+}
+
+}  // namespace
+
+// The tokenizer merges as GPT-2's loop does for merge lists in any order: random tokens over four
+// letters, their merges ranked at random (so a merge may outrank the merges that make its parts, and
+// a pair formed by a merge may outrank the pair being merged), some listed twice, on random words.
+TEST(BpeTokenizer, MergesAsGpt2sLoopForMergesInAnyOrder) {
+  std::mt19937 rng(19);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<std::string> tokens = {"a", "b", "c", "d"};
+    std::vector<std::pair<std::string, std::string>> merges;
+    const int num_merges = 1 + static_cast<int>(rng() % 24);
+    for (int m = 0; m < num_merges; ++m) {
+      const std::string l = tokens[rng() % tokens.size()];
+      const std::string r = tokens[rng() % tokens.size()];
+      merges.emplace_back(l, r);
+      if (std::find(tokens.begin(), tokens.end(), l + r) == tokens.end()) tokens.push_back(l + r);
+    }
+    for (int m = 0; m < num_merges / 4; ++m) merges.push_back(merges[rng() % merges.size()]);  // repeats
+    std::shuffle(merges.begin(), merges.end(), rng);
+    std::string vocab = "{", merges_txt = "#version: 0.2\n";
+    std::map<std::pair<std::string, std::string>, int> ranks;
+    for (size_t t = 0; t < tokens.size(); ++t) vocab += (t ? ", \"" : "\"") + tokens[t] + "\": " + std::to_string(t);
+    vocab += "}";
+    for (size_t m = 0; m < merges.size(); ++m) {
+      merges_txt += merges[m].first + " " + merges[m].second + "\n";
+      ranks[merges[m]] = static_cast<int>(m);  // a repeated merge keeps its later rank
+    }
+    Files files(vocab, merges_txt);
+    BpeTokenizer bpe = files.load();
+    for (int w = 0; w < 20; ++w) {
+      std::string word(1 + rng() % 40, 'a');
+      for (char& c : word) c = static_cast<char>('a' + rng() % (w % 2 ? 2 : 4));  // two letters: longer runs
+      std::vector<int32_t> expected;
+      for (const std::string& t : gpt2_merge_loop(word, ranks))
+        expected.push_back(static_cast<int32_t>(std::find(tokens.begin(), tokens.end(), t) - tokens.begin()));
+      ASSERT_EQ(bpe.encode(word), expected) << "word " << word << "\nmerges:\n" << merges_txt;
+    }
+  }
+}
+
 TEST(BpeTokenizer, FileErrorsNameTheFileAndLine) {
   const std::string ab = R"({"a": 0, "b": 1, "ab": 2})";
   std::string m = error_of<IOError>([] { BpeTokenizer::from_dir("/nonexistent/bpe"); });
@@ -89,6 +161,9 @@ TEST(BpeTokenizer, FileErrorsNameTheFileAndLine) {
   m = error_of<IOError>([] { Files(R"({"a": 0,)", "").load(); });
   EXPECT_NE(m.find("is not valid JSON"), std::string::npos) << m;
   EXPECT_NE(m.find("vocab.json"), std::string::npos) << m;
+  m = error_of<IOError>([] { Files(R"({"a": 1e400})", "").load(); });  // found by the fuzzer
+  EXPECT_NE(m.find("is not valid JSON"), std::string::npos) << m;
+  EXPECT_NE(m.find("number overflow"), std::string::npos) << m;
   EXPECT_NE(error_of<IOError>([] { Files("[1, 2]", "").load(); }).find("JSON object"), std::string::npos);
   EXPECT_NE(error_of<IOError>([] { Files(R"({"a": "x"})", "").load(); }).find("must be an integer"), std::string::npos);
   EXPECT_NE(error_of<IOError>([] { Files(R"({"a": -1})", "").load(); }).find("must be an integer"), std::string::npos);
