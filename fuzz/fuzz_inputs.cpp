@@ -1,12 +1,19 @@
-// The fuzzed entry points: untrusted bytes into the IDX, safetensors, state.json and run-config parsers.
+// The fuzzed entry points: untrusted bytes into the IDX, safetensors, state.json and run-config parsers
+// and the GPT-2 BPE tokenizer and weights.
 #include "fuzz/fuzz_inputs.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "nn/config/run_config.h"
+#include "nn/gpt_hf.h"
+#include "runtime/data/bpe_tokenizer.h"
+#include "runtime/data/gpt2_pretokenize.h"
 #include "runtime/data/idx.h"
 #include "runtime/error.h"
 #include "runtime/serialization/safetensors.h"
@@ -15,9 +22,11 @@
 namespace tandem::fuzz {
 
 namespace {
-// read_idx takes a path: the input goes into one in-memory file, reopened through /proc each time.
-std::string memory_file(const uint8_t* data, size_t size) {
-  static int fd = ::memfd_create("tandem-fuzz-idx", 0);
+// The readers take paths: each input goes into an in-memory file (one per slot, the tokenizer
+// reads two), reopened through /proc each time.
+std::string memory_file(int slot, const uint8_t* data, size_t size) {
+  static int fds[2] = {::memfd_create("tandem-fuzz-0", 0), ::memfd_create("tandem-fuzz-1", 0)};
+  const int fd = fds[slot];
   if (fd < 0 || ::ftruncate(fd, 0) != 0) TANDEM_FAIL(Internal, "memfd_create/ftruncate failed");
   size_t done = 0;
   while (done < size) {
@@ -27,12 +36,20 @@ std::string memory_file(const uint8_t* data, size_t size) {
   }
   return "/proc/self/fd/" + std::to_string(fd);
 }
+
+// The next part of `rest` up to a NUL byte (all of it without one), removed from `rest`.
+std::string_view next_part(std::string_view& rest) {
+  const size_t end = rest.find('\0');
+  const std::string_view part = rest.substr(0, end);
+  rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+  return part;
+}
 }  // namespace
 
 void parse_idx_input(const uint8_t* data, size_t size) {
   uint32_t magic = size >= 4 && data[3] == 1 ? data::kIdxLabelsMagic : data::kIdxImagesMagic;
   try {
-    data::read_idx(memory_file(data, size), magic);
+    data::read_idx(memory_file(0, data, size), magic);
   } catch (const Error&) {
   }
 }
@@ -58,12 +75,45 @@ void parse_run_config_input(const uint8_t* data, size_t size) {
   }
 }
 
+void parse_bpe_tokenizer_input(const uint8_t* data, size_t size) {
+  std::string_view rest(reinterpret_cast<const char*>(data), size);
+  const std::string_view vocab = next_part(rest), merges = next_part(rest), text = rest;
+  // Any bytes split into pieces that cover them in order, whatever the files say.
+  size_t covered = 0;
+  for (const data::TextPiece& p : data::gpt2_pretokenize(text)) {
+    if (p.begin != covered || p.size == 0) throw std::logic_error("pre-tokenisation: a gap, overlap or empty piece");
+    covered += p.size;
+  }
+  if (covered != text.size()) throw std::logic_error("pre-tokenisation: the pieces do not cover the text");
+  try {
+    data::BpeTokenizer bpe(memory_file(0, reinterpret_cast<const uint8_t*>(vocab.data()), vocab.size()),
+                           memory_file(1, reinterpret_cast<const uint8_t*>(merges.data()), merges.size()));
+    const std::vector<int32_t> ids = bpe.encode(text);
+    for (int32_t id : ids)
+      if (!bpe.has_token(id)) throw std::logic_error("encode gave an id that is not a token");
+    if (bpe.decode(ids) != text) throw std::logic_error("decode(encode(text)) is not the text");
+    if (bpe.encode(text) != ids) throw std::logic_error("a second encode (from the cache) differs");
+  } catch (const Error&) {
+  }
+}
+
+void parse_hf_gpt2_input(const uint8_t* data, size_t size) {
+  try {
+    const std::string path = memory_file(0, data, size);
+    nn::GPT model(nn::hf_gpt2_config(path, 1));
+    nn::load_hf_gpt2(model, path);
+  } catch (const Error&) {
+  }
+}
+
 Entry entry_for(const std::string& harness) {
   if (harness == "idx") return parse_idx_input;
   if (harness == "safetensors") return parse_safetensors_input;
   if (harness == "state_json") return parse_state_json_input;
   if (harness == "run_config") return parse_run_config_input;
   if (harness == "serve_request") return parse_serve_request_input;
+  if (harness == "bpe_tokenizer") return parse_bpe_tokenizer_input;
+  if (harness == "hf_gpt2") return parse_hf_gpt2_input;
   return nullptr;
 }
 

@@ -20,6 +20,13 @@ void parse_run_config_input(const uint8_t* data, size_t size);
 // tandem-serve's request handling (fuzz_serve.cpp): "METHOD PATH\n" then a POST /jobs body. An
 // HttpError 400 is the expected answer there; a broken invariant throws std::logic_error.
 void parse_serve_request_input(const uint8_t* data, size_t size);
+// The GPT-2 BPE tokenizer: vocab.json, NUL, merges.txt, NUL, then a text to encode. A file the
+// tokenizer takes must encode the text to ids that decode to its bytes exactly (or refuse the text
+// with a tandem::Error); a broken round trip throws std::logic_error.
+void parse_bpe_tokenizer_input(const uint8_t* data, size_t size);
+// GPT-2 weights in Hugging Face's safetensors layout (--init-from): the shape read from the file, a
+// GPT of that shape (one head) made and the file loaded into it.
+void parse_hf_gpt2_input(const uint8_t* data, size_t size);
 
 // Harness names (the corpus folders tests/fuzz/corpus/<name>/) to entry points.
 using Entry = void (*)(const uint8_t*, size_t);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include "runtime/autograd.h"
 #include "runtime/error.h"
@@ -53,6 +54,37 @@ GPTConfig hf_gpt2_config(const std::string& path, int64_t n_head) {
   c.n_layer = 0;
   while (t.count("h." + std::to_string(c.n_layer) + ".ln_1.weight")) ++c.n_layer;
   TANDEM_CHECK_KIND(IO, c.n_layer > 0, "'{}': no h.0.* blocks (not a GPT-2 checkpoint?)", path);
+  TANDEM_CHECK_KIND(IO, c.n_embd > 0 && need("wpe.weight").size(1) == c.n_embd,
+                    "'{}': wte.weight has shape {} and wpe.weight {}: both must be {} wide (n_embd > 0)", path,
+                    shape_str(need("wte.weight").shape()), shape_str(need("wpe.weight").shape()), c.n_embd);
+  // The model is made from this shape before its weights are read, so every tensor of it must be in
+  // the file as GPT-2 has it: a file must not make a model larger than itself (a wpe of no values,
+  // blocks of one LayerNorm each) and then fail to fill it.
+  const auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
+    const auto it = t.find(name);
+    TANDEM_CHECK_KIND(IO, it != t.end() && it->second.shape() == shape,
+                      "'{}': {} is {}; a GPT-2 of width {} has it as {} (Hugging Face's layout)", path, name,
+                      it == t.end() ? std::string("missing") : "of shape " + shape_str(it->second.shape()), c.n_embd,
+                      shape_str(shape));
+  };
+  const int64_t w = c.n_embd;
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    for (const char* ln : {"ln_1.", "ln_2."}) {
+      expect(h + ln + "weight", {w});
+      expect(h + ln + "bias", {w});
+    }
+    expect(h + "attn.c_attn.weight", {w, 3 * w});  // Conv1D: [in, out]
+    expect(h + "attn.c_attn.bias", {3 * w});
+    expect(h + "attn.c_proj.weight", {w, w});
+    expect(h + "attn.c_proj.bias", {w});
+    expect(h + "mlp.c_fc.weight", {w, 4 * w});
+    expect(h + "mlp.c_fc.bias", {4 * w});
+    expect(h + "mlp.c_proj.weight", {4 * w, w});
+    expect(h + "mlp.c_proj.bias", {w});
+  }
+  expect("ln_f.weight", {w});
+  expect("ln_f.bias", {w});
   c.check();
   return c;
 }

@@ -10,7 +10,9 @@
 namespace tandem::nn {
 
 // The file's shape: n_layer (from h.N), n_embd and vocabulary (wte), positions (wpe); n_head is not
-// in the weights and comes from the caller (GPT-2 124M: 12). IOError for a file without them.
+// in the weights and comes from the caller (GPT-2 124M: 12). IOError for a file without them, and
+// naming the tensor for one of that shape's tensors missing or of another shape (so a model made from
+// the result is never larger than the file).
 GPTConfig hf_gpt2_config(const std::string& path, int64_t n_head);
 
 // Copies every tensor of `path` into `model` (f16/bf16/f64 files converted to the model's dtype).

@@ -48,6 +48,6 @@ TEST_P(FuzzCorpus, EveryInputEndsInAResultOrATypedError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzCorpus, ::testing::Values("idx", "safetensors", "state_json", "run_config",
-                                                                       "serve_request"));
+                                                                       "serve_request", "bpe_tokenizer", "hf_gpt2"));
 
 }  // namespace
