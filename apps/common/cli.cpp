@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "apps/common/cli_checks.h"
 #include "apps/common/gpt_cli.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/operations.h"
@@ -21,22 +22,22 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(CLI::IsMember({"mlp", "cnn", "gpt"}))
       ->capture_default_str();
   app.add_option("--epochs", cfg.epochs, "epochs over the training set")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--batch-size", cfg.batch_size, "samples per step and process")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--global-batch-size", cfg.global_batch_size,
                  "samples per step over all ranks (sets --batch-size to this / ranks; keeps a resume on another "
                  "world size exact)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--lr", cfg.optimizer.learning_rate, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kPositive);
+  app.add_option("--lr", cfg.optimizer.learning_rate, "peak learning rate")->check(kPositive)->capture_default_str();
   app.add_option("--momentum", cfg.optimizer.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--optimizer", cfg.optimizer.type, "sgd, adam or adamw")
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
       ->capture_default_str();
   app.add_option("--weight-decay", cfg.optimizer.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--lr-schedule", cfg.lr_schedule,
                  "cosine (per step, down to 0), step (x --lr-gamma every --lr-step-size steps) or constant")
@@ -52,19 +53,19 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       })
       ->capture_default_str();
   app.add_option("--threads", cfg.threads, "Eigen/OpenMP threads (0: OpenMP's default)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--max-steps", cfg.max_steps, "stop after this many steps (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_flag_callback("--no-eval", [&cfg] { cfg.eval = false; }, "skip the test-set evaluation");
   app.add_option("--eval-batch-size", cfg.eval_batch_size, "samples per evaluation batch")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--data-dir", cfg.data_dir, "folder with the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--metrics", cfg.metrics_path, "write JSON-lines metrics to FILE");
   app.add_option("--metrics-every", cfg.metrics_every, "with --metrics: a step record every N steps (0: epochs only)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_flag("--quiet", cfg.quiet, "no per-epoch lines");
   add_loop_flags(app, cfg);
@@ -78,17 +79,17 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
                  "dp: comma-separated devices of one kind, e.g. cpu:0,cpu:1 or cuda:0,cuda:1");
   app.add_flag("--sync-bn", cfg.sync_bn, "ddp: BatchNorm statistics over all ranks (SyncBatchNorm)");
   app.add_option("--bucket-cap-mb", cfg.ddp.bucket_cap_mb, "ddp: gradient bucket size in MiB")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   add_ddp_flags(app, cfg);
   app.add_option("--accumulation-steps", cfg.accumulation_steps, "micro-batches per optimizer step")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--amp", cfg.amp, "mixed precision: off, f16 (with loss scaling) or bf16")
       ->check(CLI::IsMember({"off", "f16", "bf16"}))
       ->capture_default_str();
   app.add_option("--grad-clip", cfg.grad_clip, "clip the global gradient norm to this (0: off)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_flag("--checkpoint-activations{2}", cfg.checkpoint_activations,
                "recompute activations in backward (checkpoint_sequential; =N: N segments, default 2)");
@@ -96,7 +97,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--save", cfg.save_dir, "write checkpoints to DIR/step-N");
   app.add_option("--save-every", cfg.save_every, "steps between checkpoints (0: only at the end)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--resume", cfg.resume_dir, "continue from a checkpoint folder (DIR/step-N)");
   app.add_flag_callback("--no-stop-on-nonfinite", [&cfg] { cfg.stop_on_nonfinite = false; },

@@ -1,6 +1,8 @@
 // The gpt flags of tandem-train.
 #include "apps/common/gpt_cli.h"
 
+#include "apps/common/cli_checks.h"
+
 namespace tandem::app {
 
 namespace {
@@ -17,28 +19,28 @@ bool given(const CLI::App& app, const char* flag) { return app.count(flag) > 0; 
 
 void add_gpt_flags(CLI::App& app, TrainConfig& cfg) {
   GptRunConfig& g = cfg.gpt;
-  app.add_option("--n-layer", g.n_layer, "gpt: transformer blocks")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--n-layer", g.n_layer, "gpt: transformer blocks")->check(kPositive)->capture_default_str();
   app.add_option("--n-head", g.n_head, "gpt: attention heads (must divide --n-embd)")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--n-embd", g.n_embd, "gpt: width")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--context", g.context, "gpt: tokens per sequence")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--n-embd", g.n_embd, "gpt: width")->check(kPositive)->capture_default_str();
+  app.add_option("--context", g.context, "gpt: tokens per sequence")->check(kPositive)->capture_default_str();
   app.add_option("--text-dir", g.text_dir, "gpt: folder of text files (byte tokens, or BPE with --tokenizer)")->capture_default_str();
   app.add_option("--eval-every", g.eval_every, "gpt: steps between validation losses (0: only at epoch ends)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--eval-windows", g.eval_windows,
                  "gpt: validation windows, evenly spaced over the validation bytes (0: all of them)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--sample-tokens", g.sample_tokens, "gpt: tokens of text sampled at the end (0: none)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--temperature", g.temperature, "gpt: sampling temperature")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--top-k", g.top_k, "gpt: sample from the k most likely tokens (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--prompt", g.prompt, "gpt: text the sample continues");
   app.add_option("--init-from", g.init_from,

@@ -1,6 +1,7 @@
 // Flags bound to nn::config::ScheduleConfig, nn::config::OptimizerConfig and nn::parallel::DDPOptions.
 #include "apps/common/loop_flags.h"
 
+#include "apps/common/cli_checks.h"
 #include "apps/common/logging.h"
 #include "runtime/memory_budget.h"
 
@@ -18,7 +19,7 @@ void add_loop_flags(CLI::App& app, TrainConfig& cfg) {
       ->capture_default_str();
   app.add_option("--progress-every", cfg.progress_every,
                  "when stdout is not a terminal: a progress line every N steps (0: about ten per epoch)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--trace", cfg.trace_path,
                  "write a Chrome trace JSON of every rank's spans (data, forward, backward, each bucket's "
@@ -49,13 +50,13 @@ void apply_loop_settings(const TrainConfig& cfg, const ParallelSetup& ps, Device
 
 void add_schedule_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--lr-step-size", cfg.schedule.step_size, "--lr-schedule step: optimizer steps between lr drops")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--lr-gamma", cfg.schedule.gamma, "--lr-schedule step: factor of each drop")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--warmup-steps", cfg.schedule.warmup_steps,
                  "linear warmup over N optimizer steps (lr x (s+1)/(N+1)) before the schedule")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_flag("--lr-scale-with-world", cfg.lr_scale_with_world,
                "linear scaling rule: the peak lr times the world size (the global batch grows with it)");

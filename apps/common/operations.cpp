@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "apps/common/cli_checks.h"
 #include "runtime/error.h"
 #include "runtime/monitor/device_selection.h"
 
@@ -28,7 +29,7 @@ void add_operations_flags(CLI::App& app, TrainConfig& cfg) {
       ->capture_default_str();
   app.add_option("--monitor-period", cfg.monitor_period,
                  "seconds between host and GPU samples with --status-port (0: no sampling)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
 }
 

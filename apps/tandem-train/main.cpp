@@ -78,7 +78,7 @@ int train(app::TrainConfig cfg) {
 
 int main(int argc, char** argv) {
   app::TrainConfig cfg;
-  CLI::App cli{"tandem-train: data-parallel training of a Fashion-MNIST classifier", "tandem-train"};
+  CLI::App cli{"tandem-train: data-parallel training of a Fashion-MNIST classifier (mlp, cnn) or a GPT on text", "tandem-train"};
   app::add_train_flags(cli, cfg);
   if (auto rc = app::parse_cli(cli, argc, argv)) return *rc;
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "apps/common/cli_checks.h"
 #include <omp.h>
 
 #include "runtime/backend/gemm.h"
@@ -29,7 +31,7 @@ int main(int argc, char** argv) {
   app.add_flag("--trans-a", ta, "A stored [k, m]");
   app.add_flag("--trans-b", tb, "B stored [n, k]");
   app.add_option("--dtype", dtype)->check(CLI::IsMember({"f32", "bf16"}));
-  app.add_option("--reps", reps)->check(CLI::PositiveNumber);
+  app.add_option("--reps", reps)->check(tandem::app::kPositive);
   app.add_option("--paths", paths, "comma-separated: auto (the best this CPU has), avx512, eigen");
   CLI11_PARSE(app, argc, argv);
 

@@ -4,6 +4,8 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "apps/common/cli_checks.h"
 #include <nlohmann/json.hpp>
 
 #include "bench/common/peak.h"
@@ -13,9 +15,9 @@ int main(int argc, char** argv) {
   int threads = 1, repeats = 5;
   double seconds = 1.0;
   std::string dtype = "fp32";
-  app.add_option("--threads", threads, "threads running the kernel at once")->check(CLI::PositiveNumber);
-  app.add_option("--seconds", seconds, "total measuring time")->check(CLI::PositiveNumber);
-  app.add_option("--repeats", repeats, "timed repeats (the median is reported)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "threads running the kernel at once")->check(tandem::app::kPositive);
+  app.add_option("--seconds", seconds, "total measuring time")->check(tandem::app::kPositive);
+  app.add_option("--repeats", repeats, "timed repeats (the median is reported)")->check(tandem::app::kPositive);
   app.add_option("--dtype", dtype, "fp32, or bf16 (the CPU GEMM's bf16 products)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   try {

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "apps/common/cli_checks.h"
 #include <nlohmann/json.hpp>
 
 #include "apps/common/host_memory.h"
@@ -109,13 +111,13 @@ int main(int argc, char** argv) {
   DDPOptions ddp;  // its defaults are the flags' defaults
   bool no_broadcast_buffers = false;
   app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
-  app.add_option("--batch-size", batch, "samples per step per rank")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--steps", steps, "timed steps per round and mode")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--warmup", warmup, "untimed steps per mode first")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--rounds", rounds, "rounds alternating the two modes")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--threads", threads, "compute threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--bucket-cap-mb", ddp.bucket_cap_mb, "DDP bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--first-bucket-mb", ddp.first_bucket_mb, "DDP first bucket cap")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch-size", batch, "samples per step per rank")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--steps", steps, "timed steps per round and mode")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps per mode first")->check(tandem::app::kNonNegative)->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds alternating the two modes")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--threads", threads, "compute threads per rank")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--bucket-cap-mb", ddp.bucket_cap_mb, "DDP bucket cap")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--first-bucket-mb", ddp.first_bucket_mb, "DDP first bucket cap")->check(tandem::app::kPositive)->capture_default_str();
   app.add_flag("--gradient-as-bucket-view", ddp.gradient_as_bucket_view, "gradients live in the buckets");
   app.add_flag("--no-broadcast-buffers", no_broadcast_buffers, "skip DDP's per-forward broadcast of BN buffers");
   try {

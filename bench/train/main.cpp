@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "apps/common/cli_checks.h"
 #include <nlohmann/json.hpp>
 
 #include "apps/common/host_memory.h"
@@ -47,15 +49,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tiny", "small", "gpt2-124m"}))
       ->capture_default_str();
   app.add_option("--context", gpt.context, "gpt: tokens per sequence (0: the size's context)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(tandem::app::kNonNegative);
   app.add_option("--peak-tflops", gpt.peak_tflops, "gpt on a GPU: the peak for mfu (default: datasheet dense bf16)");
   app.add_flag("--fused-adamw", gpt.fused_adamw, "gpt: the fused multi-tensor AdamW (as torch_gpt.py --fused-adamw)");
   app.add_flag("--profile-timed", gpt.profile_timed,
                "gpt on a GPU: open the profiler's range (ncu/nsys --profile-from-start off) for the timed steps only");
-  app.add_option("--batch-size", batch, "samples per step")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--threads", threads, "Eigen/OpenMP threads")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch-size", batch, "samples per step")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--steps", steps, "timed steps")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps first")->check(tandem::app::kNonNegative)->capture_default_str();
+  app.add_option("--threads", threads, "Eigen/OpenMP threads")->check(tandem::app::kPositive)->capture_default_str();
   app.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--amp", amp, "autocast: off, bf16 or f16")
       ->check(CLI::IsMember({"off", "bf16", "f16"}))
