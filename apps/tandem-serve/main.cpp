@@ -13,10 +13,9 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
-
-#include "apps/common/cli_checks.h"
 #include <httplib.h>
 
+#include "apps/common/cli_checks.h"
 #include "apps/common/factory.h"
 #include "apps/tandem-serve/assets.h"
 #include "apps/tandem-serve/auth.h"

@@ -10,10 +10,9 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-
-#include "apps/common/cli_checks.h"
 #include <omp.h>
 
+#include "apps/common/cli_checks.h"
 #include "runtime/backend/gemm.h"
 #include "runtime/ops.h"
 

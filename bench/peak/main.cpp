@@ -4,10 +4,9 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-
-#include "apps/common/cli_checks.h"
 #include <nlohmann/json.hpp>
 
+#include "apps/common/cli_checks.h"
 #include "bench/common/peak.h"
 
 int main(int argc, char** argv) {

@@ -1,5 +1,6 @@
 // tandem-bench-scaling: one JSON line (rank 0) per run under `mpirun -np N`: the DDP training step
-// of the mlp or cnn at a per-rank batch, with the gradient all-reduce and without it (same compute
+// of the mlp, the cnn or a GPT (random tokens; AdamW with decay on matrices as tandem-train) at a
+// per-rank batch, with the gradient all-reduce and without it (same compute
 // and bucket copies, all-reduce skipped), the all-reduce time of the same buckets on its own, and
 // the fraction of that time hidden under backward. Step times are the slowest rank's median.
 // The one-rank baseline is measured in the same job: each rank in turn trains alone while the
@@ -15,13 +16,13 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-
-#include "apps/common/cli_checks.h"
 #include <nlohmann/json.hpp>
 
+#include "apps/common/cli_checks.h"
 #include "apps/common/host_memory.h"
 #include "comm/mpi/mpi_check.h"
 #include "comm/mpi/mpi_comm.h"
+#include "nn/gpt.h"
 #include "nn/models.h"
 #include "nn/optim.h"
 #include "nn/parallel/ddp.h"
@@ -58,6 +59,7 @@ struct Timings {
 
 struct Setup {
   std::string model;
+  std::string gpt_size;  // model gpt: nn::GPTConfig::preset's name
   int64_t batch;
   DDPOptions ddp;
 };
@@ -66,24 +68,41 @@ struct Setup {
 struct Runner {
   std::shared_ptr<nn::Module> net;
   std::unique_ptr<DistributedDataParallel> ddp;
-  std::unique_ptr<nn::SGD> opt;
+  std::unique_ptr<nn::Optimizer> opt;
+  int64_t vocab = 0;  // gpt: logits per position
 
   Runner(const Setup& s, std::shared_ptr<comm::Communicator> comm, bool skip) {
     Generator gen(0);
-    auto seq = nn::make_model(s.model, gen);
-    seq->fuse_batchnorm_epilogues();  // as tandem-train runs it
-    net = seq;
+    if (s.model == "gpt") {
+      auto gpt = std::make_shared<nn::GPT>(nn::GPTConfig::preset(s.gpt_size), gen);
+      vocab = gpt->config().vocab_size;
+      net = gpt;
+    } else {
+      auto seq = nn::make_model(s.model, gen);
+      seq->fuse_batchnorm_epilogues();  // as tandem-train runs it
+      net = seq;
+    }
     ddp = std::make_unique<DistributedDataParallel>(net, comm, s.ddp);
     ddp->reducer().skip_allreduce_for_benchmarks(skip);
-    nn::SGDOptions so;
-    so.lr = 0.01;
-    so.momentum = 0.9;
-    opt = std::make_unique<nn::SGD>(ddp->parameters(), so);
+    if (s.model == "gpt") {  // AdamW, decay on the matrices, as tandem-train's gpt
+      nn::ParamGroup decay, rest;
+      for (const Tensor& p : ddp->parameters()) (p.dim() >= 2 ? decay : rest).params.push_back(p);
+      decay.weight_decay = 0.1;
+      nn::AdamOptions ao;
+      ao.lr = decay.lr = rest.lr = 1e-4;
+      opt = std::make_unique<nn::AdamW>(std::vector<nn::ParamGroup>{decay, rest}, ao);
+    } else {
+      nn::SGDOptions so;
+      so.lr = 0.01;
+      so.momentum = 0.9;
+      opt = std::make_unique<nn::SGD>(ddp->parameters(), so);
+    }
   }
 
   void step(const Tensor& x, const Tensor& y) {
     opt->zero_grad();
-    Tensor loss = ops::cross_entropy(ddp->forward(x), y);
+    Tensor out = ddp->forward(x);
+    Tensor loss = ops::cross_entropy(vocab > 0 ? ops::reshape(out, {-1, vocab}) : out, y);
     loss.backward();
     ddp->finalize();
     opt->step();
@@ -105,13 +124,16 @@ double load_average() {
 int main(int argc, char** argv) {
   CLI::App app{"tandem-bench-scaling: DDP step time with and without communication (run under mpirun)",
                "tandem-bench-scaling"};
-  std::string model = "mlp";
+  std::string model = "mlp", gpt_size = "small";
   int64_t batch = 128, steps = 10, warmup = 5, rounds = 9;
   int threads = 1;
   DDPOptions ddp;  // its defaults are the flags' defaults
   bool no_broadcast_buffers = false;
-  app.add_option("--model", model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
-  app.add_option("--batch-size", batch, "samples per step per rank")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--model", model, "mlp, cnn or gpt")->check(CLI::IsMember({"mlp", "cnn", "gpt"}))->capture_default_str();
+  app.add_option("--gpt-size", gpt_size, "gpt: tiny, small (tandem-train's default shape) or gpt2-124m")
+      ->check(CLI::IsMember({"tiny", "small", "gpt2-124m"}))
+      ->capture_default_str();
+  app.add_option("--batch-size", batch, "samples (gpt: sequences) per step per rank")->check(tandem::app::kPositive)->capture_default_str();
   app.add_option("--steps", steps, "timed steps per round and mode")->check(tandem::app::kPositive)->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps per mode first")->check(tandem::app::kNonNegative)->capture_default_str();
   app.add_option("--rounds", rounds, "rounds alternating the two modes")->check(tandem::app::kPositive)->capture_default_str();
@@ -134,7 +156,7 @@ int main(int argc, char** argv) {
     auto comm = comm::make_mpi_communicator();
     const int rank = comm->rank(), world = comm->size();
     ddp.broadcast_buffers = !no_broadcast_buffers;
-    Setup setup{model, batch, ddp};
+    Setup setup{model, gpt_size, batch, ddp};
     Runner with_comm(setup, comm, false), without_comm(setup, comm, true);
     // The one-rank baseline, measured in this job between the N-rank rounds (side by side, so the
     // ratio survives the machine's drift between separate launches): each rank in turn alone with
@@ -151,8 +173,19 @@ int main(int argc, char** argv) {
     // Per-rank data (ranks see different samples, as under a DistributedSampler).
     Generator gen(1000 + static_cast<uint64_t>(rank));
     Shape in_shape = model == "cnn" ? Shape{batch, 1, 28, 28} : Shape{batch, 784};
+    const int64_t context = model == "gpt" ? nn::GPTConfig::preset(gpt_size).context : 0;
     std::vector<Tensor> xs, ys;
     for (int i = 0; i < 4; ++i) {
+      if (model == "gpt") {  // random tokens: the step's cost does not depend on them
+        std::vector<int64_t> x(static_cast<size_t>(batch * context)), y(x.size());
+        for (size_t k = 0; k < x.size(); ++k) {
+          x[k] = static_cast<int64_t>((k * 2654435761u + static_cast<size_t>(i + 7 * rank)) % 251);
+          y[k] = static_cast<int64_t>((k * 40503u + static_cast<size_t>(i)) % 251);
+        }
+        xs.push_back(Tensor::from_vector(x, {batch, context}));
+        ys.push_back(Tensor::from_vector(y, {batch * context}));
+        continue;
+      }
       xs.push_back(rand_normal(in_shape, 0.0, 1.0, gen));
       std::vector<int64_t> labels(static_cast<size_t>(batch));
       for (int64_t k = 0; k < batch; ++k) labels[static_cast<size_t>(k)] = (k * 7 + i) % 10;
@@ -233,7 +266,7 @@ int main(int argc, char** argv) {
       int64_t grad_bytes = 0;
       for (int64_t b : with_comm.ddp->reducer().bucket_bytes()) grad_bytes += b;
       nlohmann::json j{{"bench", "scaling"},
-                       {"model", model},
+                       {"model", model == "gpt" ? "gpt-" + gpt_size : model},
                        {"world_size", world},
                        {"batch_per_rank", batch},
                        {"threads_per_rank", threads},
@@ -246,6 +279,7 @@ int main(int argc, char** argv) {
                        {"step_ms_nocomm", 1e3 * step_nocomm},
                        {"samples_per_s", static_cast<double>(batch * world) / step},
                        {"samples_per_s_nocomm", static_cast<double>(batch * world) / step_nocomm},
+                       {"tokens_per_s", context > 0 ? static_cast<double>(batch * context * world) / step : 0.0},
                        {"comm_overhead", step / step_nocomm},
                        {"step_ms_solo", 1e3 * step_solo},
                        {"step_ms_solo_per_rank", solo_ms},

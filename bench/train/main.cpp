@@ -13,10 +13,9 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-
-#include "apps/common/cli_checks.h"
 #include <nlohmann/json.hpp>
 
+#include "apps/common/cli_checks.h"
 #include "apps/common/host_memory.h"
 #ifdef TANDEM_HAVE_CUDA
 #include "kernels/cuda/backend.h"
