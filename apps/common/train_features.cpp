@@ -226,8 +226,14 @@ void FullTrainer::save() {
 void FullTrainer::resume(const std::string& path) {
   const int64_t global_batch = config().batch_size * world().size();
   // Rank 0 reads, every rank parses: works with or without a filesystem shared by the nodes.
-  nn::TrainProgress p =
-      nn::load_training_state(load_checkpoint_from_rank0(path, ps_.comm.get()), components(), global_batch);
+  const serialization::LoadedCheckpoint ck = load_checkpoint_from_rank0(path, ps_.comm.get());
+  // Another model's checkpoint is the likeliest mistake: say so before any of its consequences (a
+  // different global batch, missing weights).
+  const auto model = ck.state.strings.find("model");
+  TANDEM_CHECK(model == ck.state.strings.end() || model->second == config().model,
+               "--resume '{}': the checkpoint is of model {}, this run trains {}", ck.path, model->second,
+               config().model);
+  nn::TrainProgress p = nn::load_training_state(ck, components(), global_batch);
   TANDEM_CHECK(p.sampler_position % global_batch == 0,
                "--resume '{}': the checkpoint stopped at sample {} of its epoch, not a multiple of the global "
                "batch {}; resume with the batch size and world size it was written with",
