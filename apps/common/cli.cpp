@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/common/cli_checks.h"
+#include "apps/common/config_file.h"
 #include "apps/common/gpt_cli.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/operations.h"
@@ -107,6 +108,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
 
   // Combinations that make no sense are usage errors (exit 2), not run-time failures.
   app.final_callback([&app, &cfg] {
+    if (!cfg.config_path.empty() && app.count("--model") == 0) cfg.model = gpt_or(cfg.config_path, cfg.model);
     apply_gpt_defaults(app, cfg);
     if (cfg.mode == "dp" && cfg.devices.empty())
       throw CLI::ValidationError("--mode dp", "needs --devices, e.g. --devices cpu:0,cpu:1 or cuda:0,cuda:1");

@@ -3,30 +3,48 @@
 
 #include <fmt/format.h>
 
+#include "runtime/error.h"
+
 namespace tandem::app {
 
 namespace {
 
 using nn::config::RunConfig;
 
-// tandem-train's data is Fashion-MNIST (784 pixels, 10 classes) and its loader lays the batches out
-// for its own two models; a file describing another model is an error, not a silent swap.
+// tandem-train's data is Fashion-MNIST (784 pixels, 10 classes) for its own two models, or text for
+// its gpt; a file describing another model is an error, not a silent swap.
 std::string trainable_model(const RunConfig& rc) {
   const nn::config::ModelConfig& m = rc.model;
   if (m.type == "cnn") return "cnn";
+  if (m.type == "gpt") {
+    if (m.vocab_size != 256)
+      nn::config::config_error(rc, "model.parameters.vocab_size",
+                               fmt::format("tandem-train's gpt reads bytes (vocab_size 256) or takes its vocabulary "
+                                           "from --tokenizer; this file has {}", m.vocab_size));
+    return "gpt";
+  }
   if (m.type == "mlp" && m.layer_sizes == std::vector<int64_t>{784, 512, 512, 10} && m.dropout == 0.0) return "mlp";
   const std::string what =
       m.type == "mlp" ? fmt::format("an mlp with layer_sizes [{}]{}", fmt::join(m.layer_sizes, ", "),
                                     m.dropout > 0.0 ? fmt::format(" and dropout {}", m.dropout) : std::string())
                       : fmt::format("a sequential model of {} layers", m.layers.size());
   nn::config::config_error(rc, "model",
-                           fmt::format("tandem-train trains only its Fashion-MNIST models: type mlp with layer_sizes "
-                                       "[784, 512, 512, 10] and no dropout, or type cnn; this file has {}. Train "
+                           fmt::format("tandem-train trains only its Fashion-MNIST models (type mlp with layer_sizes "
+                                       "[784, 512, 512, 10] and no dropout, or type cnn) and type gpt; this file has "
+                                       "{}. Train "
                                        "other models through the library (nn::config::build_model), or give --model",
                                        what));
 }
 
 }  // namespace
+
+std::string gpt_or(const std::string& path, const std::string& otherwise) {
+  try {
+    return nn::config::load_run_config(path).model.type == "gpt" ? "gpt" : otherwise;
+  } catch (const Error&) {
+    return otherwise;
+  }
+}
 
 void apply_config_file(const CLI::App& app, TrainConfig& cfg) {
   if (cfg.config_path.empty()) return;
@@ -37,6 +55,12 @@ void apply_config_file(const CLI::App& app, TrainConfig& cfg) {
   };
 
   if (app.count("--model") == 0) cfg.model = trainable_model(rc);
+  if (rc.model.type == "gpt" && cfg.model == "gpt") {  // the file's shape under the command line's flags
+    if (from_file("model.parameters.n_layer", "--n-layer")) cfg.gpt.n_layer = rc.model.n_layer;
+    if (from_file("model.parameters.n_head", "--n-head")) cfg.gpt.n_head = rc.model.n_head;
+    if (from_file("model.parameters.n_embd", "--n-embd")) cfg.gpt.n_embd = rc.model.n_embd;
+    if (from_file("model.parameters.context", "--context")) cfg.gpt.context = rc.model.context;
+  }
   if (rc.sets("loss") && !(rc.loss.type == "cross_entropy" && rc.loss.reduction == "mean"))
     nn::config::config_error(rc, rc.loss.type == "cross_entropy" ? "loss.parameters.reduction" : "loss.type",
                              "tandem-train trains its classifiers with cross_entropy, reduction mean; write "

@@ -131,17 +131,9 @@ std::string as_text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), 
 
 }  // namespace
 
+// Weight decay on matrices and embeddings only, whichever optimizer (fused or not).
 std::unique_ptr<nn::Optimizer> make_gpt_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {
-  const nn::config::OptimizerConfig& o = cfg.optimizer;
-  if (o.type != "adamw" || o.fused) return make_optimizer(cfg, params);
-  nn::ParamGroup decay, no_decay;
-  for (const Tensor& p : params) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
-  decay.lr = no_decay.lr = o.learning_rate;
-  decay.weight_decay = o.weight_decay;
-  std::vector<nn::ParamGroup> groups;
-  for (auto* g : {&decay, &no_decay})
-    if (!g->params.empty()) groups.push_back(*g);
-  return std::make_unique<nn::AdamW>(std::move(groups), nn::config::adam_options(o));
+  return nn::config::build_optimizer(cfg.optimizer, params, nn::config::DecayOn::Matrices);
 }
 
 int train_gpt(const TrainConfig& cfg, ParallelSetup ps, Device device) {

@@ -13,9 +13,9 @@
 
 namespace tandem::app {
 
-// AdamW with nanoGPT's decay groups: weight decay on every parameter with >= 2 dims (the matrices
-// and the embeddings, the tied wte among them), none on biases and LayerNorm weights. Other
-// optimizers (or fused ones): make_optimizer, decaying all parameters.
+// The run's optimizer with nanoGPT's decay groups: weight decay on every parameter with >= 2 dims
+// (the matrices and the embeddings, the tied wte among them), none on biases and LayerNorm weights;
+// for every optimizer type, fused or not (nn::config::DecayOn::Matrices).
 std::unique_ptr<nn::Optimizer> make_gpt_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);
 
 // The run from the parallel setup on `device` (collective under ddp), with the services every run

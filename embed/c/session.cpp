@@ -39,7 +39,9 @@ Session::Session(const std::string& config_file, const std::string& device, std:
     ddp_ = ddp.get();
     model_ = ddp;
   }
-  optimizer_ = nn::config::build_optimizer(config_.optimizer, model_->parameters());
+  // A GPT decays its matrices and embeddings only, as tandem-train's does.
+  optimizer_ = nn::config::build_optimizer(config_.optimizer, model_->parameters(),
+                                           tokens_in() ? nn::config::DecayOn::Matrices : nn::config::DecayOn::All);
   scheduler_ = nn::config::build_scheduler(config_.lr_scheduler, *optimizer_);
   if (config_.amp == "f16") amp_ = DType::f16;
   if (config_.amp == "bf16") amp_ = DType::bf16;
@@ -60,13 +62,23 @@ Tensor Session::to_model(const ArrayRef& a, DType dtype) const {
   return t.to(device_);
 }
 
+bool Session::tokens_in() const { return config_.model.type == "gpt"; }  // parsed: lower-case
+
+Tensor Session::model_input(const ArrayRef& input) const {
+  if (!tokens_in()) return to_model(input, DType::f32);
+  TANDEM_CHECK(!is_floating(input.dtype) && input.shape.size() == 2,
+               "input: a gpt model takes token ids, int32 or int64 of shape [batch, positions], got {} of shape {}",
+               dtype_name(input.dtype), shape_str(input.shape));
+  return to_model(input, DType::i64);
+}
+
 double Session::train(const ArrayRef& input, const ArrayRef& label) {
   const bool classes = config_.loss.type == "cross_entropy";
   TANDEM_CHECK(classes || is_floating(label.dtype), "label: loss {} needs float32 or float64 labels, got {}",
                config_.loss.type, dtype_name(label.dtype));
   TANDEM_CHECK(!classes || !is_floating(label.dtype), "label: cross_entropy needs class indices (int32 or int64), "
                "got {}", dtype_name(label.dtype));
-  Tensor x = to_model(input, DType::f32);
+  Tensor x = model_input(input);
   Tensor y = to_model(label, classes ? DType::i64 : DType::f32);
   const bool last_micro = micro_ + 1 >= config_.accumulation_steps;
   std::optional<nn::parallel::DistributedDataParallel::NoSync> no_sync;
@@ -99,7 +111,7 @@ double Session::train(const ArrayRef& input, const ArrayRef& label) {
 }
 
 void Session::inference(const ArrayRef& input, void* out, DType out_dtype, const Shape& out_shape) {
-  Tensor x = to_model(input, DType::f32);
+  Tensor x = model_input(input);
   Tensor y;
   {
     NoGradGuard no_grad;

@@ -52,6 +52,10 @@ class Session {
   // The caller's array as a tensor of `dtype` on the model's device: its memory itself where it is
   // already that (f32 on the device), else a converted copy.
   Tensor to_model(const ArrayRef& a, DType dtype) const;
+  // Whether the model takes token ids (gpt), not f32 features.
+  bool tokens_in() const;
+  // The input as the model takes it: f32 features, or a gpt's token ids [batch, positions] as i64.
+  Tensor model_input(const ArrayRef& input) const;
   nn::TrainComponents components();
 
   nn::config::RunConfig config_;

@@ -1,5 +1,8 @@
 ! tandem's Fortran module (`use tandem`): the C API of include/tandem/tandem_c.h through
-! ISO_C_BINDING, generic over real32/real64 arrays of any rank from 1 to 8 (assumed-rank, contiguous).
+! ISO_C_BINDING, generic over real32/real64 arrays of any rank from 1 to 8 (assumed-rank, contiguous),
+! and int32/int64 ones for class indices (labels of cross_entropy) and a gpt's token ids: a gpt of
+! context T trained on B sequences takes ids(T, B) and next-token labels(T, B), and its inference
+! gives logits(vocab_size, T, B).
 !
 ! Layout: Fortran arrays are column-major, the C API's are row-major, so the batch is the LAST
 ! dimension here: an mlp of 3 inputs trained on 256 samples takes input(3, 256) and label(1, 256);
@@ -8,7 +11,7 @@
 ! has the message.
 module tandem
   use, intrinsic :: iso_c_binding
-  use, intrinsic :: iso_fortran_env, only: real32, real64, int64
+  use, intrinsic :: iso_fortran_env, only: real32, real64, int32, int64
   use mpi_f08, only: MPI_Comm
   implicit none
   private
@@ -16,7 +19,8 @@ module tandem
   integer(c_int), parameter, public :: TANDEM_SUCCESS = 0, TANDEM_INVALID_USAGE = 1, TANDEM_NOT_SUPPORTED = 2, &
                                        TANDEM_INTERNAL_ERROR = 3, TANDEM_CUDA_ERROR = 4, TANDEM_MPI_ERROR = 5, &
                                        TANDEM_NCCL_ERROR = 6, TANDEM_IO_ERROR = 7, TANDEM_COMM_ERROR = 8
-  integer(c_int), parameter :: FLOAT32 = 0, FLOAT64 = 1
+  ! tandem_dtype_t (named apart from iso_fortran_env's kinds, which Fortran would not tell from them)
+  integer(c_int), parameter :: DTYPE_F32 = 0, DTYPE_F64 = 1, DTYPE_I32 = 2, DTYPE_I64 = 3
 
   ! A model: create it with tandem_model_create(_distributed), free it with tandem_model_destroy.
   type, public :: tandem_model
@@ -108,10 +112,13 @@ module tandem
 
   interface tandem_train
     module procedure train_r4_r4, train_r4_r8, train_r8_r4, train_r8_r8
+    ! class indices as labels; token ids in and out (gpt)
+    module procedure train_r4_i4, train_r4_i8, train_r8_i4, train_r8_i8, train_i4_i4, train_i8_i8
   end interface tandem_train
 
   interface tandem_inference
     module procedure inference_r4_r4, inference_r4_r8, inference_r8_r4, inference_r8_r8
+    module procedure inference_i4_r4, inference_i4_r8, inference_i8_r4, inference_i8_r8  ! token ids (gpt)
   end interface tandem_inference
 
 contains
@@ -209,7 +216,7 @@ contains
     real(real32), intent(in), contiguous, target :: input(..), label(..)
     real(c_float), intent(out), optional :: loss
     integer(c_int) :: res
-    res = train_any(model, c_loc(input), FLOAT32, shape(input, c_int64_t), c_loc(label), FLOAT32, &
+    res = train_any(model, c_loc(input), DTYPE_F32, shape(input, c_int64_t), c_loc(label), DTYPE_F32, &
                     shape(label, c_int64_t), loss)
   end function train_r4_r4
 
@@ -219,7 +226,7 @@ contains
     real(real64), intent(in), contiguous, target :: label(..)
     real(c_float), intent(out), optional :: loss
     integer(c_int) :: res
-    res = train_any(model, c_loc(input), FLOAT32, shape(input, c_int64_t), c_loc(label), FLOAT64, &
+    res = train_any(model, c_loc(input), DTYPE_F32, shape(input, c_int64_t), c_loc(label), DTYPE_F64, &
                     shape(label, c_int64_t), loss)
   end function train_r4_r8
 
@@ -229,7 +236,7 @@ contains
     real(real32), intent(in), contiguous, target :: label(..)
     real(c_float), intent(out), optional :: loss
     integer(c_int) :: res
-    res = train_any(model, c_loc(input), FLOAT64, shape(input, c_int64_t), c_loc(label), FLOAT32, &
+    res = train_any(model, c_loc(input), DTYPE_F64, shape(input, c_int64_t), c_loc(label), DTYPE_F32, &
                     shape(label, c_int64_t), loss)
   end function train_r8_r4
 
@@ -238,9 +245,69 @@ contains
     real(real64), intent(in), contiguous, target :: input(..), label(..)
     real(c_float), intent(out), optional :: loss
     integer(c_int) :: res
-    res = train_any(model, c_loc(input), FLOAT64, shape(input, c_int64_t), c_loc(label), FLOAT64, &
+    res = train_any(model, c_loc(input), DTYPE_F64, shape(input, c_int64_t), c_loc(label), DTYPE_F64, &
                     shape(label, c_int64_t), loss)
   end function train_r8_r8
+
+  function train_r4_i4(model, input, label, loss) result(res)
+    type(tandem_model), intent(in) :: model
+    real(real32), intent(in), contiguous, target :: input(..)
+    integer(int32), intent(in), contiguous, target :: label(..)
+    real(c_float), intent(out), optional :: loss
+    integer(c_int) :: res
+    res = train_any(model, c_loc(input), DTYPE_F32, shape(input, c_int64_t), c_loc(label), DTYPE_I32, &
+                    shape(label, c_int64_t), loss)
+  end function train_r4_i4
+
+  function train_r4_i8(model, input, label, loss) result(res)
+    type(tandem_model), intent(in) :: model
+    real(real32), intent(in), contiguous, target :: input(..)
+    integer(int64), intent(in), contiguous, target :: label(..)
+    real(c_float), intent(out), optional :: loss
+    integer(c_int) :: res
+    res = train_any(model, c_loc(input), DTYPE_F32, shape(input, c_int64_t), c_loc(label), DTYPE_I64, &
+                    shape(label, c_int64_t), loss)
+  end function train_r4_i8
+
+  function train_r8_i4(model, input, label, loss) result(res)
+    type(tandem_model), intent(in) :: model
+    real(real64), intent(in), contiguous, target :: input(..)
+    integer(int32), intent(in), contiguous, target :: label(..)
+    real(c_float), intent(out), optional :: loss
+    integer(c_int) :: res
+    res = train_any(model, c_loc(input), DTYPE_F64, shape(input, c_int64_t), c_loc(label), DTYPE_I32, &
+                    shape(label, c_int64_t), loss)
+  end function train_r8_i4
+
+  function train_r8_i8(model, input, label, loss) result(res)
+    type(tandem_model), intent(in) :: model
+    real(real64), intent(in), contiguous, target :: input(..)
+    integer(int64), intent(in), contiguous, target :: label(..)
+    real(c_float), intent(out), optional :: loss
+    integer(c_int) :: res
+    res = train_any(model, c_loc(input), DTYPE_F64, shape(input, c_int64_t), c_loc(label), DTYPE_I64, &
+                    shape(label, c_int64_t), loss)
+  end function train_r8_i8
+
+  function train_i4_i4(model, input, label, loss) result(res)
+    type(tandem_model), intent(in) :: model
+    integer(int32), intent(in), contiguous, target :: input(..)
+    integer(int32), intent(in), contiguous, target :: label(..)
+    real(c_float), intent(out), optional :: loss
+    integer(c_int) :: res
+    res = train_any(model, c_loc(input), DTYPE_I32, shape(input, c_int64_t), c_loc(label), DTYPE_I32, &
+                    shape(label, c_int64_t), loss)
+  end function train_i4_i4
+
+  function train_i8_i8(model, input, label, loss) result(res)
+    type(tandem_model), intent(in) :: model
+    integer(int64), intent(in), contiguous, target :: input(..)
+    integer(int64), intent(in), contiguous, target :: label(..)
+    real(c_float), intent(out), optional :: loss
+    integer(c_int) :: res
+    res = train_any(model, c_loc(input), DTYPE_I64, shape(input, c_int64_t), c_loc(label), DTYPE_I64, &
+                    shape(label, c_int64_t), loss)
+  end function train_i8_i8
 
   function inference_any(model, input, input_dtype, input_shape, output, output_dtype, output_shape) result(res)
     type(tandem_model), intent(in) :: model
@@ -257,7 +324,7 @@ contains
     real(real32), intent(in), contiguous, target :: input(..)
     real(real32), intent(inout), contiguous, target :: output(..)
     integer(c_int) :: res
-    res = inference_any(model, c_loc(input), FLOAT32, shape(input, c_int64_t), c_loc(output), FLOAT32, &
+    res = inference_any(model, c_loc(input), DTYPE_F32, shape(input, c_int64_t), c_loc(output), DTYPE_F32, &
                         shape(output, c_int64_t))
   end function inference_r4_r4
 
@@ -266,7 +333,7 @@ contains
     real(real32), intent(in), contiguous, target :: input(..)
     real(real64), intent(inout), contiguous, target :: output(..)
     integer(c_int) :: res
-    res = inference_any(model, c_loc(input), FLOAT32, shape(input, c_int64_t), c_loc(output), FLOAT64, &
+    res = inference_any(model, c_loc(input), DTYPE_F32, shape(input, c_int64_t), c_loc(output), DTYPE_F64, &
                         shape(output, c_int64_t))
   end function inference_r4_r8
 
@@ -275,7 +342,7 @@ contains
     real(real64), intent(in), contiguous, target :: input(..)
     real(real32), intent(inout), contiguous, target :: output(..)
     integer(c_int) :: res
-    res = inference_any(model, c_loc(input), FLOAT64, shape(input, c_int64_t), c_loc(output), FLOAT32, &
+    res = inference_any(model, c_loc(input), DTYPE_F64, shape(input, c_int64_t), c_loc(output), DTYPE_F32, &
                         shape(output, c_int64_t))
   end function inference_r8_r4
 
@@ -284,9 +351,45 @@ contains
     real(real64), intent(in), contiguous, target :: input(..)
     real(real64), intent(inout), contiguous, target :: output(..)
     integer(c_int) :: res
-    res = inference_any(model, c_loc(input), FLOAT64, shape(input, c_int64_t), c_loc(output), FLOAT64, &
+    res = inference_any(model, c_loc(input), DTYPE_F64, shape(input, c_int64_t), c_loc(output), DTYPE_F64, &
                         shape(output, c_int64_t))
   end function inference_r8_r8
+
+  function inference_i4_r4(model, input, output) result(res)
+    type(tandem_model), intent(in) :: model
+    integer(int32), intent(in), contiguous, target :: input(..)
+    real(real32), intent(inout), contiguous, target :: output(..)
+    integer(c_int) :: res
+    res = inference_any(model, c_loc(input), DTYPE_I32, shape(input, c_int64_t), c_loc(output), DTYPE_F32, &
+                        shape(output, c_int64_t))
+  end function inference_i4_r4
+
+  function inference_i4_r8(model, input, output) result(res)
+    type(tandem_model), intent(in) :: model
+    integer(int32), intent(in), contiguous, target :: input(..)
+    real(real64), intent(inout), contiguous, target :: output(..)
+    integer(c_int) :: res
+    res = inference_any(model, c_loc(input), DTYPE_I32, shape(input, c_int64_t), c_loc(output), DTYPE_F64, &
+                        shape(output, c_int64_t))
+  end function inference_i4_r8
+
+  function inference_i8_r4(model, input, output) result(res)
+    type(tandem_model), intent(in) :: model
+    integer(int64), intent(in), contiguous, target :: input(..)
+    real(real32), intent(inout), contiguous, target :: output(..)
+    integer(c_int) :: res
+    res = inference_any(model, c_loc(input), DTYPE_I64, shape(input, c_int64_t), c_loc(output), DTYPE_F32, &
+                        shape(output, c_int64_t))
+  end function inference_i8_r4
+
+  function inference_i8_r8(model, input, output) result(res)
+    type(tandem_model), intent(in) :: model
+    integer(int64), intent(in), contiguous, target :: input(..)
+    real(real64), intent(inout), contiguous, target :: output(..)
+    integer(c_int) :: res
+    res = inference_any(model, c_loc(input), DTYPE_I64, shape(input, c_int64_t), c_loc(output), DTYPE_F64, &
+                        shape(output, c_int64_t))
+  end function inference_i8_r8
 
   function tandem_save_checkpoint(model, dir) result(res)
     type(tandem_model), intent(in) :: model

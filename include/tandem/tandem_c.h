@@ -50,8 +50,8 @@ typedef enum {
 typedef enum {
   TANDEM_FLOAT32 = 0,
   TANDEM_FLOAT64 = 1,
-  TANDEM_INT32 = 2, /* labels (class indices) only */
-  TANDEM_INT64 = 3, /* labels (class indices) only */
+  TANDEM_INT32 = 2, /* labels (class indices), and a gpt model's input token ids */
+  TANDEM_INT64 = 3, /* labels (class indices), and a gpt model's input token ids */
   /* Not a dtype: keeps the type int-sized and any non-negative int a valid value of it, so that a
    * wrong value from C is an error code (TANDEM_INVALID_USAGE), not undefined behaviour in C++. */
   TANDEM_DTYPE_FORCE_INT_ = 0x7fffffff
@@ -93,8 +93,9 @@ TANDEM_C_API tandem_result_t tandem_model_destroy(tandem_model_t model);
 /* One training step on a micro-batch: forward, loss against `label`, backward; every
  * training.accumulation_steps calls, the optimizer step (clipping, LR schedule, loss scaling as
  * configured). input: `input_rank` dims of `input_shape`, float32/float64 (converted to the model's
- * float32); label: the loss's target (mse/l1: the output's shape and a float type; cross_entropy:
- * [batch] class indices, int32/int64). Buffers are the caller's, in host memory or, on a GPU model,
+ * float32), or for a gpt model token ids [batch, positions], int32/int64; label: the loss's target
+ * (mse/l1: the output's shape and a float type; cross_entropy: [batch] class indices, int32/int64,
+ * or a gpt's next tokens [batch, positions]). Buffers are the caller's, in host memory or, on a GPU model,
  * device memory; they are only read. `loss` (may be NULL) receives this micro-batch's loss. Collective
  * in a distributed model. */
 TANDEM_C_API tandem_result_t tandem_train(tandem_model_t model, const void* input, tandem_dtype_t input_dtype,
@@ -103,7 +104,8 @@ TANDEM_C_API tandem_result_t tandem_train(tandem_model_t model, const void* inpu
                                           float* loss);
 
 /* The model's output for `input` (no gradient, evaluation mode: dropout off, batch norm's running
- * statistics), written to `output`, whose shape must be the output's; float32 or float64. Local (not
+ * statistics), written to `output`, whose shape must be the output's (a gpt's: logits [batch,
+ * positions, vocab_size]); float32 or float64. Local (not
  * collective). */
 TANDEM_C_API tandem_result_t tandem_inference(tandem_model_t model, const void* input, tandem_dtype_t input_dtype,
                                               int input_rank, const int64_t* input_shape, void* output,

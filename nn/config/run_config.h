@@ -31,11 +31,14 @@ struct LayerConfig {
 };
 
 struct ModelConfig {
-  std::string type = "mlp";          // mlp | cnn | sequential
+  std::string type = "mlp";          // mlp | cnn | sequential | gpt
   std::vector<int64_t> layer_sizes;  // mlp: [in, hidden..., out] (linear layers, ReLU between)
   double dropout = 0.0;              // mlp: dropout after each hidden activation
   std::vector<LayerConfig> layers;   // sequential
   bool flatten_non_batch_dims = true;  // mlp (TorchFort's option): inputs [N, ...] are flattened to [N, -1]
+  // gpt (nn::GPT, GPT-2's blocks): input token ids [N, T], output logits [N, T, vocab_size]. The
+  // defaults are tandem-train's --model gpt shape (bytes as tokens).
+  int64_t n_layer = 4, n_head = 4, n_embd = 256, context = 128, vocab_size = 256;
 };
 
 struct LossConfig {
@@ -108,18 +111,25 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
 // The model is initialised from gen (PyTorch's default inits), which is not kept: Dropout layers draw
 // their masks from default_generator() (a Dropout keeps a pointer to its generator, and `gen` is
 // often a local). mlp: Linear-ReLU-[Dropout]...-Linear, named "0", "1", ... as nn::make_mlp; cnn:
-// nn::make_cnn; sequential: the layers in order. cnn and sequential models fuse BatchNorm-ReLU-
-// MaxPool2d runs (Sequential::fuse_batchnorm_epilogues: same names and results, faster on the CPU).
+// nn::make_cnn; sequential: the layers in order; gpt: nn::GPT of the config's shape (GPT-2's
+// initialisation). cnn and sequential models fuse BatchNorm-ReLU-MaxPool2d runs
+// (Sequential::fuse_batchnorm_epilogues: same names and results, faster on the CPU).
 std::shared_ptr<Module> build_model(const ModelConfig& model, Generator& gen);
-std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& optimizer, const std::vector<Tensor>& params);
+// Which parameters the optimizer's weight decay applies to: all of them (one group, PyTorch's
+// default), or those of >= 2 dimensions (weight matrices and embeddings, not biases or LayerNorms:
+// two groups, as GPT training does; what build_model's gpt is given by the C API and tandem-train).
+enum class DecayOn { All, Matrices };
+std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& optimizer, const std::vector<Tensor>& params,
+                                           DecayOn decay_on = DecayOn::All);
 // The Adam/AdamW hyperparameters of `optimizer` (lr, betas, eps, weight decay), for a caller that builds
-// its own parameter groups (the GPT app decays matrices only).
+// its own parameter groups.
 AdamOptions adam_options(const OptimizerConfig& optimizer);
 // nullptr for constant.
 std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& schedule, Optimizer& optimizer);
-// The loss of `output` against `target` (cross_entropy: target i64 class indices [N]; mse/l1: target
-// of output's shape), reduced as configured, as a differentiable scalar (reduction none: [N] for
-// cross_entropy, the output's shape for mse and l1). l1 is relu(d) + relu(-d): its gradient at d = 0 is 0.
+// The loss of `output` against `target` (cross_entropy: logits [N, C] and class indices [N], or a
+// sequence model's logits [N, T, C] and indices [N, T], every position a sample; mse/l1: target of
+// output's shape), reduced as configured, as a differentiable scalar (reduction none: [N] or [N * T]
+// for cross_entropy, the output's shape for mse and l1). l1 is relu(d) + relu(-d): its gradient at d = 0 is 0.
 Tensor compute_loss(const LossConfig& loss, const Tensor& output, const Tensor& target);
 
 }  // namespace tandem::nn::config

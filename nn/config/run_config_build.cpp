@@ -3,6 +3,7 @@
 
 #include "nn/config/checks.h"
 #include "nn/config/layer_specs.h"
+#include "nn/gpt.h"
 #include "nn/layers.h"
 #include "nn/models.h"
 #include "nn/optim.h"
@@ -54,6 +55,15 @@ std::shared_ptr<Module> build_model(const ModelConfig& model, Generator& gen) {
     cnn->fuse_batchnorm_epilogues();
     return cnn;
   }
+  if (type == "gpt") {
+    GPTConfig c;
+    c.n_layer = model.n_layer;
+    c.n_head = model.n_head;
+    c.n_embd = model.n_embd;
+    c.context = model.context;
+    c.vocab_size = model.vocab_size;
+    return std::make_shared<GPT>(c, gen);
+  }
   if (type == "sequential") {
     auto seq = std::make_shared<Sequential>();
     for (const LayerConfig& layer : model.layers) seq->push_back(make_layer(layer, gen));
@@ -83,9 +93,22 @@ AdamOptions adam_options(const OptimizerConfig& o) {
   return ao;
 }
 
-std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::vector<Tensor>& params) {
+std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::vector<Tensor>& params,
+                                           DecayOn decay_on) {
   check_optimizer(o, kThrow);
   const std::string type = lower(o.type);
+  // One group with the options' decay, or the matrices with it and the rest without (each group's lr
+  // and weight_decay override the options').
+  std::vector<ParamGroup> groups = single_group(params, o.learning_rate, o.weight_decay);
+  if (decay_on == DecayOn::Matrices) {
+    ParamGroup decay, rest;
+    for (const Tensor& p : params) (p.dim() >= 2 ? decay : rest).params.push_back(p);
+    decay.lr = rest.lr = o.learning_rate;
+    decay.weight_decay = o.weight_decay;
+    groups.clear();
+    for (ParamGroup* g : {&decay, &rest})
+      if (!g->params.empty()) groups.push_back(std::move(*g));
+  }
   if (type == "sgd") {
     SGDOptions so;
     so.lr = o.learning_rate;
@@ -93,16 +116,16 @@ std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::
     so.dampening = o.dampening;
     so.weight_decay = o.weight_decay;
     so.nesterov = o.nesterov;
-    if (o.fused) return std::make_unique<FusedSGD>(params, so);
-    return std::make_unique<SGD>(params, so);
+    if (o.fused) return std::make_unique<FusedSGD>(std::move(groups), so);
+    return std::make_unique<SGD>(std::move(groups), so);
   }
   const AdamOptions ao = adam_options(o);
   if (type == "adamw") {
-    if (o.fused) return std::make_unique<FusedAdamW>(params, ao);
-    return std::make_unique<AdamW>(params, ao);
+    if (o.fused) return std::make_unique<FusedAdamW>(std::move(groups), ao);
+    return std::make_unique<AdamW>(std::move(groups), ao);
   }
-  if (o.fused) return std::make_unique<FusedAdam>(params, ao);
-  return std::make_unique<Adam>(params, ao);
+  if (o.fused) return std::make_unique<FusedAdam>(std::move(groups), ao);
+  return std::make_unique<Adam>(std::move(groups), ao);
 }
 
 std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& s, Optimizer& optimizer) {
@@ -125,11 +148,17 @@ Tensor compute_loss(const LossConfig& loss, const Tensor& output, const Tensor& 
   const std::string type = lower(loss.type);
   const ops::Reduction reduction = reduction_of(loss.reduction);
   if (type == "cross_entropy") {
-    TANDEM_CHECK(output.dim() == 2 && target.dim() == 1 && target.size(0) == output.size(0),
-                 "loss cross_entropy: output has shape {} and target {}; expected logits [N, C] and class indices [N]",
+    const bool sequence = output.dim() == 3 && target.dim() == 2 && target.size(0) == output.size(0) &&
+                          target.size(1) == output.size(1);
+    TANDEM_CHECK(sequence || (output.dim() == 2 && target.dim() == 1 && target.size(0) == output.size(0)),
+                 "loss cross_entropy: output has shape {} and target {}; expected logits [N, C] and class indices "
+                 "[N], or a sequence's logits [N, T, C] and indices [N, T]",
                  shape_str(output.shape()), shape_str(target.shape()));
     TANDEM_CHECK(target.dtype() == DType::i64 || target.dtype() == DType::i32,
                  "loss cross_entropy: target has dtype {}; expected class indices (i64)", dtype_name(target.dtype()));
+    if (sequence)  // every position a sample
+      return ops::cross_entropy(ops::reshape(output, {-1, output.size(2)}), ops::reshape(target, {-1}), -100,
+                                reduction);
     return ops::cross_entropy(output, target, -100, reduction);
   }
   TANDEM_CHECK(output.shape() == target.shape(),

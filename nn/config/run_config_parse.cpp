@@ -294,7 +294,7 @@ LayerConfig parse_layer(RunConfig& out, const YAML::Node& node, const std::strin
 void parse_model(RunConfig& out, const Block& m) {
   m.only({"type", "parameters"});
   ModelConfig& model = out.model;
-  model.type = type_of(m, "mlp, cnn or sequential");
+  model.type = type_of(m, "mlp, cnn, sequential or gpt");
   const Block p = m.block("parameters");
   if (model.type == "mlp") {
     p.only({"layer_sizes", "dropout", "flatten_non_batch_dims"}, "model type mlp");
@@ -319,10 +319,17 @@ void parse_model(RunConfig& out, const Block& m) {
       out.key_lines[path] = line;
       model.layers.push_back(parse_layer(out, layers[i], path, line));
     }
+  } else if (model.type == "gpt") {
+    p.only({"n_layer", "n_head", "n_embd", "context", "vocab_size"}, "model type gpt");
+    p.get("n_layer", model.n_layer);
+    p.get("n_head", model.n_head);
+    p.get("n_embd", model.n_embd);
+    p.get("context", model.context);
+    p.get("vocab_size", model.vocab_size);
   } else if (model.type == "torchscript") {
     m.fail("type", "TorchScript models are not supported; describe the layers with type: sequential");
   } else {
-    m.fail("type", fmt::format("unknown model type '{}' (expected mlp, cnn or sequential)", model.type));
+    m.fail("type", fmt::format("unknown model type '{}' (expected mlp, cnn, sequential or gpt)", model.type));
   }
 }
 

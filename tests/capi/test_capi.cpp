@@ -3,6 +3,8 @@
 // header compiles as C.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -138,6 +140,49 @@ TEST(CApi, TrainingLowersTheLossAndCountsSteps) {
   EXPECT_EQ(tandem_get_step(m, &step), TANDEM_SUCCESS);
   EXPECT_EQ(step, 60);
   EXPECT_NE(probe(m), first_probe);
+  tandem_model_destroy(m);
+}
+
+// A GPT through the C API (host codes train transformers too): token ids [batch, positions] in,
+// logits [batch, positions, vocabulary] out. It learns a cycle of 12 tokens; float ids are refused.
+TEST(CApi, GptTrainsOnTokenIdsAndInfersLogits) {
+  TempDir dir;
+  tandem_model_t m = make(dir.write("gpt.yaml", "model:\n  type: gpt\n  parameters: {n_layer: 1, n_head: 2, "
+                                    "n_embd: 32, context: 16, vocab_size: 12}\nloss: {type: cross_entropy}\n"
+                                    "optimizer:\n  type: adamw\n  parameters: {learning_rate: 0.01, "
+                                    "weight_decay: 0.1}\n"));
+  constexpr int64_t kB = 4, kT = 16, kV = 12;
+  const int64_t ids_shape[2] = {kB, kT}, logits_shape[3] = {kB, kT, kV};
+  std::vector<int64_t> x(kB * kT), y(kB * kT);
+  for (int64_t b = 0; b < kB; ++b)
+    for (int64_t t = 0; t < kT; ++t) {
+      x[static_cast<size_t>(b * kT + t)] = (3 * b + t) % kV;
+      y[static_cast<size_t>(b * kT + t)] = (3 * b + t + 1) % kV;  // the next token
+    }
+  float first = 0, last = 0;
+  for (int s = 0; s < 60; ++s) {
+    float loss = -1;
+    ASSERT_EQ(tandem_train(m, x.data(), TANDEM_INT64, 2, ids_shape, y.data(), TANDEM_INT64, 2, ids_shape, &loss),
+              TANDEM_SUCCESS) << tandem_last_error();
+    if (s == 0) first = loss;
+    last = loss;
+  }
+  EXPECT_NEAR(first, std::log(12.0f), 0.3f);  // GPT-2's initialisation: near-uniform predictions
+  EXPECT_LT(last, 0.1f * first);
+  std::vector<float> logits(kB * kT * kV);
+  ASSERT_EQ(tandem_inference(m, x.data(), TANDEM_INT64, 2, ids_shape, logits.data(), TANDEM_FLOAT32, 3, logits_shape),
+            TANDEM_SUCCESS) << tandem_last_error();
+  int right = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* row = logits.data() + i * kV;
+    right += std::max_element(row, row + kV) - row == y[i];
+  }
+  EXPECT_EQ(right, kB * kT);
+  std::vector<float> float_ids(kB * kT, 1.0f);
+  float loss = 0;
+  EXPECT_TRUE(fails_with(tandem_train(m, float_ids.data(), TANDEM_FLOAT32, 2, ids_shape, y.data(), TANDEM_INT64, 2,
+                                      ids_shape, &loss),
+                         TANDEM_INVALID_USAGE, {"a gpt model takes token ids, int32 or int64"}));
   tandem_model_destroy(m);
 }
 

@@ -6,11 +6,13 @@
 #include <cmath>
 
 #include "nn/config/run_config.h"
+#include "nn/gpt.h"
 #include "nn/models.h"
 #include "nn/optim.h"
 #include "nn/optim/fused_adam.h"
 #include "nn/optim/fused_sgd.h"
 #include "runtime/autograd.h"
+#include "runtime/ops.h"
 #include "tests/config/config_test_util.h"
 #include "tests/support/gradcheck.h"
 
@@ -126,6 +128,53 @@ TEST(RunConfigBuild, CnnIsMakeCnn) {
   m.type = "cnn";
   Generator g1(3), g2(3);
   expect_same_state(*build_model(m, g1), *make_cnn(g2));
+}
+
+// type gpt is nn::GPT of the file's shape (defaults: tandem-train's), drawn from gen as nn::GPT is;
+// its logits [N, T, V] against ids [N, T] give cross_entropy over every position.
+TEST(RunConfigBuild, GptIsNnGptAndItsLossCountsEveryPosition) {
+  const RunConfig rc = parse_run_config("model:\n  type: gpt\n  parameters: {n_layer: 1, n_head: 2, n_embd: 16, "
+                                        "context: 8, vocab_size: 40}\nloss: {type: cross_entropy}\n");
+  Generator g1(3), g2(3);
+  auto built = build_model(rc.model, g1);
+  GPTConfig c;
+  c.n_layer = 1, c.n_head = 2, c.n_embd = 16, c.context = 8, c.vocab_size = 40;
+  GPT direct(c, g2);
+  expect_same_state(*built, direct);
+  EXPECT_EQ(parse_run_config("model: {type: gpt}\n").model.n_embd, 256);  // tandem-train's default shape
+  std::vector<int64_t> ids(2 * 8), targets(2 * 8);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i * 7 % 40), targets[i] = static_cast<int64_t>(i % 40);
+  const Tensor logits = built->forward(Tensor::from_vector(ids, {2, 8}));
+  ASSERT_EQ(logits.shape(), (Shape{2, 8, 40}));
+  const Tensor loss = compute_loss(rc.loss, logits, Tensor::from_vector(targets, {2, 8}));
+  const Tensor flat = ops::cross_entropy(ops::reshape(logits, {16, 40}), Tensor::from_vector(targets, {16}));
+  EXPECT_EQ(loss.item(), flat.item());
+  expect_contains(value_error_of([&] { compute_loss(rc.loss, logits, Tensor::from_vector(targets, {16})); }),
+                  {"or a sequence's logits [N, T, C] and indices [N, T]"});
+}
+
+// DecayOn::Matrices: weight decay on the >= 2-dim parameters only, for every optimizer type.
+TEST(RunConfigBuild, DecayOnMatricesOnly) {
+  for (const char* type : {"sgd", "adam", "adamw"}) {
+    for (bool fused : {false, true}) {
+      OptimizerConfig o;
+      o.type = type;
+      o.fused = fused;
+      o.learning_rate = 0.5;
+      o.weight_decay = 0.25;
+      std::vector<Tensor> params = two_params();  // a [3] vector and a [2, 2] matrix
+      auto all = build_optimizer(o, params);
+      ASSERT_EQ(all->param_groups().size(), 1u);
+      EXPECT_EQ(all->param_groups()[0].weight_decay, 0.25);
+      auto matrices = build_optimizer(o, params, DecayOn::Matrices);
+      ASSERT_EQ(matrices->param_groups().size(), 2u) << type;
+      EXPECT_EQ(matrices->param_groups()[0].params.size(), 1u);
+      EXPECT_EQ(matrices->param_groups()[0].params[0].dim(), 2);
+      EXPECT_EQ(matrices->param_groups()[0].weight_decay, 0.25);
+      EXPECT_EQ(matrices->param_groups()[1].weight_decay, 0.0);
+      EXPECT_EQ(matrices->param_groups()[1].lr, 0.5);
+    }
+  }
 }
 
 TEST(RunConfigBuild, OptimizersCarryTheirHyperparameters) {

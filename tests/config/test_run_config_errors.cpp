@@ -75,7 +75,7 @@ TEST(RunConfigErrors, MissingKeys) {
   const std::string msg = value_error_of([] { parse_run_config("loss: {type: mse}\n", "run.yaml"); });
   EXPECT_EQ(msg.rfind("run.yaml: model: required key missing", 0), 0u) << msg;
   expect_error("\nmodel:\n  parameters: {layer_sizes: [1, 1]}\n", "model", "model.type",
-               "required key missing (mlp, cnn or sequential)");
+               "required key missing (mlp, cnn, sequential or gpt)");
   expect_error("model:\n  type: mlp\n  parameters: {dropout: 0.1}\n", "parameters", "model.parameters.layer_sizes",
                "required key missing");
   expect_error("model:\n  type: mlp\n", "model", "model.parameters.layer_sizes", "required key missing");
@@ -129,6 +129,14 @@ TEST(RunConfigErrors, BadValues) {
                "expected an integer, got 2.5");
   expect_error("model:\n  type: sequential\n  parameters:\n    layers: []\n", "layers",
                "model.parameters.layers", "got an empty list");
+  expect_error("model:\n  type: gpt\n  parameters:\n    n_embd: 30\n    n_head: 4\n", "n_head",
+               "model.parameters.n_head", "must divide n_embd (30), got 4");
+  expect_error("model:\n  type: gpt\n  parameters:\n    n_layer: 0\n", "n_layer", "model.parameters.n_layer",
+               "must be >= 1, got 0");
+  expect_error("model:\n  type: gpt\n  parameters:\n    layers: 2\n", "layers", "model.parameters.layers",
+               "model type gpt");
+  expect_error("model:\n  type: transformer\n", "transformer", "model.type",
+               "unknown model type 'transformer' (expected mlp, cnn, sequential or gpt)");
 }
 
 TEST(RunConfigErrors, YamlSyntaxAndDocuments) {
