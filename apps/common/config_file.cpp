@@ -31,8 +31,8 @@ std::string trainable_model(const RunConfig& rc) {
   nn::config::config_error(rc, "model",
                            fmt::format("tandem-train trains only its Fashion-MNIST models (type mlp with layer_sizes "
                                        "[784, 512, 512, 10] and no dropout, or type cnn) and type gpt; this file has "
-                                       "{}. Train "
-                                       "other models through the library (nn::config::build_model), or give --model",
+                                       "{}. Train other models through the library (nn::config::build_model), or "
+                                       "give --model",
                                        what));
 }
 
