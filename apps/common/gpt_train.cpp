@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "apps/common/factory.h"
 #include "apps/common/run_services.h"
 #include "apps/common/train_features.h"
@@ -180,9 +182,11 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps, Device device) {
   RunServices services(cfg, trainer, device, log);  // progress, --trace, step records, SIGTERM, --status-port
   TrainResult r = trainer.fit();
   services.finish();
-  log.result("done: {} steps, val_loss {:.4f} {}, {:.0f} tokens/s, world size {}, param_hash {}", r.steps,
-             trainer.last_val_loss(), loss_unit, r.samples_per_s * static_cast<double>(wo.context), ps.world_size(),
-             trainer.param_hash());
+  const std::string val_loss = trainer.last_val_loss() >= 0  // none with --no-eval
+                                   ? fmt::format("val_loss {:.4f} {}", trainer.last_val_loss(), loss_unit)
+                                   : std::string("no validation");
+  log.result("done: {} steps, {}, {:.0f} tokens/s, world size {}, param_hash {}", r.steps, val_loss,
+             r.samples_per_s * static_cast<double>(wo.context), ps.world_size(), trainer.param_hash());
 
   if (ps.rank() == 0 && cfg.gpt.sample_tokens > 0) {
     nn::SampleOptions so;
