@@ -1,10 +1,14 @@
 // GPT-2's byte-level BPE: loading vocab.json and merges.txt, merging by rank, decoding.
 #include "runtime/data/bpe_tokenizer.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <climits>
+#include <exception>
 #include <fstream>
 #include <functional>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +22,7 @@ namespace {
 constexpr std::string_view kEndOfText = "<|endoftext|>";
 constexpr int64_t kMaxId = int64_t{1} << 24;  // far above any BPE vocabulary; a guard on the allocation
 constexpr size_t kCacheMax = size_t{1} << 20;  // pieces remembered (a few hundred MB at most)
+constexpr size_t kParallelFrom = size_t{1} << 20;  // bytes of text from which encode uses the threads
 
 bool printable_byte(int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; }
 
@@ -140,12 +145,7 @@ void BpeTokenizer::read_merges(const std::string& path) {
   TANDEM_CHECK_KIND(IO, !in.bad(), "BPE tokenizer: error reading '{}'", path);
 }
 
-void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& out) {
-  const std::string key(piece);
-  if (auto it = cache_.find(key); it != cache_.end()) {
-    out.insert(out.end(), it->second.begin(), it->second.end());
-    return;
-  }
+std::vector<int32_t> BpeTokenizer::merge_piece(std::string_view piece, Scratch& scratch) const {
   // GPT-2's encoder merges, while any pair does, every occurrence of the pair of lowest rank, left to
   // right; it rescans the word for each merge, which takes time quadratic in a piece's length (a long
   // run of letters, digits or punctuation is one piece: 200 KB of random letters took 4.5 s). The same
@@ -156,9 +156,9 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
   TANDEM_CHECK(piece.size() < size_t{INT32_MAX}, "BPE tokenizer: a piece of {} bytes (one run of one kind of "
                "character) is longer than the 2 GiB the tokenizer takes", piece.size());
   const auto n = static_cast<int32_t>(piece.size());
-  std::vector<int32_t>& id = scratch_ids_;
-  std::vector<int32_t>& next = scratch_next_;
-  std::vector<int32_t>& prev = scratch_prev_;
+  std::vector<int32_t>& id = scratch.ids;
+  std::vector<int32_t>& next = scratch.next;
+  std::vector<int32_t>& prev = scratch.prev;
   id.resize(static_cast<size_t>(n));
   next.resize(static_cast<size_t>(n));
   prev.resize(static_cast<size_t>(n));
@@ -169,7 +169,7 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
     prev[i] = i - 1;
   }
   constexpr int32_t kAbsorbed = INT32_MIN;  // a symbol merged into the one on its left
-  std::vector<Candidate>& heap = scratch_heap_;
+  std::vector<Candidate>& heap = scratch.heap;
   heap.clear();
   const auto add = [&](int32_t left) {  // the pair at `left`, if it merges, at the heap's end
     const int32_t right = left >= 0 ? next[left] : -1;
@@ -189,7 +189,7 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
   };
   for (int32_t i = 0; i + 1 < n; ++i) add(i);
   std::make_heap(heap.begin(), heap.end(), std::greater<>());
-  std::vector<int32_t>& merged = scratch_merged_;
+  std::vector<int32_t>& merged = scratch.merged;
   while (!heap.empty()) {
     const int32_t rank = heap.front().rank;  // one pair has this rank; merge all of its occurrences
     merged.clear();
@@ -216,20 +216,86 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
                  vocab_path_);
     word.push_back(id[i]);
   }
-  out.insert(out.end(), word.begin(), word.end());
-  if (cache_.size() < kCacheMax) cache_.emplace(key, std::move(word));
+  return word;
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text) {
-  std::vector<int32_t> ids;
+void BpeTokenizer::encode_into(std::string_view text, Scratch& scratch, PieceCache& cache, const PieceCache* shared,
+                               std::vector<int32_t>& out) const {
   while (!text.empty()) {
     // "<|endoftext|>" in the text is the special token; the text around it is encoded on its own.
     const size_t special = end_of_text_ >= 0 ? text.find(kEndOfText) : std::string_view::npos;
     const std::string_view part = text.substr(0, special);
-    for (const TextPiece& p : gpt2_pretokenize(part)) encode_piece(part.substr(p.begin, p.size), ids);
+    for (const TextPiece& t : gpt2_pretokenize(part)) {
+      const std::string piece(part.substr(t.begin, t.size));
+      const std::vector<int32_t>* word = nullptr;
+      if (shared)
+        if (auto it = shared->find(piece); it != shared->end()) word = &it->second;
+      if (!word) {
+        auto it = cache.find(piece);
+        if (it == cache.end()) {
+          std::vector<int32_t> merged = merge_piece(piece, scratch);
+          if (cache.size() >= kCacheMax) {
+            out.insert(out.end(), merged.begin(), merged.end());
+            continue;
+          }
+          it = cache.emplace(piece, std::move(merged)).first;
+        }
+        word = &it->second;
+      }
+      out.insert(out.end(), word->begin(), word->end());
+    }
     if (special == std::string_view::npos) break;
-    ids.push_back(end_of_text_);
+    out.push_back(end_of_text_);
     text.remove_prefix(special + kEndOfText.size());
+  }
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text) {
+  std::vector<int32_t> ids;
+  const int threads = text.size() >= kParallelFrom ? omp_get_max_threads() : 1;
+  if (threads <= 1) {
+    encode_into(text, scratch_, cache_, nullptr, ids);
+    return ids;
+  }
+  // Chunks of the text on the threads, cut where the pieces are the same as in the whole text: before
+  // a newline that follows a printable ASCII byte (the piece holding that byte ends there, and the
+  // whitespace run from the newline on depends only on what follows it; no "<|endoftext|>" or UTF-8
+  // sequence holds a newline). Each thread reads the shared cache (nobody writes it meanwhile) and
+  // keeps the pieces it merges in its own; the chunks' ids are joined in order. An error (a byte
+  // without a token) is the first chunk's that has one, as one thread would meet it.
+  const size_t target = text.size() / (static_cast<size_t>(threads) * 8) + 1;
+  std::vector<size_t> cuts = {0};
+  for (size_t at = target; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) break;
+    const auto before = static_cast<unsigned char>(text[nl - 1]);
+    if (before > 0x20 && before < 0x7f) {
+      cuts.push_back(nl);
+      at = nl + target;
+    } else {
+      at = nl + 1;
+    }
+  }
+  cuts.push_back(text.size());
+  const size_t chunks = cuts.size() - 1;
+  std::vector<std::vector<int32_t>> parts(chunks);
+  std::vector<std::exception_ptr> errors(chunks);
+#pragma omp parallel num_threads(threads)
+  {
+    Scratch scratch;
+    PieceCache mine;
+#pragma omp for schedule(dynamic)
+    for (size_t c = 0; c < chunks; ++c) {
+      try {
+        encode_into(text.substr(cuts[c], cuts[c + 1] - cuts[c]), scratch, mine, &cache_, parts[c]);
+      } catch (...) {
+        errors[c] = std::current_exception();
+      }
+    }
+  }
+  for (size_t c = 0; c < chunks; ++c) {
+    if (errors[c]) std::rethrow_exception(errors[c]);
+    ids.insert(ids.end(), parts[c].begin(), parts[c].end());
   }
   return ids;
 }

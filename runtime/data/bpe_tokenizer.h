@@ -36,7 +36,10 @@ class BpeTokenizer {
   // Ids of `text` (any bytes; UTF-8 is split into GPT-2's pieces, see gpt2_pretokenize.h): each piece
   // merged by lowest rank first, as GPT-2's encoder does, and "<|endoftext|>" in the text encoded as
   // that one token (as Hugging Face's GPT2Tokenizer does). ValueError when a byte that stays unmerged
-  // has no token. Remembers the ids of each piece it has seen (not thread-safe).
+  // has no token (the first such piece's, as one thread would find it). Remembers the ids of each
+  // piece it has seen (not thread-safe: one encode at a time). A text of 1 MiB or more is merged on
+  // the OpenMP threads, in chunks of pieces, each thread with pieces of its own remembered only for
+  // this call: the same ids on any thread count.
   std::vector<int32_t> encode(std::string_view text);
 
   // Whether `id` is a token (in range and given by vocab.json).
@@ -51,9 +54,27 @@ class BpeTokenizer {
   struct Merge {
     int32_t rank, result;
   };
+  // A pair of symbols that may merge, as it was when found: its rank and result, the position of its
+  // left symbol, both ids. Ordered by rank, then from the left.
+  struct Candidate {
+    int32_t rank, result, left, left_id, right_id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  };
+  // merge_piece's working arrays, kept between pieces (one per thread): symbols' ids and links,
+  // the symbols merged at one rank, candidate pairs.
+  struct Scratch {
+    std::vector<int32_t> ids, next, prev, merged;
+    std::vector<Candidate> heap;
+  };
   void read_vocab(const std::string& path);
   void read_merges(const std::string& path);
-  void encode_piece(std::string_view piece, std::vector<int32_t>& out);
+  using PieceCache = std::unordered_map<std::string, std::vector<int32_t>>;  // piece -> ids
+  // The ids of one piece (no cache).
+  std::vector<int32_t> merge_piece(std::string_view piece, Scratch& scratch) const;
+  // Appends the ids of `text` to `out`: pieces found in `shared` (may be null) or `cache`, the others
+  // merged and added to `cache` (up to kCacheMax pieces).
+  void encode_into(std::string_view text, Scratch& scratch, PieceCache& cache, const PieceCache* shared,
+                   std::vector<int32_t>& out) const;
   const std::string& token_bytes(int64_t id) const;
 
   std::string vocab_path_;
@@ -63,16 +84,8 @@ class BpeTokenizer {
   std::array<int32_t, 256> byte_id_{};                   // single bytes' ids, -1 for none
   std::unordered_map<uint64_t, Merge> merges_;           // (left id, right id) -> rank and result
   int32_t end_of_text_ = -1;
-  std::unordered_map<std::string, std::vector<int32_t>> cache_;  // piece -> ids
-  // A pair of symbols that may merge, as it was when found: its rank and result, the position of its
-  // left symbol, both ids. Ordered by rank, then from the left.
-  struct Candidate {
-    int32_t rank, result, left, left_id, right_id;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
-  };
-  // encode_piece's working arrays, kept between pieces: symbols' ids and links, candidate pairs.
-  std::vector<int32_t> scratch_ids_, scratch_next_, scratch_prev_, scratch_merged_;
-  std::vector<Candidate> scratch_heap_;
+  PieceCache cache_;
+  Scratch scratch_;  // the calling thread's
 };
 
 }  // namespace tandem::data

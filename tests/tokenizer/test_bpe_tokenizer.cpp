@@ -1,7 +1,10 @@
 // The GPT-2 BPE tokenizer: ids equal to Hugging Face's GPT2Tokenizer on the tiny files of
 // tests/reference/bpe_tiny (make_bpe_reference.py), exact round trips, merge order, and the errors.
+#include <omp.h>
+
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -58,6 +61,58 @@ TEST(BpeTokenizer, DecodeGivesTheBytesBack) {
   }
   const std::vector<int64_t> wide(bpe_ref::kIds[1].begin(), bpe_ref::kIds[1].end());
   EXPECT_EQ(bpe.decode(wide), "Hello world");  // i64 ids (the sampler's) as well
+}
+
+// A text of 1 MiB or more is encoded in chunks on the threads, cut before newlines: the same ids as
+// the texts' pieces encoded one after the other on one thread, whatever the thread count; the
+// first error of the text is the one reported.
+TEST(BpeTokenizer, LongTextsGiveTheSameIdsOnAnyThreadCount) {
+  // The tiny tokenizer and a merge of a space and a newline, so that a chunk cut inside a run of
+  // whitespace (a space, then a newline) would change the ids.
+  std::ifstream vocab_in(kDir + "/vocab.json"), merges_in(kDir + "/merges.txt");
+  std::string vocab((std::istreambuf_iterator<char>(vocab_in)), std::istreambuf_iterator<char>());
+  std::string merges((std::istreambuf_iterator<char>(merges_in)), std::istreambuf_iterator<char>());
+  vocab.insert(vocab.rfind('}'), ", \"\u0120\u010a\": 421");  // ĠĊ
+  merges += "\u0120 \u010a\n";
+  const Files spaced(vocab, merges);
+  BpeTokenizer bpe = spaced.load();
+  ASSERT_EQ(bpe.encode(" \n"), (std::vector<int32_t>{421}));
+  std::mt19937 gen(11);
+  std::string text;
+  std::vector<int32_t> expected;
+  while (text.size() < (size_t{3} << 19)) {  // 1.5 MiB of the reference texts, random bytes and newlines
+    const std::string& t = bpe_ref::kTexts[gen() % bpe_ref::kTexts.size()];
+    text += t;
+    // Newlines after spaces (" \n\n" is the piece " \n" and a newline, which a cut before the first
+    // newline would change), after letters and punctuation, after a no-break space and half of one.
+    const char* noise[] = {" \n\n", " \n\n", "\n", " ", "a\n", ".\n ", "\xc2\xa0\n", "\xc2\n", "7\t"};
+    text += noise[gen() % 9];
+  }
+  omp_set_num_threads(1);  // the reference: the whole text on one thread
+  expected = bpe.encode(text);
+  EXPECT_EQ(bpe.decode(expected), text);
+  for (int threads : {2, 3, 8}) {
+    omp_set_num_threads(threads);
+    BpeTokenizer fresh = spaced.load();  // its cache empty: every piece merged by the threads
+    EXPECT_EQ(fresh.encode(text), expected) << threads << " threads";
+    EXPECT_EQ(bpe.encode(text), expected) << threads << " threads, the cache of one thread's pass";
+  }
+  // The first error of the text, as one thread meets it: a vocabulary without 'z' and 'q', the
+  // first of them in the text's second half.
+  Files f(R"({"a": 0, "b": 1, "q": 2, "z": 3, "Ġ": 4, "Ċ": 5, "ab": 6})", "a b\n");
+  std::string ab;
+  while (ab.size() < (size_t{3} << 19)) ab += "ab ab\nab a\n";
+  const std::string bad = ab + "a z\nq\n" + ab;
+  Files no_zq(R"({"a": 0, "b": 1, "Ġ": 4, "Ċ": 5, "ab": 6})", "a b\n");
+  std::string one, many;
+  omp_set_num_threads(1);
+  one = error_of<ValueError>([&] { no_zq.load().encode(bad); });
+  omp_set_num_threads(4);
+  many = error_of<ValueError>([&] { no_zq.load().encode(bad); });
+  EXPECT_NE(one.find("byte 0x7a has no token"), std::string::npos) << one;
+  EXPECT_EQ(many, one);
+  EXPECT_EQ(f.load().decode(f.load().encode(bad)), bad);
+  omp_set_num_threads(1);
 }
 
 TEST(BpeTokenizer, ByteAlphabet) {
