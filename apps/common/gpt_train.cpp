@@ -34,6 +34,7 @@ class GptEvalHook final : public TrainerCallback {
     step0_ = t.state().step;
   }
   void after_step(Trainer& t) override {
+    trained_ = true;
     const int64_t every = t.config().gpt.eval_every, step = t.state().step;
     const bool epoch_ends = t.state().batch_in_epoch >= t.batches_per_epoch() ||
                             (t.config().max_steps > 0 && step >= t.config().max_steps);
@@ -54,17 +55,20 @@ class GptEvalHook final : public TrainerCallback {
     const double tokens_per_s =
         train_s > 0 ? static_cast<double>((step - step0_) * tokens_per_step_) / train_s : 0.0;
     val_loss_ = val_loss;
-    t.log().info("step {}  train_loss {:.4f}  val_loss {:.4f} {}  val_acc {:.4f}  lr {:.3g}  tokens/s {:.0f}", step,
-                 t.last_loss(), val_loss, loss_unit_, val_acc, t.optimizer().get_lr(), tokens_per_s);
-    t.metrics().write({{"event", "eval"},
-                       {"step", step},
-                       {"epoch", t.state().epoch + 1},
-                       {"train_loss", t.last_loss()},
-                       {"val_loss", val_loss},
-                       {"loss_unit", loss_unit_},
-                       {"val_acc", val_acc},
-                       {"lr", t.optimizer().get_lr()},
-                       {"tokens_per_s", tokens_per_s}});
+    // A run resumed at its last step (to sample from a checkpoint) trains nothing: no training loss.
+    const std::string train_loss = trained_ ? fmt::format("train_loss {:.4f}  ", t.last_loss()) : std::string();
+    t.log().info("step {}  {}val_loss {:.4f} {}  val_acc {:.4f}  lr {:.3g}  tokens/s {:.0f}", step, train_loss,
+                 val_loss, loss_unit_, val_acc, t.optimizer().get_lr(), tokens_per_s);
+    nlohmann::json record = {{"event", "eval"},
+                             {"step", step},
+                             {"epoch", t.state().epoch + 1},
+                             {"val_loss", val_loss},
+                             {"loss_unit", loss_unit_},
+                             {"val_acc", val_acc},
+                             {"lr", t.optimizer().get_lr()},
+                             {"tokens_per_s", tokens_per_s}};
+    if (trained_) record["train_loss"] = t.last_loss();
+    t.metrics().write(record);
     t0_ = now_s();  // the next interval starts after this evaluation
     step0_ = step;
   }
@@ -73,6 +77,7 @@ class GptEvalHook final : public TrainerCallback {
   std::string loss_unit_;  // nats/byte, or nats/token with a tokenizer
   double t0_ = 0, val_loss_ = -1;
   int64_t step0_ = 0;
+  bool trained_ = false;  // a step has run in this process
 };
 
 class GptTrainer final : public FullTrainer {
