@@ -29,6 +29,8 @@
 #include "tandem/version.h"
 
 using namespace tandem;
+using tandem::app::kNonNegative;
+using tandem::app::kPositive;
 using namespace tandem::serve;
 
 namespace {
@@ -139,15 +141,15 @@ int main(int argc, char** argv) {
   cli.add_option("--tandem-train", cfg.tandem_train, "tandem-train binary (default: the one built or installed "
                                                       "next to tandem-serve)");
   cli.add_option("--max-body-bytes", cfg.max_body_bytes, "largest request body accepted (413 above)")
-      ->check(tandem::app::kPositive)
+      ->check(kPositive)
       ->capture_default_str();
   cli.add_option("--slots", cfg.slots, "ranks that run at once (cores, or GPUs on a GPU node; 0: the core count)")
-      ->check(tandem::app::kNonNegative)
+      ->check(kNonNegative)
       ->capture_default_str();
   cli.add_option("--cancel-grace", cfg.cancel_grace_s, "seconds from a cancel's SIGTERM to SIGKILL")
-      ->check(tandem::app::kNonNegative)
+      ->check(kNonNegative)
       ->capture_default_str();
-  cli.add_option("--http-threads", cfg.http_threads, "HTTP worker threads")->check(tandem::app::kPositive)->capture_default_str();
+  cli.add_option("--http-threads", cfg.http_threads, "HTTP worker threads")->check(kPositive)->capture_default_str();
   cli.set_version_flag("--version", std::string("tandem-serve ") + tandem::version());
   try {
     cli.parse(argc, argv);

@@ -22,6 +22,7 @@
 #include "apps/common/host_memory.h"
 #include "comm/mpi/mpi_check.h"
 #include "comm/mpi/mpi_comm.h"
+#include "nn/config/run_config.h"
 #include "nn/gpt.h"
 #include "nn/models.h"
 #include "nn/optim.h"
@@ -31,6 +32,8 @@
 #include "runtime/ops.h"
 
 using namespace tandem;
+using tandem::app::kNonNegative;
+using tandem::app::kPositive;
 using nn::parallel::DDPOptions;
 using nn::parallel::DistributedDataParallel;
 
@@ -85,12 +88,11 @@ struct Runner {
     ddp = std::make_unique<DistributedDataParallel>(net, comm, s.ddp);
     ddp->reducer().skip_allreduce_for_benchmarks(skip);
     if (s.model == "gpt") {  // AdamW, decay on the matrices, as tandem-train's gpt
-      nn::ParamGroup decay, rest;
-      for (const Tensor& p : ddp->parameters()) (p.dim() >= 2 ? decay : rest).params.push_back(p);
-      decay.weight_decay = 0.1;
-      nn::AdamOptions ao;
-      ao.lr = decay.lr = rest.lr = 1e-4;
-      opt = std::make_unique<nn::AdamW>(std::vector<nn::ParamGroup>{decay, rest}, ao);
+      nn::config::OptimizerConfig oc;
+      oc.type = "adamw";
+      oc.learning_rate = 1e-4;
+      oc.weight_decay = 0.1;
+      opt = nn::config::build_optimizer(oc, ddp->parameters(), nn::config::DecayOn::Matrices);
     } else {
       nn::SGDOptions so;
       so.lr = 0.01;
@@ -129,17 +131,21 @@ int main(int argc, char** argv) {
   int threads = 1;
   DDPOptions ddp;  // its defaults are the flags' defaults
   bool no_broadcast_buffers = false;
-  app.add_option("--model", model, "mlp, cnn or gpt")->check(CLI::IsMember({"mlp", "cnn", "gpt"}))->capture_default_str();
+  app.add_option("--model", model, "mlp, cnn or gpt")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}))
+      ->capture_default_str();
   app.add_option("--gpt-size", gpt_size, "gpt: tiny, small (tandem-train's default shape) or gpt2-124m")
       ->check(CLI::IsMember({"tiny", "small", "gpt2-124m"}))
       ->capture_default_str();
-  app.add_option("--batch-size", batch, "samples (gpt: sequences) per step per rank")->check(tandem::app::kPositive)->capture_default_str();
-  app.add_option("--steps", steps, "timed steps per round and mode")->check(tandem::app::kPositive)->capture_default_str();
-  app.add_option("--warmup", warmup, "untimed steps per mode first")->check(tandem::app::kNonNegative)->capture_default_str();
-  app.add_option("--rounds", rounds, "rounds alternating the two modes")->check(tandem::app::kPositive)->capture_default_str();
-  app.add_option("--threads", threads, "compute threads per rank")->check(tandem::app::kPositive)->capture_default_str();
-  app.add_option("--bucket-cap-mb", ddp.bucket_cap_mb, "DDP bucket cap")->check(tandem::app::kPositive)->capture_default_str();
-  app.add_option("--first-bucket-mb", ddp.first_bucket_mb, "DDP first bucket cap")->check(tandem::app::kPositive)->capture_default_str();
+  app.add_option("--batch-size", batch, "samples (gpt: sequences) per step per rank")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--steps", steps, "timed steps per round and mode")->check(kPositive)->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps per mode first")->check(kNonNegative)->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds alternating the two modes")->check(kPositive)->capture_default_str();
+  app.add_option("--threads", threads, "compute threads per rank")->check(kPositive)->capture_default_str();
+  app.add_option("--bucket-cap-mb", ddp.bucket_cap_mb, "DDP bucket cap")->check(kPositive)->capture_default_str();
+  app.add_option("--first-bucket-mb", ddp.first_bucket_mb, "DDP first bucket cap")->check(kPositive)->capture_default_str();
   app.add_flag("--gradient-as-bucket-view", ddp.gradient_as_bucket_view, "gradients live in the buckets");
   app.add_flag("--no-broadcast-buffers", no_broadcast_buffers, "skip DDP's per-forward broadcast of BN buffers");
   try {

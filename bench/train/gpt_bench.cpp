@@ -16,9 +16,9 @@
 #include "kernels/cuda/backend.h"
 #endif
 #include "bench/common/peak.h"
+#include "nn/config/run_config.h"
 #include "nn/gpt.h"
 #include "nn/optim.h"
-#include "nn/optim/fused_adam.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
 #include "runtime/error.h"
@@ -64,15 +64,13 @@ int run_gpt_bench(const GptBenchOptions& o) {
   nn::GPT model(cfg, gen);
   model.to(device);
   // AdamW with tandem-train's groups: decay on >= 2-dim parameters.
-  nn::ParamGroup decay, rest;
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : rest).params.push_back(p);
-  decay.lr = rest.lr = 1e-4;
-  decay.weight_decay = 0.1;
-  nn::AdamOptions ao;
-  ao.lr = 1e-4;
-  std::unique_ptr<nn::Optimizer> opt;
-  if (o.fused_adamw) opt = std::make_unique<nn::FusedAdamW>(std::vector<nn::ParamGroup>{decay, rest}, ao);
-  else opt = std::make_unique<nn::AdamW>(std::vector<nn::ParamGroup>{decay, rest}, ao);
+  nn::config::OptimizerConfig oc;
+  oc.type = "adamw";
+  oc.learning_rate = 1e-4;
+  oc.weight_decay = 0.1;
+  oc.fused = o.fused_adamw;  // nn::FusedAdamW
+  std::unique_ptr<nn::Optimizer> opt =
+      nn::config::build_optimizer(oc, model.parameters(), nn::config::DecayOn::Matrices);
   // Random tokens (the step's cost does not depend on them).
   std::vector<int64_t> ids(static_cast<size_t>(o.batch * (t + 1)));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 2654435761u) % 50257 % cfg.vocab_size);

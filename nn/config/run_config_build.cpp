@@ -38,6 +38,20 @@ class FlattenedSequential final : public Sequential {
   }
 };
 
+// One group with the options' decay, or the matrices with it and the rest without (each group's lr
+// and weight_decay override the optimizer options').
+std::vector<ParamGroup> param_groups(const OptimizerConfig& o, const std::vector<Tensor>& params, DecayOn decay_on) {
+  if (decay_on == DecayOn::All) return single_group(params, o.learning_rate, o.weight_decay);
+  ParamGroup decay, rest;
+  for (const Tensor& p : params) (p.dim() >= 2 ? decay : rest).params.push_back(p);
+  decay.lr = rest.lr = o.learning_rate;
+  decay.weight_decay = o.weight_decay;
+  std::vector<ParamGroup> groups;
+  for (ParamGroup* g : {&decay, &rest})
+    if (!g->params.empty()) groups.push_back(std::move(*g));
+  return groups;
+}
+
 ops::Reduction reduction_of(const std::string& name) {
   const std::string r = lower(name);
   if (r == "sum") return ops::Reduction::Sum;
@@ -97,18 +111,7 @@ std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::
                                            DecayOn decay_on) {
   check_optimizer(o, kThrow);
   const std::string type = lower(o.type);
-  // One group with the options' decay, or the matrices with it and the rest without (each group's lr
-  // and weight_decay override the options').
-  std::vector<ParamGroup> groups = single_group(params, o.learning_rate, o.weight_decay);
-  if (decay_on == DecayOn::Matrices) {
-    ParamGroup decay, rest;
-    for (const Tensor& p : params) (p.dim() >= 2 ? decay : rest).params.push_back(p);
-    decay.lr = rest.lr = o.learning_rate;
-    decay.weight_decay = o.weight_decay;
-    groups.clear();
-    for (ParamGroup* g : {&decay, &rest})
-      if (!g->params.empty()) groups.push_back(std::move(*g));
-  }
+  std::vector<ParamGroup> groups = param_groups(o, params, decay_on);
   if (type == "sgd") {
     SGDOptions so;
     so.lr = o.learning_rate;
