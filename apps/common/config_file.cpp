@@ -17,10 +17,10 @@ std::string trainable_model(const RunConfig& rc) {
   const nn::config::ModelConfig& m = rc.model;
   if (m.type == "cnn") return "cnn";
   if (m.type == "gpt") {
-    if (m.vocab_size != 256)
+    if (m.gpt.vocab_size != 256)
       nn::config::config_error(rc, "model.parameters.vocab_size",
                                fmt::format("tandem-train's gpt reads bytes (vocab_size 256) or takes its vocabulary "
-                                           "from --tokenizer; this file has {}", m.vocab_size));
+                                           "from --tokenizer; this file has {}", m.gpt.vocab_size));
     return "gpt";
   }
   if (m.type == "mlp" && m.layer_sizes == std::vector<int64_t>{784, 512, 512, 10} && m.dropout == 0.0) return "mlp";
@@ -56,10 +56,10 @@ void apply_config_file(const CLI::App& app, TrainConfig& cfg) {
 
   if (app.count("--model") == 0) cfg.model = trainable_model(rc);
   if (rc.model.type == "gpt" && cfg.model == "gpt") {  // the file's shape under the command line's flags
-    if (from_file("model.parameters.n_layer", "--n-layer")) cfg.gpt.n_layer = rc.model.n_layer;
-    if (from_file("model.parameters.n_head", "--n-head")) cfg.gpt.n_head = rc.model.n_head;
-    if (from_file("model.parameters.n_embd", "--n-embd")) cfg.gpt.n_embd = rc.model.n_embd;
-    if (from_file("model.parameters.context", "--context")) cfg.gpt.context = rc.model.context;
+    if (from_file("model.parameters.n_layer", "--n-layer")) cfg.gpt.n_layer = rc.model.gpt.n_layer;
+    if (from_file("model.parameters.n_head", "--n-head")) cfg.gpt.n_head = rc.model.gpt.n_head;
+    if (from_file("model.parameters.n_embd", "--n-embd")) cfg.gpt.n_embd = rc.model.gpt.n_embd;
+    if (from_file("model.parameters.context", "--context")) cfg.gpt.context = rc.model.gpt.context;
   }
   if (rc.sets("loss") && !(rc.loss.type == "cross_entropy" && rc.loss.reduction == "mean"))
     nn::config::config_error(rc, rc.loss.type == "cross_entropy" ? "loss.parameters.reduction" : "loss.type",

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/gpt.h"
 #include "nn/module.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/lr_scheduler.h"
@@ -36,9 +37,9 @@ struct ModelConfig {
   double dropout = 0.0;              // mlp: dropout after each hidden activation
   std::vector<LayerConfig> layers;   // sequential
   bool flatten_non_batch_dims = true;  // mlp (TorchFort's option): inputs [N, ...] are flattened to [N, -1]
-  // gpt (nn::GPT, GPT-2's blocks): input token ids [N, T], output logits [N, T, vocab_size]. The
-  // defaults are tandem-train's --model gpt shape (bytes as tokens).
-  int64_t n_layer = 4, n_head = 4, n_embd = 256, context = 128, vocab_size = 256;
+  // gpt (nn::GPT, GPT-2's blocks): input token ids [N, T], output logits [N, T, vocab_size]; the file
+  // sets n_layer, n_head, n_embd, context and vocab_size (GPTConfig's defaults: tandem-train's shape).
+  GPTConfig gpt;
 };
 
 struct LossConfig {

@@ -3,7 +3,6 @@
 
 #include "nn/config/checks.h"
 #include "nn/config/layer_specs.h"
-#include "nn/gpt.h"
 #include "nn/layers.h"
 #include "nn/models.h"
 #include "nn/optim.h"
@@ -69,15 +68,7 @@ std::shared_ptr<Module> build_model(const ModelConfig& model, Generator& gen) {
     cnn->fuse_batchnorm_epilogues();
     return cnn;
   }
-  if (type == "gpt") {
-    GPTConfig c;
-    c.n_layer = model.n_layer;
-    c.n_head = model.n_head;
-    c.n_embd = model.n_embd;
-    c.context = model.context;
-    c.vocab_size = model.vocab_size;
-    return std::make_shared<GPT>(c, gen);
-  }
+  if (type == "gpt") return std::make_shared<GPT>(model.gpt, gen);
   if (type == "sequential") {
     auto seq = std::make_shared<Sequential>();
     for (const LayerConfig& layer : model.layers) seq->push_back(make_layer(layer, gen));

@@ -64,14 +64,14 @@ void check_model(const ModelConfig& model, const ConfigFail& fail) {
       });
     }
   } else if (type == "gpt") {
-    const std::pair<const char*, int64_t> sizes[] = {{"n_layer", model.n_layer}, {"n_head", model.n_head},
-                                                     {"n_embd", model.n_embd}, {"context", model.context},
-                                                     {"vocab_size", model.vocab_size}};
+    const GPTConfig& g = model.gpt;
+    const std::pair<const char*, int64_t> sizes[] = {{"n_layer", g.n_layer}, {"n_head", g.n_head},
+                                                     {"n_embd", g.n_embd}, {"context", g.context},
+                                                     {"vocab_size", g.vocab_size}};
     for (const auto& [key, value] : sizes)
       need(value >= 1, fail, fmt::format("model.parameters.{}", key), ">= 1", static_cast<double>(value));
-    if (model.n_head >= 1 && model.n_embd % model.n_head != 0)
-      report(fail, "model.parameters.n_head",
-             fmt::format("must divide n_embd ({}), got {}", model.n_embd, model.n_head));
+    if (g.n_head >= 1 && g.n_embd % g.n_head != 0)
+      report(fail, "model.parameters.n_head", fmt::format("must divide n_embd ({}), got {}", g.n_embd, g.n_head));
   } else if (type != "cnn") {
     report(fail, "model.type",
            fmt::format("unknown model type '{}' (expected mlp, cnn, sequential or gpt)", model.type));

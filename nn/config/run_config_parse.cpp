@@ -321,11 +321,11 @@ void parse_model(RunConfig& out, const Block& m) {
     }
   } else if (model.type == "gpt") {
     p.only({"n_layer", "n_head", "n_embd", "context", "vocab_size"}, "model type gpt");
-    p.get("n_layer", model.n_layer);
-    p.get("n_head", model.n_head);
-    p.get("n_embd", model.n_embd);
-    p.get("context", model.context);
-    p.get("vocab_size", model.vocab_size);
+    p.get("n_layer", model.gpt.n_layer);
+    p.get("n_head", model.gpt.n_head);
+    p.get("n_embd", model.gpt.n_embd);
+    p.get("context", model.gpt.context);
+    p.get("vocab_size", model.gpt.vocab_size);
   } else if (model.type == "torchscript") {
     m.fail("type", "TorchScript models are not supported; describe the layers with type: sequential");
   } else {

@@ -141,7 +141,7 @@ TEST(RunConfigBuild, GptIsNnGptAndItsLossCountsEveryPosition) {
   c.n_layer = 1, c.n_head = 2, c.n_embd = 16, c.context = 8, c.vocab_size = 40;
   GPT direct(c, g2);
   expect_same_state(*built, direct);
-  EXPECT_EQ(parse_run_config("model: {type: gpt}\n").model.n_embd, 256);  // tandem-train's default shape
+  EXPECT_EQ(parse_run_config("model: {type: gpt}\n").model.gpt.n_embd, 256);  // tandem-train's default shape
   std::vector<int64_t> ids(2 * 8), targets(2 * 8);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i * 7 % 40), targets[i] = static_cast<int64_t>(i % 40);
   const Tensor logits = built->forward(Tensor::from_vector(ids, {2, 8}));
