@@ -18,17 +18,27 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// The configuration belongs to the thread: load it before the thread's first tile instruction and
-// release the tiles after its last (amx_end), so an idle thread carries no tile state (8 KB) through
-// context switches.
-TANDEM_AMX inline void amx_begin() {
+constexpr TileConfig every_tile_16_by_64() {
   TileConfig c;
   for (int t = 0; t < 8; ++t) {
     c.colsb[t] = 64;
     c.rows[t] = 16;
   }
-  _tile_loadconfig(&c);
+  return c;
 }
+
+// A constant in memory, not a local: GCC 12 does not count _tile_loadconfig as reading its operand,
+// so it dropped the stores filling a local configuration (in an x86-64-v3 build, where amx_begin is
+// not inlined, it kept only the palette byte: every tile 0 rows, and the first tilezero raised #UD,
+// SIGILL, on an H100 host's Sapphire Rapids).
+alignas(64) constexpr TileConfig kTileConfig = every_tile_16_by_64();
+static_assert(kTileConfig.palette == 1 && kTileConfig.rows[7] == 16 && kTileConfig.colsb[7] == 64 &&
+              kTileConfig.rows[8] == 0);
+
+// The configuration belongs to the thread: load it before the thread's first tile instruction and
+// release the tiles after its last (amx_end), so an idle thread carries no tile state (8 KB) through
+// context switches.
+TANDEM_AMX inline void amx_begin() { _tile_loadconfig(&kTileConfig); }
 
 TANDEM_AMX inline void amx_end() { _tile_release(); }
 
