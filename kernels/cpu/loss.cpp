@@ -45,8 +45,10 @@ inline MaxSum<X> max_sum_exp(const T* x, int64_t n, int64_t s) {
 // Rows of 64 classes or more in f32/f64: Eigen's vectorised exp and sums instead of scalar expf (an
 // ulp or so from libm's), ~5x faster at a vocabulary of 50k classes and at the byte-level GPT's 256
 // (forward + backward of [1024, 256], one thread: 1.94 -> 0.36 ms). Narrower rows keep the scalar loops
-// above. The vectorised exp gives ~1e-38 rather than 0 for -inf, so -inf logits get an exact 0 where
-// it matters (the gradient).
+// above. The vectorised exp may give ~1e-38 rather than 0 for -inf (Eigen's AVX2 exp does; its
+// AVX-512 one gives 0), so -inf logits get an exact 0 where it matters: the gradient, and a row of
+// nothing but -inf, whose sum must be 0 (log-sum-exp -inf, as the scalar loop and the GPU give), not
+// 4099 x 1e-38 (-80.4).
 constexpr int64_t kWideRow = 64;
 template <class T>
 constexpr bool kVectorExp = std::is_same_v<T, float> || std::is_same_v<T, double>;
@@ -57,6 +59,7 @@ template <class X>
 inline MaxSum<X> max_sum_exp_wide(const X* x, int64_t n) {
   RowArray<X> a(x, n);
   X m = a.maxCoeff();
+  if (m == -std::numeric_limits<X>::infinity()) return {X(0), X(0)};
   if (std::isinf(m)) m = 0;
   return {m, (a - m).exp().sum()};
 }
