@@ -2,6 +2,7 @@
 // value per warp through shared memory. Every lane/thread ends with the result. Blocks must be 1-D
 // with blockDim.x a multiple of 32 (<= 1024), and every thread of the block must call in.
 #pragma once
+#include "kernels/cuda/common.cuh"
 #include "runtime/backend/common/welford.h"
 #include "runtime/backend/cuda/platform.cuh"
 
@@ -153,28 +154,45 @@ struct SplitRange {
 __host__ __device__ inline SplitRange split_range(int64_t n, int64_t s, int64_t splits) {
   return {n * s / splits, n * (s + 1) / splits};
 }
-// p[0] + p[stride] + ... + p[(n - 1) * stride], added in that order with the loads issued four at a
-// time: a loop of dependent adds waited for each load in turn (the column sums' second pass took
-// ~6 us for 43 partials on an H200). The order of the adds, so every bit, is the plain loop's.
+// at(0) + at(1) + ... + at(n - 1), added in that order, the values fetched kBatch at a time before
+// they are added (the last n % kBatch too): a loop of dependent adds waits for each load in turn,
+// and a loop fetching four at a time left up to three to fetch one by one. The order of the adds,
+// so every bit, is the plain loop's; at(i) is called once for each i < n, never beyond.
+template <int kBatch, class S, class At>
+__device__ __forceinline__ S add_in_order(At at, int64_t n) {
+  S acc = S(0);
+  int64_t i = 0;
+  for (; i + kBatch <= n; i += kBatch) {
+    S v[kBatch];
+    TANDEM_UNROLL
+    for (int u = 0; u < kBatch; ++u) v[u] = at(i + u);
+    TANDEM_UNROLL
+    for (int u = 0; u < kBatch; ++u) acc += v[u];
+  }
+  if (i < n) {
+    S v[kBatch] = {};
+    TANDEM_UNROLL
+    for (int u = 0; u < kBatch - 1; ++u)
+      if (i + u < n) v[u] = at(i + u);
+    TANDEM_UNROLL
+    for (int u = 0; u < kBatch - 1; ++u)
+      if (i + u < n) acc += v[u];
+  }
+  return acc;
+}
+
+// p[0] + p[stride] + ... + p[(n - 1) * stride] in that order, eight loads in flight (add_in_order):
+// the column sums' second pass adds ~43 partials a column, ~6 us on an H200 with one load at a time.
 // kFromL2: the values were written by other blocks of the running kernel (a last block's pass): read
 // from L2 (__ldcg), never from a stale L1 line or the read-only path.
 template <class S, bool kFromL2 = false>
 __device__ __forceinline__ S sum_in_order(const S* __restrict__ p, int64_t n, int64_t stride) {
-  auto at = [&](int64_t i) {
-    if constexpr (kFromL2) return __ldcg(p + i * stride);
-    else return p[i * stride];
-  };
-  S acc = S(0);
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const S a = at(i), b = at(i + 1), c = at(i + 2), d = at(i + 3);
-    acc += a;
-    acc += b;
-    acc += c;
-    acc += d;
-  }
-  for (; i < n; ++i) acc += at(i);
-  return acc;
+  return add_in_order<8, S>(
+      [&](int64_t i) {
+        if constexpr (kFromL2) return __ldcg(p + i * stride);
+        else return p[i * stride];
+      },
+      n);
 }
 // (row, col) of a flat index k = row * cols + col, advanced by a fixed stride with no division in
 // the loop (64-bit division costs dozens of instructions per item on a GPU).
