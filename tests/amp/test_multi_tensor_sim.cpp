@@ -98,8 +98,9 @@ TEST(MultiTensorSim, CastMatchesTheSingleTensorCast) {
         EXPECT_EQ(std::memcmp(got.data_ptr(), want.data_ptr(), want.nbytes()), 0) << "pair " << i;
       }
       std::vector<double> o = outer.to(kCPU).to_vector<double>();
-      for (size_t k = 0; k < o.size(); ++k)
+      for (size_t k = 0; k < o.size(); ++k) {
         if (k < 3 || k >= 33) EXPECT_EQ(o[k], 5.0) << "neighbour " << k;
+      }
     }
   Tensor a = Tensor::zeros({4}), b = Tensor::zeros({4}, DType::bf16), c = Tensor::zeros({4}, DType::f16);
   EXPECT_THROW(kernels::multi_tensor_cast(kCPU)({a, a}, {b, c}), Error) << "two destination dtypes";
