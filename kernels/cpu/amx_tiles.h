@@ -28,9 +28,9 @@ constexpr TileConfig every_tile_16_by_64() {
 }
 
 // A constant in memory, not a local: GCC 12 does not count _tile_loadconfig as reading its operand,
-// so it dropped the stores filling a local configuration (in an x86-64-v3 build, where amx_begin is
-// not inlined, it kept only the palette byte: every tile 0 rows, and the first tilezero raised #UD,
-// SIGILL, on an H100 host's Sapphire Rapids).
+// so it dropped the stores filling a local configuration (once amx_begin was a function of its own,
+// not inlined into the GEMM's loop, it kept only the palette byte: every tile 0 rows, and the first
+// tilezero raised #UD, SIGILL, on an H100 host's Sapphire Rapids).
 alignas(64) constexpr TileConfig kTileConfig = every_tile_16_by_64();
 static_assert(kTileConfig.palette == 1 && kTileConfig.rows[7] == 16 && kTileConfig.colsb[7] == 64 &&
               kTileConfig.rows[8] == 0);
