@@ -358,9 +358,41 @@ __global__ void ln_forward_kernel(const T* __restrict__ x, Y* __restrict__ y, in
 constexpr int64_t kWarpRowMax = 8192;
 constexpr int kRowWarps = 8;
 
+// Per-pack steps of the warp-per-row forward kernels below, so that both make each row's values by
+// the same operations in the same order.
+// p += b, rounded to T (x + branch, as axpy_out adds).
+template <class T, class R, int V>
+__device__ __forceinline__ void add_branch_pack(Pack<T, V>& p, const Pack<R, V>& b) {
+  for (int k = 0; k < V; ++k) p.v[k] = from_acc<T>(to_acc(p.v[k]) + cast_one<R, acc_t<T>>(b.v[k]));
+}
+template <class S, class T, int V>
+__device__ __forceinline__ void add_pack_sum(S& sum, const Pack<T, V>& p) {
+  for (int k = 0; k < V; ++k) sum += static_cast<S>(to_acc(p.v[k]));
+}
+template <class S, class T, int V>
+__device__ __forceinline__ void add_pack_squares(S& sq, const Pack<T, V>& p, S mu) {
+  for (int k = 0; k < V; ++k) {
+    const S v = static_cast<S>(to_acc(p.v[k])) - mu;
+    sq += v * v;
+  }
+}
+// y's pack i: (x - mu) * r * weight + bias.
+template <class Y, class S, class T, int V>
+__device__ __forceinline__ Pack<Y, V> normalized_pack(const Pack<T, V>& p, int64_t i, S mu, S r,
+                                                      const S* __restrict__ weight, const S* __restrict__ bias) {
+  Pack<Y, V> o;
+  for (int k = 0; k < V; ++k) {
+    const int64_t d = i * V + k;
+    o.v[k] = from_acc<Y>((static_cast<S>(to_acc(p.v[k])) - mu) * r * (weight ? weight[d] : S(1)) +
+                         (bias ? bias[d] : S(0)));
+  }
+  return o;
+}
+
 // With kAdd (add_layer_norm_forward) the row is x + branch (R: x's type or y's narrower one), added
 // as axpy_out adds, written to `sum` and normalised from there (its later passes read the row the
-// lane wrote); without, branch and sum are null.
+// lane wrote); without, branch and sum are null. For rows that ln_forward_row_kernel does not keep
+// in registers: longer than 32 kRowElements, or not in packs.
 template <class T, class Y, class S, int V, class R = T, bool kAdd = false>
 __global__ void ln_forward_warp_kernel(const T* __restrict__ x, Y* __restrict__ y, int64_t M, int64_t D, S eps,
                                        const S* __restrict__ weight, const S* __restrict__ bias,
@@ -377,43 +409,90 @@ __global__ void ln_forward_warp_kernel(const T* __restrict__ x, Y* __restrict__ 
       P* row = reinterpret_cast<P*>(sum_out + m * D);
       for (int64_t i = lane; i < packs; i += 32) {
         P p = in[i];
-        const Pack<R, V> b = br[i];
-        for (int k = 0; k < V; ++k) p.v[k] = from_acc<T>(to_acc(p.v[k]) + cast_one<R, acc_t<T>>(b.v[k]));
+        add_branch_pack<T, R, V>(p, br[i]);
         row[i] = p;
-        for (int k = 0; k < V; ++k) sum += static_cast<S>(to_acc(p.v[k]));
+        add_pack_sum(sum, p);
       }
       in = row;
     } else {
-      for (int64_t i = lane; i < packs; i += 32) {
-        const P p = in[i];
-        for (int k = 0; k < V; ++k) sum += static_cast<S>(to_acc(p.v[k]));
-      }
+      for (int64_t i = lane; i < packs; i += 32) add_pack_sum(sum, in[i]);
     }
     const S mu = D ? warp_reduce(sum, SumOp{}) / static_cast<S>(D) : S(0);
     S sq = S(0);
-    for (int64_t i = lane; i < packs; i += 32) {
-      const P p = in[i];
-      for (int k = 0; k < V; ++k) {
-        const S v = static_cast<S>(to_acc(p.v[k])) - mu;
-        sq += v * v;
-      }
-    }
+    for (int64_t i = lane; i < packs; i += 32) add_pack_squares(sq, in[i], mu);
     const S r = S(1) / std::sqrt(warp_reduce(sq, SumOp{}) / static_cast<S>(D > 1 ? D : 1) + eps);
     Pack<Y, V>* out = reinterpret_cast<Pack<Y, V>*>(y + m * D);
-    for (int64_t i = lane; i < packs; i += 32) {
-      const P p = in[i];
-      Pack<Y, V> o;
-      for (int k = 0; k < V; ++k) {
-        const int64_t d = i * V + k;
-        o.v[k] = from_acc<Y>((static_cast<S>(to_acc(p.v[k])) - mu) * r * (weight ? weight[d] : S(1)) +
-                             (bias ? bias[d] : S(0)));
-      }
-      out[i] = o;
-    }
+    for (int64_t i = lane; i < packs; i += 32) out[i] = normalized_pack<Y>(in[i], i, mu, r, weight, bias);
     if (lane == 0) {
       mean[m] = mu;
       rstd[m] = r;
     }
+  }
+}
+
+// ln_forward_warp_kernel for rows of at most kRowElements elements a lane (D <= 1024): a lane
+// loads its packs of the row (and of the branch) at once and keeps them in registers, so the row is
+// read once and its loads are in flight together; the loop above reads it three times (the sum it
+// wrote, with kAdd, back from L2), a pack at a time. The same values, bit for bit.
+constexpr int kRowElements = 32;
+
+template <class T, class Y, class S, int V, class R = T, bool kAdd = false>
+__global__ void ln_forward_row_kernel(const T* __restrict__ x, Y* __restrict__ y, int64_t M, int64_t D, S eps,
+                                      const S* __restrict__ weight, const S* __restrict__ bias, S* __restrict__ mean,
+                                      S* __restrict__ rstd, const R* __restrict__ branch, T* __restrict__ sum_out) {
+  using P = Pack<T, V>;
+  constexpr int J = kRowElements / V;
+  const int lane = int(threadIdx.x % 32), warps = int(blockDim.x / 32);
+  const int64_t packs = D / V;
+  for (int64_t m = int64_t(blockIdx.x) * warps + threadIdx.x / 32; m < M; m += int64_t(gridDim.x) * warps) {
+    const P* in = reinterpret_cast<const P*>(x + m * D);
+    P row[J]{};
+    TANDEM_UNROLL
+    for (int j = 0; j < J; ++j)
+      if (lane + 32 * j < packs) row[j] = in[lane + 32 * j];
+    if constexpr (kAdd) {
+      const Pack<R, V>* br = reinterpret_cast<const Pack<R, V>*>(branch + m * D);
+      Pack<R, V> b[J]{};
+      TANDEM_UNROLL
+      for (int j = 0; j < J; ++j)
+        if (lane + 32 * j < packs) b[j] = br[lane + 32 * j];
+      TANDEM_UNROLL
+      for (int j = 0; j < J; ++j)
+        if (lane + 32 * j < packs) {
+          add_branch_pack<T, R, V>(row[j], b[j]);
+          reinterpret_cast<P*>(sum_out + m * D)[lane + 32 * j] = row[j];
+        }
+    }
+    S sum = S(0);
+    TANDEM_UNROLL
+    for (int j = 0; j < J; ++j)
+      if (lane + 32 * j < packs) add_pack_sum(sum, row[j]);
+    const S mu = D ? warp_reduce(sum, SumOp{}) / static_cast<S>(D) : S(0);
+    S sq = S(0);
+    TANDEM_UNROLL
+    for (int j = 0; j < J; ++j)
+      if (lane + 32 * j < packs) add_pack_squares(sq, row[j], mu);
+    const S r = S(1) / std::sqrt(warp_reduce(sq, SumOp{}) / static_cast<S>(D > 1 ? D : 1) + eps);
+    Pack<Y, V>* out = reinterpret_cast<Pack<Y, V>*>(y + m * D);
+    TANDEM_UNROLL
+    for (int j = 0; j < J; ++j)
+      if (lane + 32 * j < packs) out[lane + 32 * j] = normalized_pack<Y>(row[j], lane + 32 * j, mu, r, weight, bias);
+    if (lane == 0) {
+      mean[m] = mu;
+      rstd[m] = r;
+    }
+  }
+}
+
+// Adds pack i of a row (x and dy packs) to the lane's sums of LayerNorm's dx row means: sg of
+// g = dy * weight, sgx of g * xhat.
+template <class T, class DY, class S, int V>
+__device__ __forceinline__ void add_row_means_pack(const Pack<T, V>& xp, const Pack<DY, V>& dp, int64_t i, S mu, S r,
+                                                   const S* __restrict__ weight, S& sg, S& sgx) {
+  for (int k = 0; k < V; ++k) {
+    const S g = static_cast<S>(to_acc(dp.v[k])) * (weight ? weight[i * V + k] : S(1));
+    sg += g;
+    sgx += g * (static_cast<S>(to_acc(xp.v[k])) - mu) * r;
   }
 }
 
@@ -423,15 +502,7 @@ template <class T, class DY, class S, int V>
 __device__ __forceinline__ void row_means(const Pack<T, V>* xi, const Pack<DY, V>* di, int64_t packs, int lane, S mu,
                                           S r, const S* __restrict__ weight, int64_t D, S& a, S& bb) {
   S sg = S(0), sgx = S(0);
-  for (int64_t i = lane; i < packs; i += 32) {
-    const Pack<T, V> xp = xi[i];
-    const Pack<DY, V> dp = di[i];
-    for (int k = 0; k < V; ++k) {
-      const S g = static_cast<S>(to_acc(dp.v[k])) * (weight ? weight[i * V + k] : S(1));
-      sg += g;
-      sgx += g * (static_cast<S>(to_acc(xp.v[k])) - mu) * r;
-    }
-  }
+  for (int64_t i = lane; i < packs; i += 32) add_row_means_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, weight, sg, sgx);
   const S inv_d = S(1) / static_cast<S>(D);
   a = warp_reduce(sg, SumOp{}) * inv_d;
   bb = warp_reduce(sgx, SumOp{}) * inv_d;
@@ -462,14 +533,22 @@ struct DxRows {
   N* narrow;
 };
 
-// Stores pack i of a dx row (see DxRows).
+// Pack i of a dx row's base (see DxRows), read before the row's dx is stored (the base may be dx
+// itself); unread without one.
 template <class T, class N, int V>
-__device__ __forceinline__ void store_dx_pack(const DxRows<T, N>& rows, int64_t row, int64_t i, const Pack<T, V>& dx) {
+__device__ __forceinline__ Pack<T, V> dx_base_pack(const DxRows<T, N>& rows, int64_t row, int64_t i) {
+  Pack<T, V> sum{};
+  if (rows.base) sum = reinterpret_cast<const Pack<T, V>*>(rows.base + row)[i];
+  return sum;
+}
+
+// Stores pack i of a dx row (see DxRows), `sum` its base's pack where it has one.
+template <class T, class N, int V>
+__device__ __forceinline__ void store_dx_pack(const DxRows<T, N>& rows, int64_t row, int64_t i, const Pack<T, V>& dx,
+                                              const Pack<T, V>& sum) {
   Pack<T, V> out = dx;
-  if (rows.base) {
-    const Pack<T, V> sum = reinterpret_cast<const Pack<T, V>*>(rows.base + row)[i];
+  if (rows.base)
     for (int k = 0; k < V; ++k) out.v[k] = from_acc<T>(add_unfused(to_acc(sum.v[k]), to_acc(dx.v[k])));
-  }
   reinterpret_cast<Pack<T, V>*>(rows.dx + row)[i] = out;
   if (rows.narrow) {
     Pack<N, V> n;
@@ -493,49 +572,85 @@ __global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* _
     row_means<T, DY, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
     for (int64_t i = lane; i < packs; i += 32) {
       const Pack<T, V> d = dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [](int, S, S) {});
-      store_dx_pack<T, DY, V>(dx, m * D, i, d);
+      store_dx_pack<T, DY, V>(dx, m * D, i, d, dx_base_pack<T, DY, V>(dx, m * D, i));
     }
   }
 }
 
 // dx as ln_backward_dx_warp_kernel, and in the same pass over x and dy the weight's and bias's
 // gradient terms (dy * xhat, dy) summed per column: a lane keeps its columns' sums over the rows its
-// warp visits (at most kFusedColumns / 32 a lane: D <= kFusedColumns); the block's warps add theirs
-// in warp order in shared memory; block b writes row b of part [blocks, 2D] (the weight's D columns,
-// then the bias's), which ln_params_from_blocks_kernel sums in block order. The grid, and so the
-// order, depends on M alone. Saves the second read of x and dy that ln_backward_params_kernel makes.
-constexpr int kFusedColumns = 1024;
+// warp visits; the block's warps add theirs in warp order in shared memory; block b writes row b of
+// part [blocks, 2D] (the weight's D columns, then the bias's), which ln_params_from_blocks_kernel
+// sums in block order. The grid, and so the order, depends on M alone. Saves the second read of x
+// and dy that ln_backward_params_kernel makes.
+//
+// A lane holds its J packs of the row (lane, lane + 32, ...: D <= 32 J V) in registers: x and dy
+// are loaded once, all J packs at a time, and the dx pass reads them there. The loop-over-the-row
+// form (one pack at a time, reloaded for dx) kept 125 registers for [8192, 768] f32 rows on an
+// H100, two blocks an SM, and its dx pass (in its SASS) waited on each pack's load of the residual
+// in turn: 1.21 ms for GPT-2's 25 LayerNorms at batch 8, 1.73 TB/s. J is the smallest of 2, 4, 6, 8
+// that holds the row (8 where V is 1), so the registers follow the row (161 for GPT-2's f32 rows, no
+// spills: one block an SM, each warp with its whole row's loads in flight). The sums are the loop
+// form's, in its order.
+constexpr int kFusedMaxPacks = 8;     // a lane's packs at most
+constexpr int kFusedMaxElements = 32;  // and its elements: D <= 1024
 constexpr int kFusedMaxBlocks = 256;
 
-template <class T, class DY, class S, int V>
-__global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, DxRows<T, DY> dx,
-                                              int64_t M, int64_t D, const S* __restrict__ mean,
-                                              const S* __restrict__ rstd, const S* __restrict__ weight,
-                                              S* __restrict__ part) {
+// The J of a row of `packs` packs of V (0: too long for the one-pass kernel).
+inline int fused_lane_packs(int64_t packs, int V) {
+  const int64_t need = (packs + 31) / 32;
+  if (need > kFusedMaxPacks || need * V > kFusedMaxElements) return 0;
+  if (V == 1) return kFusedMaxPacks;  // rows that cannot take packs: one instantiation
+  return need <= 2 ? 2 : need <= 4 ? 4 : need <= 6 ? 6 : 8;
+}
+
+template <class T, class DY, class S, int V, int J>
+__global__ void __launch_bounds__(kRowWarps * 32)
+    ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T* __restrict__ x, DxRows<T, DY> dx, int64_t M,
+                                  int64_t D, const S* __restrict__ mean, const S* __restrict__ rstd,
+                                  const S* __restrict__ weight, S* __restrict__ part) {
   using P = Pack<T, V>;
-  constexpr int kPacks = kFusedColumns / 32 / V;  // a lane's packs at most
-  TANDEM_SHARED(S[kFusedColumns], sum_w);
-  TANDEM_SHARED(S[kFusedColumns], sum_b);
+  using PD = Pack<DY, V>;
+  TANDEM_SHARED(S[32 * J * V], sum_w);
+  TANDEM_SHARED(S[32 * J * V], sum_b);
   const int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), warps = int(blockDim.x / 32);
   const int64_t packs = D / V;
-  S aw[kPacks][V], ab[kPacks][V];
-  for (int j = 0; j < kPacks; ++j)
+  S aw[J][V], ab[J][V];
+  TANDEM_UNROLL
+  for (int j = 0; j < J; ++j)
+    TANDEM_UNROLL
     for (int k = 0; k < V; ++k) aw[j][k] = ab[j][k] = S(0);
   for (int64_t m = int64_t(blockIdx.x) * warps + warp; m < M; m += int64_t(gridDim.x) * warps) {
     const P* xi = reinterpret_cast<const P*>(x + m * D);
-    const Pack<DY, V>* di = reinterpret_cast<const Pack<DY, V>*>(dy + m * D);
-    const S mu = mean[m], r = rstd[m];
-    S a, bb;
-    row_means<T, DY, S, V>(xi, di, packs, lane, mu, r, weight, D, a, bb);
+    const PD* di = reinterpret_cast<const PD*>(dy + m * D);
+    P xr[J]{};
+    PD dr[J]{};
+    P base[J]{};  // the dx rows' base packs: read with x and dy, before any of the row's dx is stored
     TANDEM_UNROLL
-    for (int j = 0; j < kPacks; ++j) {
-      const int64_t i = lane + 32 * int64_t(j);
+    for (int j = 0; j < J; ++j) {
+      const int64_t i = lane + 32 * j;
+      if (i < packs) {
+        xr[j] = xi[i];
+        dr[j] = di[i];
+        base[j] = dx_base_pack<T, DY, V>(dx, m * D, i);
+      }
+    }
+    const S mu = mean[m], r = rstd[m];
+    S sg = S(0), sgx = S(0);
+    TANDEM_UNROLL
+    for (int j = 0; j < J; ++j)
+      if (lane + 32 * j < packs) add_row_means_pack<T, DY, S, V>(xr[j], dr[j], lane + 32 * j, mu, r, weight, sg, sgx);
+    const S inv_d = S(1) / static_cast<S>(D);
+    const S a = warp_reduce(sg, SumOp{}) * inv_d, bb = warp_reduce(sgx, SumOp{}) * inv_d;
+    TANDEM_UNROLL
+    for (int j = 0; j < J; ++j) {
+      const int64_t i = lane + 32 * j;
       if (i >= packs) continue;
-      const P d = dx_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, a, bb, weight, [&](int k, S dyv, S xhat) {
+      const P d = dx_pack<T, DY, S, V>(xr[j], dr[j], i, mu, r, a, bb, weight, [&](int k, S dyv, S xhat) {
         aw[j][k] += dyv * xhat;
         ab[j][k] += dyv;
       });
-      store_dx_pack<T, DY, V>(dx, m * D, i, d);
+      store_dx_pack<T, DY, V>(dx, m * D, i, d, base[j]);
     }
   }
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) sum_w[d] = sum_b[d] = S(0);
@@ -543,7 +658,7 @@ __global__ void ln_backward_fused_warp_kernel(const DY* __restrict__ dy, const T
   for (int w = 0; w < warps; ++w) {
     if (w == warp)
       TANDEM_UNROLL
-      for (int j = 0; j < kPacks; ++j) {
+      for (int j = 0; j < J; ++j) {
         const int64_t i = lane + 32 * int64_t(j);
         if (i >= packs) continue;
         for (int k = 0; k < V; ++k) {
@@ -580,14 +695,36 @@ __global__ void ln_params_from_blocks_kernel(const S* __restrict__ part, int64_t
   }
 }
 
-// f(std::integral_constant<int, V>) with V = T's 16-byte pack width when D is a multiple of it and
-// every row pointer is aligned to it, else 1.
-template <class T, class F>
-void with_row_pack(int64_t D, std::initializer_list<const void*> rows, F&& f) {
+// T's 16-byte pack width when D is a multiple of it and every row pointer is aligned to it, else 1.
+template <class T>
+int row_pack_width(int64_t D, std::initializer_list<const void*> rows) {
   bool packed = D % kPackWidth<T> == 0;
   for (const void* p : rows) packed = packed && aligned16(p);
-  if (packed) f(std::integral_constant<int, kPackWidth<T>>{});
+  return packed ? kPackWidth<T> : 1;
+}
+
+// f(std::integral_constant<int, V>) with V = row_pack_width<T>(D, rows).
+template <class T, class F>
+void with_row_pack(int64_t D, std::initializer_list<const void*> rows, F&& f) {
+  if (row_pack_width<T>(D, rows) == kPackWidth<T>) f(std::integral_constant<int, kPackWidth<T>>{});
   else f(std::integral_constant<int, 1>{});
+}
+
+// f(std::integral_constant<int, J>) for the J of fused_lane_packs (packs of V): those that fit.
+template <int V, class F>
+void with_lane_packs(int J, F&& f) {
+  if constexpr (V == 1) {
+    f(std::integral_constant<int, kFusedMaxPacks>{});
+  } else {
+    if (J == 2) return f(std::integral_constant<int, 2>{});
+    if constexpr (4 * V <= kFusedMaxElements)
+      if (J == 4) return f(std::integral_constant<int, 4>{});
+    if constexpr (8 * V <= kFusedMaxElements) {
+      if (J == 6) return f(std::integral_constant<int, 6>{});
+      if (J == 8) return f(std::integral_constant<int, 8>{});
+    }
+    TANDEM_FAIL(Internal, "layer_norm backward: no one-pass kernel for {} packs of {} a lane", J, V);
+  }
 }
 
 template <class T, class S>
@@ -666,8 +803,14 @@ void ln_forward_rows(const Tensor& x, const Tensor& branch, const Tensor& weight
         using R = decltype(rt);
         T* sum_rows = sum.defined() ? static_cast<T*>(sum.data_ptr()) : nullptr;
         with_row_pack<T>(D, {x.data_ptr(), y.data_ptr(), ptr_or_null<R>(branch), sum_rows}, [&](auto v) {
-          TANDEM_LAUNCH((ln_forward_warp_kernel<T, Y, S, decltype(v)::value, R, decltype(add)::value>),
-                        grid_for(M, kRowWarps), kRowWarps * 32, 0, stream_for(x.device()),
+          constexpr int V = decltype(v)::value;
+          constexpr bool A = decltype(add)::value;
+          // Rows in packs and up to kRowElements a lane: in registers (a row of single elements in
+          // registers took up to 207 of them).
+          auto kernel = ln_forward_warp_kernel<T, Y, S, V, R, A>;
+          if constexpr (V > 1)
+            if (D <= 32 * kRowElements) kernel = ln_forward_row_kernel<T, Y, S, V, R, A>;
+          TANDEM_LAUNCH(kernel, grid_for(M, kRowWarps), kRowWarps * 32, 0, stream_for(x.device()),
                         static_cast<const T*>(x.data_ptr()), static_cast<Y*>(y.data_ptr()), M, D, static_cast<S>(eps),
                         ptr_or_null<S>(w), ptr_or_null<S>(b), static_cast<S*>(ms.data_ptr()),
                         static_cast<S*>(rs.data_ptr()), ptr_or_null<R>(branch), sum_rows);
@@ -745,17 +888,26 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     auto narrow_after = [&] {
       if (adds.dx_narrow.defined() && !narrow_in_kernel && M > 0) kernels::cast(dev)(dx, adds.dx_narrow);
     };
-    if (dx.defined() && params && M > 0 && D <= kFusedColumns) {  // everything in one pass
+    const std::initializer_list<const void*> dx_rows = {dy.data_ptr(), x.data_ptr(),
+                                                       dx.defined() ? dx.data_ptr() : nullptr, base, narrow};
+    const int vw = row_pack_width<T>(D, dx_rows);
+    const int lane_packs = dx.defined() && params && M > 0 ? fused_lane_packs(D / vw, vw) : 0;
+    if (lane_packs > 0) {  // everything in one pass
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
       const int64_t blocks = std::min<int64_t>(grid_for(M, kRowWarps), kFusedMaxBlocks);
       Tensor part = Tensor::empty({blocks * 2 * D}, sd, dev);
       with_narrow<T>(dy.dtype(), [&](auto dyt) {
         using DY = decltype(dyt);
-        with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr(), base, narrow}, [&](auto v) {
-          TANDEM_LAUNCH(ln_backward_fused_warp_kernel<T, DY, S, decltype(v)::value>,
-                        dim3(static_cast<unsigned>(blocks)), kRowWarps * 32, 0, stream_for(dev),
-                        static_cast<const DY*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), rows(DY{}), M, D,
-                        ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w), static_cast<S*>(part.data_ptr()));
+        with_row_pack<T>(D, dx_rows, [&](auto v) {
+          constexpr int V = decltype(v)::value;
+          auto launch = [&](auto j) {
+            TANDEM_LAUNCH((ln_backward_fused_warp_kernel<T, DY, S, V, decltype(j)::value>),
+                          dim3(static_cast<unsigned>(blocks)), kRowWarps * 32, 0, stream_for(dev),
+                          static_cast<const DY*>(dy.data_ptr()), static_cast<const T*>(x.data_ptr()), rows(DY{}), M,
+                          D, ptr_or_null<S>(ms), ptr_or_null<S>(rs), ptr_or_null<S>(w),
+                          static_cast<S*>(part.data_ptr()));
+          };
+          with_lane_packs<V>(lane_packs, launch);
         });
       });
       narrow_after();
@@ -774,7 +926,7 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     if (warp_dx) {
       with_narrow<T>(dy.dtype(), [&](auto dyt) {
         using DY = decltype(dyt);
-        with_row_pack<T>(D, {dy.data_ptr(), x.data_ptr(), dx.data_ptr(), base, narrow}, [&](auto v) {
+        with_row_pack<T>(D, dx_rows, [&](auto v) {
           TANDEM_LAUNCH(ln_backward_dx_warp_kernel<T, DY, S, decltype(v)::value>, grid_for(M, kRowWarps),
                         kRowWarps * 32, 0, stream_for(dev), static_cast<const DY*>(dy.data_ptr()),
                         static_cast<const T*>(x.data_ptr()), rows(DY{}), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs),

@@ -77,12 +77,14 @@ TEST_P(NormOps, BatchNormStagesMatchCpu) {
 }
 
 // Rows up to 8192 go a warp each, in 16-byte packs where D and the rows allow (768: GPT-2's width;
-// 33, 7, 70 take one element a load); 9000 takes the block-per-row kernels.
+// 33, 7, 70 take one element a load); 9000 takes the block-per-row kernels. Packed rows up to 1024
+// are held in registers, 2 to 8 packs a lane in the one-pass backward (64, 300, 768 and 1000 take
+// 2, 4, 6 and 8 f32 packs; 1000 is 4 full bf16 packs); 2048 takes the loops over the row.
 TEST_P(NormOps, LayerNormMatchesCpu) {
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16})
     for (auto [M, D] : std::vector<std::pair<int64_t, int64_t>>{
              {0, 5}, {1, 1}, {4, 7}, {3, 33}, {2, 300}, {40, 3}, {300, 70}, {5, 768}, {9, 64}, {2, 9000},
-             {2100, 24}})  // more rows than the one-pass backward's grid has warps
+             {7, 1000}, {3, 2048}, {2100, 24}})  // more rows than the one-pass backward's grid has warps
       for (bool affine : {true, false}) {
         const DType sd = dt == DType::f64 ? DType::f64 : DType::f32;
         const double rtol = dt == DType::bf16 ? 1e-2 : dt == DType::f16 ? 2e-3 : 1e-5;
