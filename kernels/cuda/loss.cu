@@ -2,6 +2,8 @@
 // forward and backward) of the CUDA backend: one block per row, block reductions for max and sums.
 // Formulas as kernels/cpu/loss.cpp; only the order of the sums differs.
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
@@ -265,11 +267,21 @@ __global__ void cross_entropy_rows_kernel(const T* __restrict__ logits, const I*
 // that the second read finds its row in L2 (50 MB on an H100 or H200, 40 on an A100). With a block
 // for every row (up to 8,192) ~1,000 of GPT-2's 100 KB bf16 rows were read at once, ~100 MB, and
 // the second read came from memory: 2.45 GB moved for 0.82 GB of logits (Nsight Compute, H100). The
-// grid does not change a row's arithmetic.
+// grid does not change a row's arithmetic. TANDEM_CE_ROWS=all (read once) gives every row a block
+// again, for A/B runs on a GPU.
 constexpr int64_t kRowsInFlightBytes = int64_t(24) << 20;
+bool all_rows_in_flight() {
+  static const bool all = [] {
+    const char* v = std::getenv("TANDEM_CE_ROWS");
+    const std::string s = v ? v : "l2";
+    TANDEM_CHECK(s == "l2" || s == "all", "TANDEM_CE_ROWS={}: expected l2 or all", s);
+    return s == "all";
+  }();
+  return all;
+}
 unsigned rows_grid(int64_t rows, int64_t row_bytes, bool read_twice) {
   const unsigned all = grid_for(rows, 1);
-  if (!read_twice || row_bytes <= 0) return all;
+  if (!read_twice || row_bytes <= 0 || all_rows_in_flight()) return all;
   const int64_t fit = kRowsInFlightBytes / row_bytes;
   return fit < 1 ? 1u : (fit < int64_t(all) ? static_cast<unsigned>(fit) : all);
 }
