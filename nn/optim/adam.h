@@ -19,6 +19,10 @@ class Adam : public Optimizer {
   Adam(const std::vector<Tensor>& params, const AdamOptions& options);
   std::string type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   const AdamOptions& options() const { return options_; }
+  // Optimizer::step(), with the parameters of a GPU (or the emulator) updated by multi-tensor
+  // launches, a launch or two per device, not one per parameter: the same kernel element by element
+  // (adam_step.h), so the same bits as the per-parameter loop, which the CPU keeps.
+  void step() override;
 
  protected:
   Adam(std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled);
@@ -34,6 +38,8 @@ class Adam : public Optimizer {
     int64_t step = 0;
     Tensor exp_avg, exp_avg_sq;  // undefined until the parameter's first step
   };
+  // The parameter's state, made on its first step, its step counted.
+  State& next_step(size_t index, const Tensor& param);
   AdamOptions options_;
   bool decoupled_;
   std::vector<State> state_;
