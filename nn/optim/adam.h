@@ -20,8 +20,8 @@ class Adam : public Optimizer {
   std::string type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   const AdamOptions& options() const { return options_; }
   // Optimizer::step(), with the parameters of a GPU (or the emulator) updated by multi-tensor
-  // launches, a launch or two per device, not one per parameter: the same kernel element by element
-  // (adam_step.h), so the same bits as the per-parameter loop, which the CPU keeps.
+  // launches, a launch or two per device, not one per parameter: the same per-element update, so
+  // the same bits as the per-parameter loop, which the CPU keeps.
   void step() override;
 
  protected:
