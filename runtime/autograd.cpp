@@ -3,8 +3,6 @@
 #include "runtime/autograd.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -12,6 +10,7 @@
 
 #include "runtime/backend/core.h"
 #include "runtime/backend/elementwise.h"
+#include "runtime/backend/env_switch.h"
 
 namespace tandem {
 
@@ -231,15 +230,10 @@ Tensor record_leaf_cast(const Tensor& leaf, Tensor out) {
 
 namespace {
 // TANDEM_GRAD_SINK: "off" offers no sinks (every gradient through its leaf's accumulation or the
-// engine's sum), "leaves" only leaves' .grad, anything else both (A/B runs). Read once.
+// engine's sum), "leaves" only leaves' .grad, "on" (the default) both (A/B runs). Read once.
 enum class SinkPolicy { kAll, kLeaves, kOff };
 SinkPolicy sink_policy() {
-  static const SinkPolicy policy = [] {
-    const char* v = std::getenv("TANDEM_GRAD_SINK");
-    if (v && std::strcmp(v, "off") == 0) return SinkPolicy::kOff;
-    if (v && std::strcmp(v, "leaves") == 0) return SinkPolicy::kLeaves;
-    return SinkPolicy::kAll;
-  }();
+  static const SinkPolicy policy = static_cast<SinkPolicy>(env_switch("TANDEM_GRAD_SINK", {"on", "leaves", "off"}));
   return policy;
 }
 

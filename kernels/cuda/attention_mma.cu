@@ -18,14 +18,13 @@
 #include "kernels/cuda/attention_mma.h"
 
 #include <cmath>
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
 #include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/reduce.cuh"
+#include "runtime/backend/env_switch.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {
@@ -577,10 +576,8 @@ bool attention_mma_fits(const kernels::AttentionShape& s, std::initializer_list<
 // TANDEM_ATTENTION_FORWARD_ROWS: the rows a warp owns in the forward, 16 (default) or 32 (D <= 64;
 // 16 beyond), for A/B runs on a GPU. Read at each call (a string compare beside a kernel).
 int forward_row_tiles(int64_t d) {
-  const char* v = std::getenv("TANDEM_ATTENTION_FORWARD_ROWS");
-  const std::string rows = v ? v : "16";
-  TANDEM_CHECK(rows == "16" || rows == "32", "TANDEM_ATTENTION_FORWARD_ROWS={}: expected 16 or 32", rows);
-  return rows == "32" && d <= 64 ? 2 : 1;
+  const bool rows_32 = env_switch("TANDEM_ATTENTION_FORWARD_ROWS", {"16", "32"}) == 1;
+  return rows_32 && d <= 64 ? 2 : 1;
 }
 
 void attention_forward_mma(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& lse,

@@ -7,8 +7,6 @@
 #include <cudnn.h>
 
 #include <climits>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +17,7 @@
 #include "kernels/cuda/conv_im2col.h"
 #include "runtime/backend/conv.h"
 #include "runtime/backend/cuda/check.h"
+#include "runtime/backend/env_switch.h"
 #include "runtime/backend/reduce.h"
 
 namespace tandem::cuda {
@@ -30,22 +29,12 @@ using kernels::Conv2dGeometry;
 constexpr size_t kMaxWorkspace = size_t(1) << 30;
 
 // ---- the switch: cuDNN (default) or im2col + cuBLAS. Read per call so a test or tool can flip it.
-bool use_im2col() {
-  const char* v = std::getenv("TANDEM_CONV");
-  if (!v || !*v || std::strcmp(v, "cudnn") == 0) return false;
-  if (std::strcmp(v, "im2col") == 0) return true;
-  TANDEM_FAIL(Value, "TANDEM_CONV={} is not a conv implementation: use cudnn (the default) or im2col", v);
-}
+bool use_im2col() { return env_switch("TANDEM_CONV", {"cudnn", "im2col"}) == 1; }
 // Algorithms come from cuDNN's heuristics (cudnnGet*_v7) by default: the same choice in every process,
 // so reruns and a resumed run give the same bits. TANDEM_CUDNN_SEARCH=benchmark times them instead
 // (cudnnFind*, like PyTorch's cudnn.benchmark): sometimes faster, but the winner, and so the
 // rounding, can change from one process to the next.
-bool heuristic_search() {
-  const char* v = std::getenv("TANDEM_CUDNN_SEARCH");
-  if (!v || !*v || std::strcmp(v, "heuristic") == 0) return true;
-  if (std::strcmp(v, "benchmark") == 0) return false;
-  TANDEM_FAIL(Value, "TANDEM_CUDNN_SEARCH={}: use heuristic (the default) or benchmark", v);
-}
+bool heuristic_search() { return env_switch("TANDEM_CUDNN_SEARCH", {"heuristic", "benchmark"}) == 0; }
 
 // ---- one cuDNN handle per device, bound to the device's stream; calls on it are serialised.
 struct HandleSlot {

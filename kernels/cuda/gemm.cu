@@ -7,16 +7,15 @@
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/gelu.cuh"
+#include "runtime/backend/env_switch.h"
 #include "runtime/backend/gemm.h"
 #ifndef TANDEM_SIMT_EMULATOR
 #include "kernels/cuda/cublas_loader.h"
 #include "runtime/backend/cuda/check.h"
 
 #include <array>
-#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <string>
 #include <vector>
 #endif
 
@@ -330,12 +329,11 @@ bool lt_gemm(Device device, const kernels::GemmArgs& a) {
 enum class DGeluWay { Ours, Lt, LtBgrad };
 DGeluWay dgelu_way() {
   static const DGeluWay way = [] {
-    const char* v = std::getenv("TANDEM_GEMM_DGELU");
-    const std::string s = v ? v : "lt";
-    if (s == "ours") return DGeluWay::Ours;
-    if (s == "lt") return DGeluWay::Lt;
-    if (s == "lt-bgrad") return DGeluWay::LtBgrad;
-    TANDEM_FAIL(Value, "TANDEM_GEMM_DGELU={}: expected ours, lt or lt-bgrad", s);
+    switch (env_switch("TANDEM_GEMM_DGELU", {"lt", "ours", "lt-bgrad"})) {
+      case 1: return DGeluWay::Ours;
+      case 2: return DGeluWay::LtBgrad;
+      default: return DGeluWay::Lt;
+    }
   }();
   return way;
 }

@@ -2,11 +2,10 @@
 // forward and backward) of the CUDA backend: one block per row, block reductions for max and sums.
 // Formulas as kernels/cpu/loss.cpp; only the order of the sums differs.
 #include <cmath>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
+#include "runtime/backend/env_switch.h"
 #include "runtime/backend/loss.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -271,12 +270,7 @@ __global__ void cross_entropy_rows_kernel(const T* __restrict__ logits, const I*
 // again, for A/B runs on a GPU.
 constexpr int64_t kRowsInFlightBytes = int64_t(24) << 20;
 bool all_rows_in_flight() {
-  static const bool all = [] {
-    const char* v = std::getenv("TANDEM_CE_ROWS");
-    const std::string s = v ? v : "l2";
-    TANDEM_CHECK(s == "l2" || s == "all", "TANDEM_CE_ROWS={}: expected l2 or all", s);
-    return s == "all";
-  }();
+  static const bool all = env_switch("TANDEM_CE_ROWS", {"l2", "all"}) == 1;
   return all;
 }
 unsigned rows_grid(int64_t rows, int64_t row_bytes, bool read_twice) {

@@ -2,9 +2,7 @@
 // summed dims, or column sums for the [rows, cols] -> [cols] of bias gradients), its adjoint expand,
 // and argmax. Integer sums accumulate in 64 bits and wrap to the storage type at the end, which gives
 // the CPU's wrapped result exactly.
-#include <cstdlib>
 #include <mutex>
-#include <string>
 #include <vector>
 
 #include "kernels/cuda/column_sums.cuh"
@@ -12,6 +10,7 @@
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/strided_gather.cuh"
 #include "runtime/backend/elementwise.h"
+#include "runtime/backend/env_switch.h"
 #include "runtime/backend/reduce.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -25,12 +24,7 @@ __global__ void zero_arrivals_kernel(unsigned* __restrict__ arrivals, int64_t n)
 }  // namespace
 
 unsigned* column_arrivals(Device dev, int64_t groups) {
-  static const bool two_pass = [] {
-    const char* v = std::getenv("TANDEM_COLUMN_SUMS");
-    const std::string s = v ? v : "one-launch";
-    TANDEM_CHECK(s == "one-launch" || s == "two-pass", "TANDEM_COLUMN_SUMS={}: expected one-launch or two-pass", s);
-    return s == "two-pass";
-  }();
+  static const bool two_pass = env_switch("TANDEM_COLUMN_SUMS", {"one-launch", "two-pass"}) == 1;
   if (two_pass || groups > kArrivalGroups) return nullptr;
   static std::mutex mutex;
   // By device index, kept for the process: never destroyed, so that the arrays stay reachable from

@@ -43,7 +43,8 @@ TEST_P(LossOps, CrossEntropyForwardBackwardMatchCpu) {
     for (DType ldt : {dt, stat}) {
       for (DType it : {DType::i64, DType::i32})
         for (Reduction red : {Reduction::Mean, Reduction::Sum, Reduction::None})
-          for (auto [N, C] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 7}, {33, 10}, {3, 300}, {4, 9001}, {0, 4}}) {
+          for (auto [N, C] :
+               std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 7}, {33, 10}, {3, 300}, {4, 9001}, {0, 4}}) {
             Tensor logits = random_tensor({N, C}, dt, 61, -4, 4);
             std::vector<int64_t> t(static_cast<size_t>(N));
             for (int64_t i = 0; i < N; ++i) t[static_cast<size_t>(i)] = (i * 7) % C;
