@@ -120,16 +120,17 @@ TEST_P(LossOps, CrossEntropyWideAndNonFiniteRowsMatchCpu) {
 // cross_entropy_with_grad: the loss and lse of cross_entropy and the gradient cross_entropy_backward
 // makes for a loss gradient of 1, bit for bit on each backend (rows with ignored and wide ones, 8203
 // taking the wide rows' 512 threads; i32/i64 targets, Sum and Mean, 16-bit logits with an f32
-// loss); None is refused and a bad target
-// throws as cross_entropy's does. Then through the op: loss.backward() (the gradient made in the
-// forward) leaves in .grad what an explicit gradient of ones (the backward kernel) does.
+// loss); None is refused and a bad target throws as cross_entropy's does. Then through the op:
+// loss.backward() (the gradient made in the forward) leaves in .grad what an explicit gradient of
+// ones (the backward kernel) does.
 TEST_P(LossOps, CrossEntropyWithGradEqualsTheLossThenItsBackward) {
   using ops::Reduction;
   for (Device d : {kCPU, dev()})
     for (DType dt : {DType::f32, DType::f64, DType::bf16})
       for (DType it : {DType::i64, DType::i32})
         for (Reduction red : {Reduction::Mean, Reduction::Sum})
-          for (auto [N, C] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {33, 10}, {5, 4099}, {6, 8203}, {0, 4}}) {
+          for (auto [N, C] :
+               std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {33, 10}, {5, 4099}, {6, 8203}, {0, 4}}) {
             const DType ldt = dt == DType::f64 ? DType::f64 : DType::f32;
             const std::string what = d.str() + " " + dtype_name(dt) + " " + dtype_name(it) + " red " +
                                      std::to_string(int(red)) + " N=" + std::to_string(N) + " C=" + std::to_string(C);
