@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/autograd.h"
+#include "runtime/backend/env_switch.h"
 #include "runtime/backend/multi_tensor.h"
 #include "runtime/backend/optim.h"
 
@@ -55,7 +56,9 @@ void Adam::update(const ParamGroup& group, size_t index, Tensor& param, const Te
 // GPU between kernels most of the time they took (1.46 ms of AdamW kernels on an H100; FusedAdamW's
 // two launches made the step ~0.4 ms shorter in the same run). A gradient has its parameter's
 // dtype, shape and device (set_grad's check); multi_tensor_adam checks the lists again.
+// TANDEM_ADAM=per-tensor keeps one launch a parameter on a GPU too (A/B runs).
 void Adam::step() {
+  static const bool per_tensor = env_switch("TANDEM_ADAM", {"multi-tensor", "per-tensor"}) == 1;
   NoGradGuard no_grad;
   std::vector<std::pair<Device, kernels::MultiTensorAdamArgs>> lists;
   size_t index = 0;
@@ -63,7 +66,7 @@ void Adam::step() {
     for (auto& p : g.params) {
       const Tensor grad = p.grad();
       if (grad.defined()) {
-        if (p.device().is_cpu()) {
+        if (p.device().is_cpu() || per_tensor) {
           update(g, index, p, grad);
         } else {
           auto it = std::find_if(lists.begin(), lists.end(), [&](const auto& l) { return l.first == p.device(); });
