@@ -496,6 +496,14 @@ __device__ __forceinline__ void add_row_means_pack(const Pack<T, V>& xp, const P
   }
 }
 
+// a = mean(g), bb = mean(g * xhat) over the warp's row from each lane's sums sg and sgx.
+template <class S>
+__device__ __forceinline__ void finish_row_means(S sg, S sgx, int64_t D, S& a, S& bb) {
+  const S inv_d = S(1) / static_cast<S>(D);
+  a = warp_reduce(sg, SumOp{}) * inv_d;
+  bb = warp_reduce(sgx, SumOp{}) * inv_d;
+}
+
 // The two row means of LayerNorm's dx, over a warp's row in packs of V: a = mean(g) and
 // bb = mean(g * xhat), g = dy * weight. Every lane gets both.
 template <class T, class DY, class S, int V>
@@ -503,9 +511,7 @@ __device__ __forceinline__ void row_means(const Pack<T, V>* xi, const Pack<DY, V
                                           S r, const S* __restrict__ weight, int64_t D, S& a, S& bb) {
   S sg = S(0), sgx = S(0);
   for (int64_t i = lane; i < packs; i += 32) add_row_means_pack<T, DY, S, V>(xi[i], di[i], i, mu, r, weight, sg, sgx);
-  const S inv_d = S(1) / static_cast<S>(D);
-  a = warp_reduce(sg, SumOp{}) * inv_d;
-  bb = warp_reduce(sgx, SumOp{}) * inv_d;
+  finish_row_means(sg, sgx, D, a, bb);
 }
 
 // One pack of dx = r * (g - a - xhat * bb), g = dy * weight, for pack i of a row; each element's
@@ -589,7 +595,7 @@ __global__ void ln_backward_dx_warp_kernel(const DY* __restrict__ dy, const T* _
 // form (one pack at a time, reloaded for dx) kept 125 registers for [8192, 768] f32 rows on an
 // H100, two blocks an SM, and its dx pass (in its SASS) waited on each pack's load of the residual
 // in turn: 1.21 ms for GPT-2's 25 LayerNorms at batch 8, 1.73 TB/s. J is the smallest of 2, 4, 6, 8
-// that holds the row (8 where V is 1), so the registers follow the row (161 for GPT-2's f32 rows, no
+// that holds the row (8 where V is 1), so the registers follow the row (159 for GPT-2's f32 rows, no
 // spills: one block an SM, each warp with its whole row's loads in flight). The sums are the loop
 // form's, in its order.
 constexpr int kFusedMaxPacks = 8;     // a lane's packs at most
@@ -640,8 +646,8 @@ __global__ void __launch_bounds__(kRowWarps * 32)
     TANDEM_UNROLL
     for (int j = 0; j < J; ++j)
       if (lane + 32 * j < packs) add_row_means_pack<T, DY, S, V>(xr[j], dr[j], lane + 32 * j, mu, r, weight, sg, sgx);
-    const S inv_d = S(1) / static_cast<S>(D);
-    const S a = warp_reduce(sg, SumOp{}) * inv_d, bb = warp_reduce(sgx, SumOp{}) * inv_d;
+    S a, bb;
+    finish_row_means(sg, sgx, D, a, bb);
     TANDEM_UNROLL
     for (int j = 0; j < J; ++j) {
       const int64_t i = lane + 32 * j;
