@@ -2,8 +2,10 @@
 // accumulation) on the device's stream. A GEMM with an epilogue (bias, GELU, a bias gradient, GELU's
 // backward; see GemmArgs) runs as one cuBLASLt matmul with the matching fused epilogue (GELU's
 // backward with its column sums: the matmul with DGELU, then our sums; see dgelu_way); where
-// cuBLASLt has no algorithm for the case, the product and then our epilogue kernels below. Under the
-// emulator the CPU GEMM stands in for cuBLAS and the epilogue kernels run after it.
+// cuBLASLt has no algorithm for the case, the product and then our epilogue kernels below.
+// TANDEM_GEMM_SEARCH=benchmark runs every product of batch 1 through cuBLASLt with an algorithm
+// timed among the heuristic's candidates (search_way). Under the emulator the CPU GEMM stands in for
+// cuBLAS and the epilogue kernels run after it.
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/gelu.cuh"
@@ -11,11 +13,13 @@
 #include "runtime/backend/gemm.h"
 #ifndef TANDEM_SIMT_EMULATOR
 #include "kernels/cuda/cublas_loader.h"
+#include "kernels/cuda/gemm_search.h"
 #include "runtime/backend/cuda/check.h"
 
 #include <array>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 #endif
 
@@ -202,6 +206,29 @@ void cublas_product(Device device, const kernels::GemmArgs& a) {
 
 constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;  // what cuBLAS asks for on Hopper
 
+// How a GEMM's algorithm is chosen; TANDEM_GEMM_SEARCH, read once:
+//   "heuristic" (default): cuBLAS's own choice for a product, cuBLASLt's heuristic's first answer for
+//     a product with an epilogue: the same algorithm in every process, so reruns give the same bits;
+//   "benchmark": every product of batch 1 runs through cuBLASLt (one without an epilogue too), and the
+//     first call of each shape times up to kSearchCandidates of the heuristic's answers on the device
+//     and keeps the fastest for the process (as TANDEM_CUDNN_SEARCH=benchmark does for convolutions:
+//     faster where the heuristic's first guess is not the best, but the winner, and so the rounding,
+//     can change from one process to the next; DDP's ranks still end every step with the same weights,
+//     their gradients being reduced);
+//   "benchmark-verbose": the same, each search's result on a line to stderr.
+enum class Search { Heuristic, Benchmark, BenchmarkVerbose };
+Search search_way() {
+  static const Search way = [] {
+    switch (env_switch("TANDEM_GEMM_SEARCH", {"heuristic", "benchmark", "benchmark-verbose"})) {
+      case 1: return Search::Benchmark;
+      case 2: return Search::BenchmarkVerbose;
+      default: return Search::Heuristic;
+    }
+  }();
+  return way;
+}
+constexpr int kSearchCandidates = 16;
+
 // Descriptors and the heuristic's algorithm for one GEMM shape, made once and kept for the process.
 struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -225,6 +252,7 @@ int64_t alignment(const void* p) {
 }
 
 cublasLtEpilogue_t lt_epilogue(const kernels::GemmArgs& a) {
+  if (!a.has_epilogue()) return CUBLASLT_EPILOGUE_DEFAULT;  // a searched plain product
   if (a.a_row_sums) return CUBLASLT_EPILOGUE_BGRADB;  // our op(A) is cuBLAS's B (the operands swap)
   // Our C [m, n] is cuBLAS's D [n, m]: its bias gradient (over D's columns) is our column sums.
   if (a.dgelu_pre) return a.c_col_sums ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
@@ -253,7 +281,22 @@ void set_epilogue_pointers(cublasLtMatmulDesc_t desc, const kernels::GemmArgs& a
   if (const void* aux = epilogue_aux(a)) set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
 }
 
-LtPlan make_plan(const LtDevice& dev, const kernels::GemmArgs& a) {
+// Whether the matmul reads C where it writes D: beta != 0, or C is also one of its inputs. A search
+// then times into scratch memory, not into C.
+bool reads_c(const kernels::GemmArgs& a) {
+  const void* c = a.c;
+  return a.beta != 0 || c == a.a || c == a.b || c == a.dgelu_pre || c == a.bias;
+}
+
+// The shape as the search's verbose line names it.
+std::string describe(const kernels::GemmArgs& a) {
+  return std::string(dtype_name(a.dtype)) + (a.wide_c ? "->f32" : "") + " m=" + std::to_string(a.m) +
+         " n=" + std::to_string(a.n) + " k=" + std::to_string(a.k) + (a.trans_a ? " A^T" : "") +
+         (a.trans_b ? " B^T" : "") + " epilogue=" + std::to_string(static_cast<int>(lt_epilogue(a))) +
+         (a.beta != 0 ? " beta=" + std::to_string(a.beta) : "");
+}
+
+LtPlan make_plan(const LtDevice& dev, const kernels::GemmArgs& a, Device device, Stream stream) {
   const CublasLtApi& lt = cuda::cublaslt();
   const cudaDataType_t type = cuda_type(a.dtype);
   const bool f64 = a.dtype == DType::f64;
@@ -276,15 +319,27 @@ LtPlan make_plan(const LtDevice& dev, const kernels::GemmArgs& a) {
   CUBLAS_CHECK(lt.preference_create(&pref));
   const uint64_t workspace = kLtWorkspaceBytes;
   CUBLAS_CHECK(lt.preference_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
-  cublasLtMatmulHeuristicResult_t result{};
+  const Search way = search_way();
+  std::array<cublasLtMatmulHeuristicResult_t, kSearchCandidates> results{};
   int found = 0;
   // No algorithm (NOT_SUPPORTED, or none returned) is an answer, not an error: the fallback runs.
-  const cublasStatus_t status =
-      lt.heuristic(dev.handle, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1, &result, &found);
+  const cublasStatus_t status = lt.heuristic(dev.handle, plan.desc, plan.a, plan.b, plan.c, plan.c, pref,
+                                             way == Search::Heuristic ? 1 : kSearchCandidates, results.data(), &found);
   CUBLAS_CHECK(lt.preference_destroy(pref));
   if (status != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(status);
   plan.supported = status == CUBLAS_STATUS_SUCCESS && found > 0;
-  plan.algo = result.algo;
+  if (!plan.supported) return plan;
+  int chosen = 0;
+  if (way != Search::Heuristic && found > 1) {
+    const Scales scales(a);
+    const LtMatmulCall call{dev.handle, plan.desc, scales.alpha(), a.b, plan.a, a.a, plan.b, scales.beta(),
+                            a.c, plan.c, dev.workspace, kLtWorkspaceBytes, stream};
+    const size_t c_bytes =
+        reads_c(a) ? static_cast<size_t>(a.m * a.ldc) * (a.wide_c ? sizeof(float) : dtype_size(a.dtype)) : 0;
+    chosen = fastest_candidate(call, results.data(), found, c_bytes, device, way == Search::BenchmarkVerbose,
+                               describe(a));
+  }
+  plan.algo = results[static_cast<size_t>(chosen)].algo;
   return plan;
 }
 
@@ -308,7 +363,7 @@ bool lt_gemm(Device device, const kernels::GemmArgs& a) {
                                     alignment(a.b), alignment(a.c), alignment(epilogue_vector(a)),
                                     alignment(epilogue_aux(a))};
   auto it = dev.plans.find(key);
-  if (it == dev.plans.end()) it = dev.plans.emplace(key, make_plan(dev, a)).first;
+  if (it == dev.plans.end()) it = dev.plans.emplace(key, make_plan(dev, a, device, stream)).first;
   const LtPlan& plan = it->second;
   if (!plan.supported) return false;
   set_epilogue_pointers(plan.desc, a);
@@ -338,10 +393,17 @@ DGeluWay dgelu_way() {
   return way;
 }
 
+// A product without an epilogue: cuBLAS's, or with the search on (batch 1) a searched cuBLASLt matmul
+// (cuBLAS where cuBLASLt has no algorithm for it).
+void product(Device device, const kernels::GemmArgs& a) {
+  if (search_way() != Search::Heuristic && a.batch == 1 && a.m > 0 && a.n > 0 && a.k > 0 && lt_gemm(device, a)) return;
+  cublas_product(device, a);
+}
+
 void gemm(Device device, const kernels::GemmArgs& a) {
   TANDEM_CHECK(device.kind == kKind, "gemm: expected a cuda device, got {}", device.str());
   check_args(a);
-  if (!a.has_epilogue()) return cublas_product(device, a);
+  if (!a.has_epilogue()) return product(device, a);
   if (a.m == 0 && a.c_col_sums) return run_epilogue_kernels(device, a);  // the sums of no rows: zeros
   if (a.m == 0 || (a.n == 0 && !a.a_row_sums)) return;
   const bool can_lt = a.n > 0 && a.k > 0;
@@ -367,7 +429,7 @@ void gemm(Device device, const kernels::GemmArgs& a) {
     // combination to count on.
     return;
   }
-  cublas_product(device, product_only(a));
+  product(device, product_only(a));
   run_epilogue_kernels(device, a);
 }
 
