@@ -21,6 +21,7 @@ install(DIRECTORY runtime nn DESTINATION ${_tandem_headers}
         PATTERN "backend" EXCLUDE         # kernel tables, registry, CUDA plug-in platform
         PATTERN "op_checks.h" EXCLUDE     # the op entries' shared argument checks
         PATTERN "gemm_call.h" EXCLUDE     # the op entries' GEMM call (backend arguments)
+        PATTERN "per_device.h" EXCLUDE    # nn/optim's lists split by device
         PATTERN "nvml_api.h" EXCLUDE)     # the monitor's own NVML declarations
 # DType's 16-bit storage types (runtime/dtype.h includes them).
 install(FILES runtime/backend/common/half.h runtime/backend/common/host_device.h

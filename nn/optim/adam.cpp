@@ -2,10 +2,10 @@
 // kernels::optim_adam_step, or on a GPU kernels::multi_tensor_adam over all the parameters.
 #include "nn/optim/adam.h"
 
-#include <algorithm>
 #include <utility>
 #include <vector>
 
+#include "nn/optim/per_device.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/env_switch.h"
 #include "runtime/backend/multi_tensor.h"
@@ -60,7 +60,7 @@ void Adam::update(const ParamGroup& group, size_t index, Tensor& param, const Te
 void Adam::step() {
   static const bool per_tensor = env_switch("TANDEM_ADAM", {"multi-tensor", "per-tensor"}) == 1;
   NoGradGuard no_grad;
-  std::vector<std::pair<Device, kernels::MultiTensorAdamArgs>> lists;
+  PerDevice<kernels::MultiTensorAdamArgs> lists;
   size_t index = 0;
   for (auto& g : groups_)
     for (auto& p : g.params) {
@@ -69,9 +69,7 @@ void Adam::step() {
         if (p.device().is_cpu() || per_tensor) {
           update(g, index, p, grad);
         } else {
-          auto it = std::find_if(lists.begin(), lists.end(), [&](const auto& l) { return l.first == p.device(); });
-          if (it == lists.end()) it = lists.insert(lists.end(), {p.device(), {}});
-          kernels::MultiTensorAdamArgs& a = it->second;
+          kernels::MultiTensorAdamArgs& a = lists[p.device()];
           State& s = next_step(index, p);
           a.params.push_back(p);
           a.grads.push_back(grad);

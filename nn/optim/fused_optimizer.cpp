@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "nn/optim/per_device.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/multi_tensor.h"
 
@@ -38,13 +39,10 @@ const ParamGroup& FusedOptimizer::group_of(size_t index) const {
 
 GradCheck FusedOptimizer::check_grads() const {
   // One list per device, in parameter order.
-  std::vector<std::pair<Device, std::vector<Tensor>>> lists;
+  PerDevice<std::vector<Tensor>> lists;
   for (const Tensor& p : model_params_) {
     Tensor g = p.grad();
-    if (!g.defined()) continue;
-    auto it = std::find_if(lists.begin(), lists.end(), [&](const auto& l) { return l.first == g.device(); });
-    if (it == lists.end()) it = lists.insert(lists.end(), {g.device(), {}});
-    it->second.push_back(g);
+    if (g.defined()) lists[g.device()].push_back(g);
   }
   GradCheck out;
   for (auto& [device, grads] : lists) {
@@ -69,13 +67,10 @@ void FusedOptimizer::fused_step(double inv_scale, double scaled_sum_squares) {
     const double coef = fused_.max_grad_norm / (total + 1e-6);
     if (coef < 1.0) factor *= coef;
   }
-  std::vector<std::pair<Device, std::vector<size_t>>> lists;
+  PerDevice<std::vector<size_t>> lists;
   for (size_t i = 0; i < model_params_.size(); ++i) {
     Tensor g = model_params_[i].grad();
-    if (!g.defined()) continue;
-    auto it = std::find_if(lists.begin(), lists.end(), [&](const auto& l) { return l.first == g.device(); });
-    if (it == lists.end()) it = lists.insert(lists.end(), {g.device(), {}});
-    it->second.push_back(i);
+    if (g.defined()) lists[g.device()].push_back(i);
   }
   for (auto& [device, indices] : lists) launch(device, indices, factor);
   ++step_count_;

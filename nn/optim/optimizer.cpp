@@ -1,9 +1,10 @@
 // Optimizer base: groups, step loop, state as named tensors.
 #include "nn/optim/optimizer.h"
 
-#include <algorithm>
 #include <unordered_map>
+#include <utility>
 
+#include "nn/optim/per_device.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/multi_tensor.h"
 
@@ -66,13 +67,10 @@ void Optimizer::step() {
 }
 
 void zero_grads(const std::vector<Tensor>& params) {
-  std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
+  PerDevice<std::vector<Tensor>> by_device;
   for (const Tensor& p : params) {
     const Tensor& g = p.grad();
-    if (!g.defined()) continue;
-    auto it = std::find_if(by_device.begin(), by_device.end(), [&](const auto& d) { return d.first == g.device(); });
-    if (it == by_device.end()) it = by_device.insert(by_device.end(), {g.device(), {}});
-    it->second.push_back(g);
+    if (g.defined()) by_device[g.device()].push_back(g);
   }
   for (const auto& [device, grads] : by_device) kernels::multi_tensor_zero(device)(grads);
 }
