@@ -709,10 +709,10 @@ int row_pack_width(int64_t D, std::initializer_list<const void*> rows) {
   return packed ? kPackWidth<T> : 1;
 }
 
-// f(std::integral_constant<int, V>) with V = row_pack_width<T>(D, rows).
+// f(std::integral_constant<int, V>) with V = width, a row_pack_width<T> (T's pack width or 1).
 template <class T, class F>
-void with_row_pack(int64_t D, std::initializer_list<const void*> rows, F&& f) {
-  if (row_pack_width<T>(D, rows) == kPackWidth<T>) f(std::integral_constant<int, kPackWidth<T>>{});
+void with_pack_width(int width, F&& f) {
+  if (width == kPackWidth<T>) f(std::integral_constant<int, kPackWidth<T>>{});
   else f(std::integral_constant<int, 1>{});
 }
 
@@ -808,7 +808,8 @@ void ln_forward_rows(const Tensor& x, const Tensor& branch, const Tensor& weight
       auto launch_warps = [&](auto rt, auto add) {
         using R = decltype(rt);
         T* sum_rows = sum.defined() ? static_cast<T*>(sum.data_ptr()) : nullptr;
-        with_row_pack<T>(D, {x.data_ptr(), y.data_ptr(), ptr_or_null<R>(branch), sum_rows}, [&](auto v) {
+        const int width = row_pack_width<T>(D, {x.data_ptr(), y.data_ptr(), ptr_or_null<R>(branch), sum_rows});
+        with_pack_width<T>(width, [&](auto v) {
           constexpr int V = decltype(v)::value;
           constexpr bool A = decltype(add)::value;
           // Rows in packs and up to kRowElements a lane: in registers (a row of single elements in
@@ -894,9 +895,9 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     auto narrow_after = [&] {
       if (adds.dx_narrow.defined() && !narrow_in_kernel && M > 0) kernels::cast(dev)(dx, adds.dx_narrow);
     };
-    const std::initializer_list<const void*> dx_rows = {dy.data_ptr(), x.data_ptr(),
-                                                       dx.defined() ? dx.data_ptr() : nullptr, base, narrow};
-    const int vw = row_pack_width<T>(D, dx_rows);
+    // The dx kernels' pack width: every row they read or write aligned to it.
+    const int vw = row_pack_width<T>(D, {dy.data_ptr(), x.data_ptr(), dx.defined() ? dx.data_ptr() : nullptr, base,
+                                         narrow});
     const int lane_packs = dx.defined() && params && M > 0 ? fused_lane_packs(D / vw, vw) : 0;
     if (lane_packs > 0) {  // everything in one pass
       Tensor gw = stat_out(dweight, sd), gb = stat_out(dbias, sd);
@@ -904,7 +905,7 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
       Tensor part = Tensor::empty({blocks * 2 * D}, sd, dev);
       with_narrow<T>(dy.dtype(), [&](auto dyt) {
         using DY = decltype(dyt);
-        with_row_pack<T>(D, dx_rows, [&](auto v) {
+        with_pack_width<T>(vw, [&](auto v) {
           constexpr int V = decltype(v)::value;
           auto launch = [&](auto j) {
             TANDEM_LAUNCH((ln_backward_fused_warp_kernel<T, DY, S, V, decltype(j)::value>),
@@ -932,7 +933,7 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
     if (warp_dx) {
       with_narrow<T>(dy.dtype(), [&](auto dyt) {
         using DY = decltype(dyt);
-        with_row_pack<T>(D, dx_rows, [&](auto v) {
+        with_pack_width<T>(vw, [&](auto v) {
           TANDEM_LAUNCH(ln_backward_dx_warp_kernel<T, DY, S, decltype(v)::value>, grid_for(M, kRowWarps),
                         kRowWarps * 32, 0, stream_for(dev), static_cast<const DY*>(dy.data_ptr()),
                         static_cast<const T*>(x.data_ptr()), rows(DY{}), M, D, ptr_or_null<S>(ms), ptr_or_null<S>(rs),
