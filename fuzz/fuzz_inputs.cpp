@@ -1,5 +1,5 @@
 // The fuzzed entry points: untrusted bytes into the IDX, safetensors, state.json and run-config parsers
-// and the GPT-2 BPE tokenizer and weights.
+// and the GPT-2 BPE tokenizer (both forms of its files) and weights.
 #include "fuzz/fuzz_inputs.h"
 
 #include <sys/mman.h>
@@ -75,24 +75,44 @@ void parse_run_config_input(const uint8_t* data, size_t size) {
   }
 }
 
-void parse_bpe_tokenizer_input(const uint8_t* data, size_t size) {
-  std::string_view rest(reinterpret_cast<const char*>(data), size);
-  const std::string_view vocab = next_part(rest), merges = next_part(rest), text = rest;
-  // Any bytes split into pieces that cover them in order, whatever the files say.
+// Any bytes split into pieces that cover them in order, whatever the tokenizer's files say.
+void check_pretokenize(std::string_view text) {
   size_t covered = 0;
   for (const data::TextPiece& p : data::gpt2_pretokenize(text)) {
     if (p.begin != covered || p.size == 0) throw std::logic_error("pre-tokenisation: a gap, overlap or empty piece");
     covered += p.size;
   }
   if (covered != text.size()) throw std::logic_error("pre-tokenisation: the pieces do not cover the text");
+}
+
+// A tokenizer that took its files encodes `text` to tokens that decode to it, the same twice.
+void check_round_trip(data::BpeTokenizer& bpe, std::string_view text) {
+  const std::vector<int32_t> ids = bpe.encode(text);
+  for (int32_t id : ids)
+    if (!bpe.has_token(id)) throw std::logic_error("encode gave an id that is not a token");
+  if (bpe.decode(ids) != text) throw std::logic_error("decode(encode(text)) is not the text");
+  if (bpe.encode(text) != ids) throw std::logic_error("a second encode (from the cache) differs");
+}
+
+void parse_bpe_tokenizer_input(const uint8_t* data, size_t size) {
+  std::string_view rest(reinterpret_cast<const char*>(data), size);
+  const std::string_view vocab = next_part(rest), merges = next_part(rest), text = rest;
+  check_pretokenize(text);
   try {
     data::BpeTokenizer bpe(memory_file(0, reinterpret_cast<const uint8_t*>(vocab.data()), vocab.size()),
                            memory_file(1, reinterpret_cast<const uint8_t*>(merges.data()), merges.size()));
-    const std::vector<int32_t> ids = bpe.encode(text);
-    for (int32_t id : ids)
-      if (!bpe.has_token(id)) throw std::logic_error("encode gave an id that is not a token");
-    if (bpe.decode(ids) != text) throw std::logic_error("decode(encode(text)) is not the text");
-    if (bpe.encode(text) != ids) throw std::logic_error("a second encode (from the cache) differs");
+    check_round_trip(bpe, text);
+  } catch (const Error&) {
+  }
+}
+
+void parse_bpe_tokenizer_json_input(const uint8_t* data, size_t size) {
+  std::string_view rest(reinterpret_cast<const char*>(data), size);
+  const std::string_view file = next_part(rest), text = rest;
+  try {
+    data::BpeTokenizer bpe = data::BpeTokenizer::from_tokenizer_json(
+        memory_file(0, reinterpret_cast<const uint8_t*>(file.data()), file.size()));
+    check_round_trip(bpe, text);
   } catch (const Error&) {
   }
 }
@@ -113,6 +133,7 @@ Entry entry_for(const std::string& harness) {
   if (harness == "run_config") return parse_run_config_input;
   if (harness == "serve_request") return parse_serve_request_input;
   if (harness == "bpe_tokenizer") return parse_bpe_tokenizer_input;
+  if (harness == "bpe_tokenizer_json") return parse_bpe_tokenizer_json_input;
   if (harness == "hf_gpt2") return parse_hf_gpt2_input;
   return nullptr;
 }

@@ -24,6 +24,8 @@ void parse_serve_request_input(const uint8_t* data, size_t size);
 // tokenizer takes must encode the text to ids that decode to its bytes exactly (or refuse the text
 // with a tandem::Error); a broken round trip throws std::logic_error.
 void parse_bpe_tokenizer_input(const uint8_t* data, size_t size);
+// The same from Hugging Face's tokenizer.json: the file, NUL, then a text to encode.
+void parse_bpe_tokenizer_json_input(const uint8_t* data, size_t size);
 // GPT-2 weights in Hugging Face's safetensors layout (--init-from): the shape read from the file, a
 // GPT of that shape (one head) made and the file loaded into it.
 void parse_hf_gpt2_input(const uint8_t* data, size_t size);

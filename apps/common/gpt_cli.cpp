@@ -48,7 +48,8 @@ void add_gpt_flags(CLI::App& app, TrainConfig& cfg) {
                  "from the file; --n-head must be its head count; tokens are bytes unless --tokenizer)")
       ->check(CLI::ExistingFile);
   app.add_option("--tokenizer", g.tokenizer,
-                 "gpt: folder with GPT-2's vocab.json and merges.txt: byte-level BPE tokens instead of bytes")
+                 "gpt: folder with GPT-2's vocab.json and merges.txt (or tokenizer.json): byte-level BPE "
+                 "tokens instead of bytes")
       ->check(CLI::ExistingDirectory);
 }
 

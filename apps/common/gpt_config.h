@@ -13,8 +13,9 @@ struct GptRunConfig {
   int64_t n_layer = 4, n_head = 4, n_embd = 256, context = 128;
   // data: byte-level text, the last val_fraction of it for validation
   std::string text_dir = data::kFortunesDir;
-  // A folder with GPT-2's vocab.json and merges.txt: the text as BPE tokens instead of bytes, the
-  // vocabulary the tokenizer's padded to a multiple of 64, val_loss in nats per token.
+  // A folder with GPT-2's vocab.json and merges.txt (or tokenizer.json): the text as BPE tokens
+  // instead of bytes, the vocabulary the tokenizer's padded to a multiple of 64, val_loss in nats
+  // per token.
   std::string tokenizer;
   double val_fraction = 0.1;
   // validation: every eval_every steps (0: only at epoch ends) over eval_windows evenly spaced windows

@@ -1,5 +1,6 @@
 // GPT-2's byte-level BPE tokenizer from a vocab.json and merges.txt (the files that come with GPT-2
-// checkpoints): text -> token ids -> the exact bytes back.
+// checkpoints), or from Hugging Face tokenizers' single tokenizer.json: text -> token ids -> the
+// exact bytes back.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -17,8 +18,16 @@ char32_t gpt2_byte_char(uint8_t b);
 
 class BpeTokenizer {
  public:
-  // Reads `dir`/vocab.json and `dir`/merges.txt.
+  // Reads `dir`/vocab.json and `dir`/merges.txt; where `dir` has no vocab.json, `dir`/tokenizer.json.
   static BpeTokenizer from_dir(const std::string& dir);
+
+  // tokenizer.json as Hugging Face's tokenizers library writes it for GPT-2 (GPT2TokenizerFast's
+  // save_pretrained): model.vocab as vocab.json, model.merges ranked by order, each "left right" or
+  // ["left", "right"]. Only what this encoder does is taken: model.type "BPE", a ByteLevel
+  // pre_tokenizer without add_prefix_space, no normalizer, no subword prefix or suffix, no dropout,
+  // byte fallback or ignore_merges, and no added token but "<|endoftext|>" (the one encode splits
+  // out); IOError naming the file and the field for anything else, and for the two files' errors.
+  static BpeTokenizer from_tokenizer_json(const std::string& path);
 
   // vocab.json: a JSON object of token (in the byte alphabet above) -> id, ids distinct and >= 0.
   // merges.txt: an optional first line "#version...", then one merge "left right" per line, ranked
@@ -66,8 +75,15 @@ class BpeTokenizer {
     std::vector<int32_t> ids, next, prev, merged;
     std::vector<Candidate> heap;
   };
+  BpeTokenizer() = default;
   void read_vocab(const std::string& path);
   void read_merges(const std::string& path);
+  // One vocabulary entry (`where`: the file, for errors).
+  void add_token(const std::string& token, int32_t id, const std::string& where);
+  // The merge of two tokens at `rank` (`where`: the file and line, for errors).
+  void add_merge(const std::string& left, const std::string& right, int32_t rank, const std::string& where);
+  // The same from "left right" (merges.txt's line, or a string in tokenizer.json's model.merges).
+  void add_merge_line(const std::string& line, int32_t rank, const std::string& where);
   using PieceCache = std::unordered_map<std::string, std::vector<int32_t>>;  // piece -> ids
   // The ids of one piece (no cache).
   std::vector<int32_t> merge_piece(std::string_view piece, Scratch& scratch) const;

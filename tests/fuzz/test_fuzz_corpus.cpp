@@ -47,7 +47,8 @@ TEST_P(FuzzCorpus, EveryInputEndsInAResultOrATypedError) {
   EXPECT_LT(usage.ru_maxrss / 1024, 1024) << "peak RSS in MiB after the " << GetParam() << " inputs";
 }
 
-INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzCorpus, ::testing::Values("idx", "safetensors", "state_json", "run_config",
-                                                                       "serve_request", "bpe_tokenizer", "hf_gpt2"));
+INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzCorpus,
+                         ::testing::Values("idx", "safetensors", "state_json", "run_config", "serve_request",
+                                           "bpe_tokenizer", "bpe_tokenizer_json", "hf_gpt2"));
 
 }  // namespace

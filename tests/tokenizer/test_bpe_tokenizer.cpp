@@ -1,9 +1,11 @@
 // The GPT-2 BPE tokenizer: ids equal to Hugging Face's GPT2Tokenizer on the tiny files of
-// tests/reference/bpe_tiny (make_bpe_reference.py), exact round trips, merge order, and the errors.
+// tests/reference/bpe_tiny (make_bpe_reference.py) and on their tokenizer.json (bpe_tiny_json,
+// make_bpe_tokenizer_json.py), exact round trips, merge order, and the errors.
 #include <omp.h>
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <random>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "runtime/data/bpe_tokenizer.h"
 #include "runtime/error.h"
@@ -252,4 +255,123 @@ TEST(BpeTokenizer, EncodeAndDecodeErrors) {
   EXPECT_THROW(bpe.decode(std::vector<int64_t>{-1}), ValueError);
   m = error_of<ValueError>([&] { bpe.decode(std::vector<int32_t>{3}); });
   EXPECT_NE(m.find("id 3 has no token"), std::string::npos) << m;
+}
+
+namespace {
+
+const std::string kJsonDir = std::string(TANDEM_REFERENCE_DIR) + "/bpe_tiny_json";
+
+nlohmann::json reference_tokenizer_json() {
+  std::ifstream in(kJsonDir + "/tokenizer.json");
+  return nlohmann::json::parse(in);
+}
+
+// `doc` as tokenizer.json in a fresh folder, read through from_dir (no vocab.json there).
+struct JsonFile {
+  tandem::testing::TempDir dir;
+  explicit JsonFile(const nlohmann::json& doc) { std::ofstream(dir.file("tokenizer.json")) << doc.dump(); }
+  BpeTokenizer load() const { return BpeTokenizer::from_dir(dir.path().string()); }
+};
+
+// The IOError of loading the reference tokenizer.json changed by `edit`.
+template <class Edit>
+std::string json_error(Edit edit) {
+  nlohmann::json doc = reference_tokenizer_json();
+  edit(doc);
+  return error_of<IOError>([&] { JsonFile(doc).load(); });
+}
+
+}  // namespace
+
+// tokenizer.json as GPT2TokenizerFast saves bpe_tiny (make_bpe_tokenizer_json.py, which checks that
+// the fast tokenizer's ids are the slow one's): the same ids as the vocab.json + merges.txt pair,
+// with merges as tokenizers 0.20 on writes them (pairs) and as before (one string each).
+TEST(BpeTokenizerJson, IdsEqualHuggingFaces) {
+  const nlohmann::json doc = reference_tokenizer_json();
+  ASSERT_TRUE(doc["model"]["merges"][0].is_array());  // the committed file has pairs
+  nlohmann::json strings = doc;
+  for (auto& m : strings["model"]["merges"]) m = m[0].get<std::string>() + " " + m[1].get<std::string>();
+  for (const nlohmann::json& d : {doc, strings}) {
+    JsonFile f(d);
+    BpeTokenizer bpe = f.load();
+    EXPECT_EQ(bpe.vocab_size(), bpe_ref::kVocab);
+    EXPECT_EQ(static_cast<int64_t>(bpe.num_merges()), bpe_ref::kMerges);
+    EXPECT_EQ(bpe.end_of_text(), bpe_ref::kVocab - 1);
+    for (size_t i = 0; i < bpe_ref::kTexts.size(); ++i) {
+      EXPECT_EQ(bpe.encode(bpe_ref::kTexts[i]), bpe_ref::kIds[i]) << "text " << i << ": " << bpe_ref::kTexts[i];
+      EXPECT_EQ(bpe.decode(bpe_ref::kIds[i]), bpe_ref::kTexts[i]);
+    }
+  }
+  // A folder with both: the vocab.json pair, as before (here a different one, to tell them apart).
+  JsonFile both(doc);
+  std::ofstream(both.dir.file("vocab.json")) << R"({"a": 0, "b": 1, "ab": 2})";
+  std::ofstream(both.dir.file("merges.txt")) << "a b\n";
+  EXPECT_EQ(both.load().vocab_size(), 3);
+  EXPECT_EQ(BpeTokenizer::from_tokenizer_json(both.dir.file("tokenizer.json")).vocab_size(), bpe_ref::kVocab);
+}
+
+// Settings this encoder does not implement are refused by name, not encoded otherwise.
+TEST(BpeTokenizerJson, OtherTokenizersAreRefusedByName) {
+  using J = nlohmann::json;
+  const std::vector<std::pair<std::function<void(J&)>, std::string>> cases = {
+      {[](J& d) { d["model"]["type"] = "WordPiece"; }, "model.type is \"WordPiece\""},
+      {[](J& d) { d["model"]["continuing_subword_prefix"] = "##"; }, "model.continuing_subword_prefix is \"##\""},
+      {[](J& d) { d["model"]["end_of_word_suffix"] = "</w>"; }, "model.end_of_word_suffix"},
+      {[](J& d) { d["model"]["byte_fallback"] = true; }, "model.byte_fallback is true"},
+      {[](J& d) { d["model"]["ignore_merges"] = true; }, "model.ignore_merges is true"},
+      {[](J& d) { d["model"]["dropout"] = 0.1; }, "model.dropout is 0.1"},
+      {[](J& d) { d["normalizer"] = J{{"type", "NFC"}}; }, "normalizer is {\"type\":\"NFC\"}"},
+      {[](J& d) { d["pre_tokenizer"] = J{{"type", "Whitespace"}}; }, "pre_tokenizer is {\"type\":\"Whitespace\"}"},
+      {[](J& d) { d.erase("pre_tokenizer"); }, "pre_tokenizer is missing"},
+      {[](J& d) { d["pre_tokenizer"]["add_prefix_space"] = true; }, "pre_tokenizer.add_prefix_space is true"},
+      {[](J& d) { d["pre_tokenizer"]["use_regex"] = false; }, "pre_tokenizer.use_regex is false"},
+      {[](J& d) { d["added_tokens"].push_back(J{{"id", 421}, {"content", "<|pad|>"}}); },
+       "added_tokens[1] is '<|pad|>' (id 421)"},
+      {[](J& d) { d["added_tokens"][0]["id"] = 7; }, "gives \"<|endoftext|>\" id 7, the vocabulary id 420"},
+  };
+  for (const auto& [edit, expected] : cases) {
+    const std::string m = json_error(edit);
+    EXPECT_NE(m.find(expected), std::string::npos) << "expected '" << expected << "' in: " << m;
+    EXPECT_NE(m.find("tokenizer.json"), std::string::npos) << m;
+  }
+  // <|endoftext|> only in added_tokens (not in model.vocab) is added with its id.
+  nlohmann::json doc = reference_tokenizer_json();
+  doc["model"]["vocab"].erase("<|endoftext|>");
+  BpeTokenizer bpe = JsonFile(doc).load();
+  EXPECT_EQ(bpe.end_of_text(), 420);
+  EXPECT_EQ(bpe.encode("<|endoftext|>"), (std::vector<int32_t>{420}));
+}
+
+TEST(BpeTokenizerJson, FileErrorsNameTheFileAndField) {
+  using J = nlohmann::json;
+  tandem::testing::TempDir empty;
+  std::string m = error_of<IOError>([&] { BpeTokenizer::from_dir(empty.path().string()); });
+  EXPECT_NE(m.find("vocab.json' (with merges.txt beside it) nor '"), std::string::npos) << m;
+  EXPECT_NE(m.find("tokenizer.json"), std::string::npos) << m;
+  {
+    tandem::testing::TempDir d;
+    std::ofstream(d.file("tokenizer.json")) << R"({"model": )";
+    m = error_of<IOError>([&] { BpeTokenizer::from_dir(d.path().string()); });
+    EXPECT_NE(m.find("tokenizer.json' is not valid JSON"), std::string::npos) << m;
+  }
+  const std::vector<std::pair<std::function<void(J&)>, std::string>> cases = {
+      {[](J& d) { d.erase("model"); }, "has no \"model\" object"},
+      {[](J& d) { d["model"].erase("vocab"); }, "has no model.vocab"},
+      {[](J& d) { d["model"]["vocab"] = J::array(); }, "model.vocab must be a JSON object of token -> id"},
+      {[](J& d) { d["model"]["vocab"]["x"] = "one"; }, "model.vocab: the id of token 'x' must be an integer"},
+      {[](J& d) { d["model"]["vocab"]["x"] = 0; }, "model.vocab: id 0 is given to"},
+      {[](J& d) { d["model"].erase("merges"); }, "model.merges must be an array of merges, got none"},
+      {[](J& d) { d["model"]["merges"][3] = J::array({"a"}); }, "model.merges[3]: a merge is two tokens"},
+      {[](J& d) { d["model"]["merges"][3] = 5; }, "model.merges[3]: a merge is \"left right\""},
+      {[](J& d) { d["model"]["merges"][3] = "ab"; }, "model.merges[3]: a merge is two tokens separated by one space"},
+      {[](J& d) { d["model"]["merges"][3] = J::array({"Ġ", "q!"}); }, "model.merges[3]: the merge 'Ġ q!' has the part"},
+      {[](J& d) { d["added_tokens"] = 3; }, "added_tokens must be an array"},
+      {[](J& d) { d["model"]["type"] = 3; }, "model.type must be a string, got 3"},
+      {[](J& d) { d["pre_tokenizer"]["type"] = false; }, "pre_tokenizer.type must be a string, got false"},
+      {[](J& d) { d["added_tokens"][0].erase("id"); }, "added_tokens[0] must have a string \"content\""},
+  };
+  for (const auto& [edit, expected] : cases) {
+    m = json_error(edit);
+    EXPECT_NE(m.find(expected), std::string::npos) << "expected '" << expected << "' in: " << m;
+  }
 }
