@@ -7,7 +7,7 @@ namespace {
 // Paths in messages are relative to the source root: shorter and identical on every machine.
 const char* short_path(const char* file) {
   std::string_view path(file);
-  for (const char* top : {"/runtime/", "/kernels/", "/nn/", "/comm/", "/apps/", "/tests/", "/bench/"}) {
+  for (const char* top : {"/runtime/", "/kernels/", "/nn/", "/comm/", "/embed/", "/apps/", "/tests/", "/bench/"}) {
     auto pos = path.rfind(top);
     if (pos != std::string_view::npos) return file + pos + 1;
   }

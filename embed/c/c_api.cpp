@@ -4,12 +4,16 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <mutex>
 #include <new>
 #include <optional>
 #include <string>
 
+#include <fmt/ranges.h>
+
 #include "comm/mpi/mpi_comm.h"
+#include "embed/c/backend_result.h"
 #include "embed/c/session.h"
 #include "runtime/error.h"
 #include "runtime/random.h"
@@ -28,19 +32,20 @@ using tandem::Shape;
 using tandem::embed::ArrayRef;
 
 thread_local std::string g_last_error;  // the calling thread's last failure
+thread_local const char* g_last_error_text = "";  // its text, or a fixed one where it could not be kept
 std::mutex g_seed_mutex;
 std::optional<uint64_t> g_seed;  // tandem_set_seed's, for models created after it
 
-tandem_result_t fail(tandem_result_t code, const char* function, const std::string& message) {
-  g_last_error = std::string(function) + ": " + message;
+// Keeps "<function>: <message>" for tandem_last_error. It runs in guarded's handlers, where a
+// bad_alloc would end the process (guarded is noexcept): without memory for the text, a fixed one.
+tandem_result_t fail(tandem_result_t code, const char* function, const char* message) noexcept {
+  try {
+    g_last_error.assign(function).append(": ").append(message);
+    g_last_error_text = g_last_error.c_str();
+  } catch (...) {
+    g_last_error_text = "tandem: out of memory (not even for this call's error message)";
+  }
   return code;
-}
-
-// A failed library call's message names the call ("<file>:<line>: MPI_Allreduce(...) failed: ...").
-tandem_result_t backend_code(const std::string& message) {
-  if (message.find("MPI_") != std::string::npos) return TANDEM_MPI_ERROR;
-  if (message.find("nccl") != std::string::npos) return TANDEM_NCCL_ERROR;
-  return TANDEM_CUDA_ERROR;
 }
 
 // Runs f, mapping what it throws to a code (and the message to tandem_last_error()).
@@ -58,7 +63,7 @@ tandem_result_t guarded(const char* function, F&& f) noexcept {
   } catch (const tandem::CommError& e) {
     return fail(TANDEM_COMM_ERROR, function, e.what());
   } catch (const tandem::BackendError& e) {
-    return fail(backend_code(e.what()), function, e.what());
+    return fail(tandem::embed::backend_result(e.what()), function, e.what());
   } catch (const std::bad_alloc&) {
     return fail(TANDEM_INTERNAL_ERROR, function, "out of memory");
   } catch (const std::exception& e) {
@@ -97,6 +102,13 @@ Shape shape_of(const char* what, int rank, const int64_t* shape) {
   for (int d = 0; d < rank; ++d)
     TANDEM_CHECK(s[static_cast<size_t>(d)] >= 1, "{}: dimension {} is {} (expected >= 1)", what, d,
                  s[static_cast<size_t>(d)]);
+  // Its bytes must be countable (an int64 of 8-byte elements): a larger product is a wrong shape,
+  // and would overflow every size computed from it.
+  int64_t numel = 1;
+  for (int64_t n : s)
+    TANDEM_CHECK(!__builtin_mul_overflow(numel, n, &numel) && numel <= INT64_MAX / 8,
+                 "{}: shape [{}] is too large: its size in bytes overflows a 64-bit count", what,
+                 fmt::join(s, ", "));
   return s;
 }
 
@@ -149,7 +161,7 @@ extern "C" {
 
 const char* tandem_version(void) { return TANDEM_VERSION; }
 
-const char* tandem_last_error(void) { return g_last_error.c_str(); }
+const char* tandem_last_error(void) { return g_last_error_text; }
 
 tandem_result_t tandem_set_seed(uint64_t seed) {
   return guarded("tandem_set_seed", [&] {
@@ -170,9 +182,12 @@ tandem_result_t tandem_model_create_distributed(tandem_model_t* model, const cha
 
 tandem_result_t tandem_model_create_distributed_f(tandem_model_t* model, const char* config_file, MPI_Fint comm,
                                                   const char* device) {
-  int initialised = 0;
+  // MPI_Comm_f2c is not allowed before MPI_Init or after MPI_Finalize (Open MPI aborts the job):
+  // create() then says which of the two it is.
+  int initialised = 0, finalised = 0;
   MPI_Initialized(&initialised);
-  MPI_Comm c = initialised ? MPI_Comm_f2c(comm) : MPI_COMM_NULL;  // create() says MPI is not initialised
+  MPI_Finalized(&finalised);
+  MPI_Comm c = initialised && !finalised ? MPI_Comm_f2c(comm) : MPI_COMM_NULL;
   return create("tandem_model_create_distributed_f", model, config_file, device, &c);
 }
 

@@ -2,6 +2,7 @@
 #include "embed/c/session.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
@@ -148,8 +149,27 @@ void Session::save(const std::string& dir) {
   p.step = step_;
   p.world_size = comm_ ? comm_->size() : 1;
   p.strings = {{"api", "c"}, {"config", config_.source}};
-  if (!comm_ || comm_->rank() == 0) nn::save_training_state(dir, components(), p);
-  if (comm_) comm_->barrier()->wait();  // every rank returns once the checkpoint is complete
+  if (!comm_) {
+    nn::save_training_state(dir, components(), p);
+    return;
+  }
+  // Rank 0 writes, then tells every rank whether it could: a write that failed (a bad folder, a
+  // full disk) is an error on every rank at once, not a rank 0 that returns while the others wait
+  // out the communicator's deadline in a barrier it never joins. Every rank returns once the
+  // checkpoint is complete (rank 0 broadcasts after writing).
+  std::exception_ptr failure;
+  if (comm_->rank() == 0) {
+    try {
+      nn::save_training_state(dir, components(), p);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  Tensor written = Tensor::full({1}, failure ? 0.0 : 1.0, DType::f32, comm_->device());
+  comm_->broadcast(written, 0)->wait();
+  if (failure) std::rethrow_exception(failure);
+  TANDEM_CHECK_KIND(IO, written.item() == 1.0,
+                    "checkpoint '{}': rank 0 could not write it (its tandem_last_error() says why)", dir);
 }
 
 void Session::load(const std::string& path) {

@@ -9,6 +9,10 @@
  * NULL handle, a bad shape or an unknown config key is an error code. The library never initialises
  * or finalises MPI in the calls that take the host's communicator.
  *
+ * Threads: the host makes these calls from one thread at a time (any thread; the error message is
+ * kept per thread). Models share state such as the generator that dropout and tandem_set_seed use,
+ * so two threads training at once, even on different models, race on it.
+ *
  * Arrays are row-major (C order): shape[0] is the batch. From Fortran, whose arrays are
  * column-major, the batch is the last dimension (see tandem.f90).
  */
@@ -113,7 +117,8 @@ TANDEM_C_API tandem_result_t tandem_inference(tandem_model_t model, const void* 
                                               const int64_t* output_shape);
 
 /* Checkpoints to `dir`/ckpt-<step> (weights as safetensors, optimizer, schedule, scaler, RNG, step),
- * replacing `dir`/latest atomically. Collective in a distributed model (rank 0 writes). */
+ * replacing `dir`/latest atomically. Collective in a distributed model: rank 0 writes, and when it
+ * cannot, every rank returns TANDEM_IO_ERROR (rank 0's message says why) and the model goes on. */
 TANDEM_C_API tandem_result_t tandem_save_checkpoint(tandem_model_t model, const char* dir);
 /* Restores a checkpoint: `path` is a `dir` (its latest) or one `dir`/ckpt-<step>. Training then
  * continues bitwise as if it had never stopped. Every rank calls it. */

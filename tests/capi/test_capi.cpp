@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "embed/c/backend_result.h"
+#include "runtime/error.h"
 #include "tandem/tandem_c.h"
 #include "tests/capi/capi_test_util.h"
 
@@ -59,6 +61,23 @@ TEST(CApi, LastErrorIsEmptyNotNullBeforeAnyError) {
   EXPECT_STREQ(tandem_version(), TANDEM_VERSION);
 }
 
+// A failed library call is coded by its library, wherever it failed: the NCCL communicator's CUDA
+// calls are CUDA errors, not NCCL ones.
+TEST(CApi, BackendErrorsAreCodedByTheFailedCall) {
+  auto code_of = [](const char* call, const char* file) {
+    try {
+      tandem::throw_call_error(call, file, 7, "why");
+    } catch (const tandem::BackendError& e) {
+      return tandem::embed::backend_result(e.what());
+    }
+    return TANDEM_SUCCESS;
+  };
+  EXPECT_EQ(code_of("cudaStreamWaitEvent(s, e, 0)", "/src/comm/nccl/nccl_comm.cpp"), TANDEM_CUDA_ERROR);
+  EXPECT_EQ(code_of("ncclAllReduce(b, b, n, t, o, c, s)", "/src/comm/nccl/nccl_comm.cpp"), TANDEM_NCCL_ERROR);
+  EXPECT_EQ(code_of("MPI_Allreduce(a, b, n, t, o, c)", "/src/comm/mpi/mpi_transport.cpp"), TANDEM_MPI_ERROR);
+  EXPECT_EQ(code_of("cudnnConvolutionForward(h, ...)", "/src/kernels/cuda/conv_cudnn.cpp"), TANDEM_CUDA_ERROR);
+}
+
 TEST(CApi, NullArgumentsAreInvalidUsage) {
   TempDir dir;
   const std::string cfg = dir.write("run.yaml", mlp_config());
@@ -98,6 +117,12 @@ TEST(CApi, WrongShapesRanksAndDtypesAreInvalidUsage) {
                          TANDEM_INVALID_USAGE, {"input: rank 9"}));
   EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, zero, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
                          TANDEM_INVALID_USAGE, {"dimension 0 is 0"}));
+  // Dimensions fine one by one whose product (or its bytes) overflows 64 bits: an error, not a wrapped size.
+  const int64_t huge[4] = {8, int64_t{1} << 31, int64_t{1} << 31, 4}, too_big[2] = {8, int64_t{1} << 58};
+  EXPECT_TRUE(fails_with(tandem_train(m, x.data(), TANDEM_FLOAT32, 4, huge, y.data(), TANDEM_FLOAT32, 2, kY, &loss),
+                         TANDEM_INVALID_USAGE, {"input: shape [8, 2147483648, 2147483648, 4] is too large"}));
+  EXPECT_TRUE(fails_with(tandem_inference(m, x.data(), TANDEM_FLOAT32, 2, kX, out.data(), TANDEM_FLOAT32, 2, too_big),
+                         TANDEM_INVALID_USAGE, {"output: shape [8, 288230376151711744] is too large"}));
   EXPECT_TRUE(fails_with(tandem_train(m, x.data(), static_cast<tandem_dtype_t>(42), 2, kX, y.data(), TANDEM_FLOAT32, 2,
                                       kY, &loss),
                          TANDEM_INVALID_USAGE, {"unknown dtype 42"}));

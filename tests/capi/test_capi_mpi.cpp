@@ -1,14 +1,16 @@
 // The distributed C API under mpirun, with the host owning MPI at MPI_THREAD_SINGLE and handing in a
 // communicator split from its world (as a simulation keeps MPI_COMM_WORLD for itself): N ranks, each
 // training on its share of every batch, end with the weights of one process trained on the whole
-// batch (compared through inference, to 1e-5); a checkpoint saved on N ranks resumes bitwise; the
-// Fortran entry (MPI_Fint) gives the same model; and a GPT on N ranks equals one process too.
+// batch (compared through inference, to 1e-5); a checkpoint saved on N ranks resumes bitwise, and
+// one rank 0 cannot write fails on every rank; the Fortran entry (MPI_Fint) gives the same model;
+// a GPT on N ranks equals one process too; and after MPI_Finalize both entries answer an error.
 #include <mpi.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -180,6 +182,28 @@ TEST(CApiMpi, CheckpointOnNRanksResumesBitwiseAndFortranCommWorks) {
   MPI_Barrier(w.comm);
 }
 
+// Rank 0 cannot write the checkpoint (its folder would be inside a file): every rank gets
+// TANDEM_IO_ERROR at once, none waits out the communicator's deadline in a barrier rank 0 never
+// joins, and the model goes on training and saving: the ranks' collectives are still in step.
+TEST(CApiMpi, CheckpointRankZeroCannotWriteFailsOnEveryRank) {
+  World w;
+  SharedDir shared(w);
+  const std::string cfg = shared_config(w, shared);
+  if (w.rank == 0) shared.owned->write("a-file", "not a folder\n");
+  MPI_Barrier(w.comm);
+  tandem_model_t m = nullptr;
+  ASSERT_EQ(tandem_model_create_distributed(&m, cfg.c_str(), w.comm, "auto"), TANDEM_SUCCESS) << tandem_last_error();
+  train_share(m, w, 0);
+  const std::string bad = shared.path + "/a-file/ck", good = shared.path + "/ck";
+  EXPECT_EQ(tandem_save_checkpoint(m, bad.c_str()), TANDEM_IO_ERROR) << "rank " << w.rank << ": " << tandem_last_error();
+  const std::string why = tandem_last_error();
+  EXPECT_NE(why.find(w.rank == 0 ? "a-file" : "rank 0 could not write it"), std::string::npos) << why;
+  train_share(m, w, 1);
+  EXPECT_EQ(tandem_save_checkpoint(m, good.c_str()), TANDEM_SUCCESS) << tandem_last_error();
+  tandem_model_destroy(m);
+  MPI_Barrier(w.comm);
+}
+
 TEST(CApiMpi, NullCommunicatorIsInvalidUsage) {
   TempDir dir;
   const std::string cfg = dir.write("run.yaml", mlp_config());
@@ -204,5 +228,17 @@ int main(int argc, char** argv) {
   int worst = 0;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Finalize();
+  // After the host finalised MPI, both entries answer with an error code: no MPI call that MPI
+  // forbids then (MPI_Comm_f2c would abort the process).
+  tandem_model_t m = nullptr;
+  const tandem_result_t c = tandem_model_create_distributed(&m, "unused.yaml", MPI_COMM_WORLD, "cpu");
+  const bool c_ok = c == TANDEM_INVALID_USAGE && std::strstr(tandem_last_error(), "finalised") != nullptr;
+  const tandem_result_t f = tandem_model_create_distributed_f(&m, "unused.yaml", 0, "cpu");
+  const bool f_ok = f == TANDEM_INVALID_USAGE && std::strstr(tandem_last_error(), "finalised") != nullptr;
+  if (!c_ok || !f_ok || m != nullptr) {
+    std::fprintf(stderr, "rank %d: creating a model after MPI_Finalize gave %d (C) and %d (Fortran): %s\n", rank,
+                 static_cast<int>(c), static_cast<int>(f), tandem_last_error());
+    return 1;
+  }
   return worst;
 }
