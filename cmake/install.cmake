@@ -22,6 +22,7 @@ install(DIRECTORY runtime nn DESTINATION ${_tandem_headers}
         PATTERN "op_checks.h" EXCLUDE     # the op entries' shared argument checks
         PATTERN "gemm_call.h" EXCLUDE     # the op entries' GEMM call (backend arguments)
         PATTERN "per_device.h" EXCLUDE    # nn/optim's lists split by device
+        PATTERN "json_integer.h" EXCLUDE  # the checkpoint and job readers' nlohmann-json helper
         PATTERN "nvml_api.h" EXCLUDE)     # the monitor's own NVML declarations
 # DType's 16-bit storage types (runtime/dtype.h includes them).
 install(FILES runtime/backend/common/half.h runtime/backend/common/host_device.h
@@ -45,10 +46,11 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/tandemConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/tandemConfig.cmake ${PROJECT_BINARY_DIR}/tandemConfigVersion.cmake
         DESTINATION ${_tandem_cmake})
 
-# pkg-config: the flags of the library and its public dependencies (MPI through its own .pc).
+# pkg-config: the flags of the library and its public dependencies (MPI through its own .pc:
+# mpi-cxx, the name Debian's MPI alternatives give whichever MPI is installed, Open MPI or MPICH).
 set(_tandem_pc_requires "fmt")
 if(TANDEM_MPI)
-  string(APPEND _tandem_pc_requires " ompi-cxx")
+  string(APPEND _tandem_pc_requires " mpi-cxx")
 endif()
 set(_tandem_pc_libs "-ltandem")
 if(TANDEM_MPI)

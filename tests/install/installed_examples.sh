@@ -17,7 +17,8 @@ for must in include/tandem/tandem.h include/tandem/version.h include/tandem/runt
   [[ -e $prefix/$must ]] || { echo "not installed: $must" >&2; exit 1; }
 done
 for mustnot in include/tandem/runtime/backend/registry.h include/tandem/kernels include/tandem/comm/ring.h \
-               include/tandem/runtime/ops/op_checks.h include/tandem/nn/optim/per_device.h; do
+               include/tandem/runtime/ops/op_checks.h include/tandem/nn/optim/per_device.h \
+               include/tandem/runtime/serialization/json_integer.h; do
   [[ ! -e $prefix/$mustnot ]] || { echo "internal header installed: $mustnot" >&2; exit 1; }
 done
 
