@@ -7,6 +7,7 @@
 
 #include "apps/tandem-serve/auth.h"
 #include "apps/tandem-serve/http_error.h"
+#include "apps/tandem-serve/job_files.h"
 #include "apps/tandem-serve/job_schema.h"
 #include "apps/tandem-serve/request.h"
 #include "fuzz/fuzz_inputs.h"
@@ -58,7 +59,11 @@ void check_job_body(const std::string& body_text) {
     // One element per flag, never a value that execve truncates or tandem-train reads as a flag.
     require(a.size() > 2 && a.rfind("--", 0) == 0 && a.find('\0') == std::string::npos, "bad argv element " + a);
     require(a.find_first_of("\n\r") == std::string::npos, "a line break in argv element " + a);
-    if (a.rfind("--save=", 0) == 0) require_inside(a, "--save=", job_dir);
+    if (a.rfind("--save=", 0) == 0) {
+      require_inside(a, "--save=", job_dir);
+      require(!serve::is_job_file(a.substr(std::string("--save=").size() + job_dir.size() + 1)),
+              a + " takes the place of one of the job's own files");
+    }
     if (a.rfind("--resume=", 0) == 0) require_inside(a, "--resume=", jobs_dir);
   }
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "apps/common/cli_checks.h"
+#include "apps/common/loopback.h"
 #include "runtime/error.h"
 #include "runtime/monitor/device_selection.h"
 
@@ -58,7 +59,7 @@ std::unique_ptr<StatusService> StatusService::start(const TrainConfig& cfg, Trai
     service->server_ = std::make_unique<StatusServer>(service->board_, service->sampler_);
     service->port_ = service->server_->start(cfg.status_bind, cfg.status_port);
     log.result("status: http://{}:{}/status", cfg.status_bind, service->port_);
-    if (cfg.status_bind != "127.0.0.1" && cfg.status_bind != "localhost" && cfg.status_bind != "::1")
+    if (!is_loopback_address(cfg.status_bind))
       log.result("status: listening on {} (not loopback): anyone who reaches it can read this run's status",
                  cfg.status_bind);
   }

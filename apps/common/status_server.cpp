@@ -9,6 +9,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/common/loopback.h"
 #include "apps/common/monitor_json.h"
 #include "apps/common/rank_reports.h"
 #include "runtime/error.h"
@@ -117,6 +118,7 @@ struct StatusServer::Impl {
   httplib::Server server;
   std::thread thread;
   std::atomic<bool> ended{false};  // listen_after_bind returned
+  bool loopback = true;             // bound to a loopback address: answers loopback Host names only
 };
 
 namespace {
@@ -154,18 +156,28 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, std::shared
     auto s = impl->board->latest();
     res.set_content(status_metrics(s ? *s : TrainingSnapshot{}), monitor::kPrometheusContentType);
   });
-  // Other methods on the three paths: 405 naming what is allowed.
-  auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
-    res.set_header("Allow", "GET, HEAD");
-    json_error(res, 405, req.method + " is not allowed on " + req.path + "; use GET");
-  };
-  for (const char* path : {"/health", "/status", "/metrics"}) {
-    svr.Post(path, not_allowed);
-    svr.Put(path, not_allowed);
-    svr.Delete(path, not_allowed);
-    svr.Patch(path, not_allowed);
-    svr.Options(path, not_allowed);
-  }
+  // Other methods: 405 on the three paths (naming what is allowed), 404 elsewhere, answered before
+  // routing, where httplib would first read the request's body into memory, however large (no body
+  // is ever needed here). One request per connection: the body left unread must not be taken for
+  // a next request (httplib closes a connection only when it has served its keep-alive count).
+  svr.set_keep_alive_max_count(1);
+  svr.set_pre_routing_handler([impl](const httplib::Request& req, httplib::Response& res) {
+    // On loopback, by a loopback name only: a page of another site made to resolve to 127.0.0.1
+    // (DNS rebinding) sends its own name (apps/common/loopback.h) and reads nothing.
+    if (impl->loopback && !is_loopback_host(req.get_header_value("Host"))) {
+      json_error(res, 403, "this status port answers requests by a loopback name (127.0.0.1, localhost, [::1]), "
+                           "not '" + req.get_header_value("Host") + "'");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path == "/health" || req.path == "/status" || req.path == "/metrics") {
+      res.set_header("Allow", "GET, HEAD");
+      json_error(res, 405, req.method + " is not allowed on " + req.path + "; use GET");
+    } else {
+      json_error(res, 404, "no such path: " + req.path + " (try /health, /status, /metrics)");
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  });
   // Routing found nothing (or a handler left an error without a body): a JSON error.
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404) json_error(res, 404, "no such path: " + req.path + " (try /health, /status, /metrics)");
@@ -178,6 +190,7 @@ StatusServer::~StatusServer() { stop(); }
 int StatusServer::start(const std::string& address, int port) {
   TANDEM_CHECK(!impl_->thread.joinable(), "StatusServer::start: already serving");
   TANDEM_CHECK(port >= 0 && port <= 65535, "--status-port {}: not a port (0-65535)", port);
+  impl_->loopback = is_loopback_address(address);
   int bound = port;
   if (port == 0) {
     bound = impl_->server.bind_to_any_port(address);

@@ -2,7 +2,8 @@
 // GET /metrics (Prometheus text 0.0.4: tandem_train_* and the DCGM-named GPU gauges of every
 // rank's device). cpp-httplib on a thread of its own that only reads the StatusBoard and the
 // sampler's snapshot, so serving never blocks training. Unknown paths answer a JSON 404, other
-// methods on known paths a JSON 405 with Allow.
+// methods on known paths a JSON 405 with Allow; bound to loopback, it answers requests by a loopback
+// Host name only (403 otherwise: DNS rebinding).
 #pragma once
 #include <memory>
 #include <string>

@@ -31,7 +31,15 @@ std::string load_or_make_token(const std::string& token_file, const std::string&
   if (std::ifstream old(generated_path); old.good()) {
     std::string token;
     std::getline(old, token);
-    if (token.size() >= 32) return token;
+    if (token.size() >= 32) {
+      // Readable by the owner only, whatever made it otherwise since (a copy, a umask, a chmod).
+      struct stat st {};
+      const bool shared = ::stat(generated_path.c_str(), &st) == 0 && (st.st_mode & 077) != 0;
+      if (shared && ::chmod(generated_path.c_str(), 0600) != 0)
+        TANDEM_FAIL(IO, "the token file {} is readable by others and cannot be made private: {}", generated_path,
+                    std::strerror(errno));
+      return token;
+    }
   }
   // 32 bytes from the kernel's CSPRNG, as hex.
   std::random_device rd("/dev/urandom");
@@ -56,10 +64,6 @@ bool bearer_matches(const std::string& header_value, const std::string& token) {
     diff |= a ^ static_cast<unsigned char>(expected[i]);
   }
   return diff == 0;
-}
-
-bool is_loopback(const std::string& bind) {
-  return bind == "localhost" || bind == "::1" || bind.rfind("127.", 0) == 0;
 }
 
 }  // namespace tandem::serve

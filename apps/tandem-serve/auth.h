@@ -13,7 +13,4 @@ std::string load_or_make_token(const std::string& token_file, const std::string&
 // on where the two differ.
 bool bearer_matches(const std::string& header_value, const std::string& token);
 
-// Whether `bind` is a loopback address (127.0.0.0/8, ::1, localhost).
-bool is_loopback(const std::string& bind);
-
 }  // namespace tandem::serve

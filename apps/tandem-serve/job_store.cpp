@@ -2,6 +2,7 @@
 #include "apps/tandem-serve/job_store.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -18,8 +19,9 @@ JobStore::JobStore(std::string state_dir) : root_(std::move(state_dir)) { ser::m
 std::vector<Job> JobStore::load_all() const {
   std::vector<Job> jobs;
   for (const auto& name : ser::list_directory(jobs_dir())) {
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    const std::string path = jobs_dir() + "/" + name + "/job.json";
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c); }))
+      continue;
+    const std::string path = jobs_dir() + "/" + name + "/" + kJobRecordFile;
     if (!ser::path_exists(path)) continue;
     try {
       jobs.push_back(job_from_json(nlohmann::json::parse(ser::read_file(path))));
@@ -33,7 +35,7 @@ std::vector<Job> JobStore::load_all() const {
 
 void JobStore::save(const Job& job) const {
   ser::make_directories(job_dir(job.id));
-  ser::write_file_atomic(job_dir(job.id) + "/job.json", to_json(job).dump(1) + "\n");
+  ser::write_file_atomic(record_path(job.id), to_json(job).dump(1) + "\n");
 }
 
 std::optional<ExitRecord> JobStore::read_exit(int64_t id) const {
@@ -95,7 +97,9 @@ std::vector<std::string> JobStore::error_lines(int64_t id, size_t n, bool all_ta
   std::string line;
   while (std::getline(lines, line)) {
     std::string lower = line;
-    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    // Log lines may hold any bytes (a GPT's sample): tolower takes them as unsigned char.
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (all_tail || lower.find("error") != std::string::npos || lower.find("abort") != std::string::npos)
       out.push_back(line);
   }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/tandem-serve/job.h"
+#include "apps/tandem-serve/job_files.h"
 
 namespace tandem::serve {
 
@@ -36,9 +37,10 @@ class JobStore {
   const std::string& root() const { return root_; }
   std::string jobs_dir() const { return root_ + "/jobs"; }
   std::string job_dir(int64_t id) const { return jobs_dir() + "/" + std::to_string(id); }
-  std::string metrics_path(int64_t id) const { return job_dir(id) + "/metrics.jsonl"; }
-  std::string log_path(int64_t id) const { return job_dir(id) + "/log.txt"; }
-  std::string exit_path(int64_t id) const { return job_dir(id) + "/exit.json"; }
+  std::string record_path(int64_t id) const { return job_dir(id) + "/" + kJobRecordFile; }
+  std::string metrics_path(int64_t id) const { return job_dir(id) + "/" + kJobMetricsFile; }
+  std::string log_path(int64_t id) const { return job_dir(id) + "/" + kJobLogFile; }
+  std::string exit_path(int64_t id) const { return job_dir(id) + "/" + kJobExitFile; }
 
   // Every job record found, by id; a malformed one is skipped with a line on stderr.
   std::vector<Job> load_all() const;

@@ -17,6 +17,7 @@
 
 #include "apps/common/cli_checks.h"
 #include "apps/common/factory.h"
+#include "apps/common/loopback.h"
 #include "apps/tandem-serve/assets.h"
 #include "apps/tandem-serve/auth.h"
 #include "apps/tandem-serve/job_manager.h"
@@ -36,7 +37,7 @@ using namespace tandem::serve;
 namespace {
 
 int serve_main(const ServeConfig& cfg) {
-  const bool loopback = is_loopback(cfg.bind);
+  const bool loopback = app::is_loopback_address(cfg.bind);
   TANDEM_CHECK(loopback || !cfg.token_file.empty(),
                "--bind {} is not a loopback address: give --token-file, every call will need its token", cfg.bind);
   const std::string state_dir = std::filesystem::weakly_canonical(std::filesystem::absolute(cfg.state_dir)).string();
@@ -88,6 +89,10 @@ int serve_main(const ServeConfig& cfg) {
   });
   server.new_task_queue = [n = cfg.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   server.set_payload_max_length(cfg.max_body_bytes);
+  // One request per connection: a request refused before its body is read (routes.cpp) leaves
+  // that body in the connection, and the next request must not be read from it. It also keeps an
+  // idle client from holding one of the --http-threads workers between its requests.
+  server.set_keep_alive_max_count(1);
   server.set_read_timeout(10);
   ApiContext ctx{cfg, jobs, schema, token, loopback, {}, {}};
   install_routes(server, ctx);

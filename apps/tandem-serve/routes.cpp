@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "apps/tandem-serve/assets.h"
+#include "apps/common/loopback.h"
 #include "apps/common/monitor_json.h"
 #include "apps/tandem-serve/http_error.h"
 #include "apps/tandem-serve/auth.h"
@@ -118,31 +119,55 @@ httplib::Server::Handler guarded(F f) {
   };
 }
 
+// The checks made on a request's line and headers, before httplib reads its body: the route, the
+// token, and a body it can bound. A refusal here answers without reading the body (main.cpp serves
+// one request per connection, so what is left unread is never taken for a next request).
+httplib::Server::HandlerResponse check_before_body(ApiContext& ctx, const httplib::Request& req,
+                                                   httplib::Response& res) {
+  const Route route = check_route(req.path, req.method);
+  if (route.status == 404) {
+    send_error(res, 404, fmt::format("no such path: {}", req.path));
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (route.status == 405) {
+    res.set_header("Allow", route.allow);
+    send_error(res, 405, fmt::format("{} is not allowed on {}; allowed: {}", req.method, req.path, route.allow));
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  // The page itself is static and holds no data; it asks for the token when one is needed. Reads
+  // on a loopback server need none when they come by a loopback name (see apps/common/loopback.h).
+  const bool page = req.path == "/" || req.path == "/dashboard.js";
+  const bool open_read = is_reading(req.method) &&
+                         (page || (ctx.loopback && app::is_loopback_host(req.get_header_value("Host"))));
+  if (!open_read && !bearer_matches(req.get_header_value("Authorization"), ctx.token)) {
+    res.set_header("WWW-Authenticate", "Bearer realm=\"tandem-serve\"");
+    const bool foreign_name = ctx.loopback && is_reading(req.method);  // a read refused for its Host only
+    send_error(res, 401, req.has_header("Authorization") ? "wrong bearer token"
+                         : foreign_name ? fmt::format("this call by the name '{}' needs 'Authorization: Bearer "
+                                                      "<token>' (by a loopback name, 127.0.0.1 or localhost, none)",
+                                                      req.get_header_value("Host"))
+                                        : "this call needs 'Authorization: Bearer <token>'");
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  // httplib bounds a body by its Content-Length (413 past --max-body-bytes) but reads a chunked
+  // one, or inflates a compressed one, without a limit: neither is taken.
+  if (req.has_header("Transfer-Encoding")) {
+    send_error(res, 411, "send the body with a Content-Length, not a Transfer-Encoding");
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  const std::string encoding = req.get_header_value("Content-Encoding");
+  if (!encoding.empty() && encoding != "identity") {
+    send_error(res, 415, fmt::format("Content-Encoding {} is not accepted; send the body uncompressed", encoding));
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
+
 }  // namespace
 
 void install_routes(httplib::Server& server, ApiContext& ctx) {
-  server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    const Route route = check_route(req.path, req.method);
-    if (route.status == 404) {
-      send_error(res, 404, fmt::format("no such path: {}", req.path));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (route.status == 405) {
-      res.set_header("Allow", route.allow);
-      send_error(res, 405, fmt::format("{} is not allowed on {}; allowed: {}", req.method, req.path, route.allow));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // The page itself is static and holds no data; it asks for the token when one is needed.
-    const bool page = req.path == "/" || req.path == "/dashboard.js";
-    const bool needs_token = !is_reading(req.method) || (!ctx.loopback && !page);
-    if (needs_token && !bearer_matches(req.get_header_value("Authorization"), ctx.token)) {
-      res.set_header("WWW-Authenticate", "Bearer realm=\"tandem-serve\"");
-      send_error(res, 401, req.has_header("Authorization") ? "wrong bearer token"
-                                                           : "this call needs 'Authorization: Bearer <token>'");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  server.set_pre_routing_handler(
+      [&ctx](const httplib::Request& req, httplib::Response& res) { return check_before_body(ctx, req, res); });
 
   server.set_error_handler([&ctx](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;  // our own JSON error

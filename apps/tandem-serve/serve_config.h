@@ -15,7 +15,7 @@ struct ServeConfig {
   int slots = 0;                 // ranks that may run at once; 0: the core count
   double cancel_grace_s = 10;    // SIGTERM to SIGKILL
   double poll_s = 0.25;          // how often running jobs are checked and the queue advanced
-  int http_threads = 32;  // a blocking reader per keep-alive connection: 32 pollers at once
+  int http_threads = 32;  // a blocking reader per open connection: 32 pollers at once
 };
 
 }  // namespace tandem::serve

@@ -1,6 +1,10 @@
 // The status bodies as functions of a snapshot: per-rank JSON round trip (the rank reports' wire
 // format), /metrics with GPU figures from two ranks, ranks not heard from left out, and /status.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -56,6 +60,32 @@ app::TrainingSnapshot two_ranks() {
   s.ranks[2].rank = 2;
   s.ranks[2].step = -1;  // not heard from yet
   return s;
+}
+
+// Sends `request` as it is on a fresh connection and returns what comes back until the server
+// closes it, or, when it keeps the connection open 3 s after the last byte (less than httplib's
+// 5 s keep-alive wait), that followed by kStillOpen.
+constexpr const char* kStillOpen = "[the server kept the connection open]";
+
+std::string raw_exchange(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) reply.append(buf, static_cast<size_t>(n));
+    if (n < 0) reply += kStillOpen;
+  }
+  ::close(fd);
+  return reply;
 }
 
 }  // namespace
@@ -150,4 +180,48 @@ TEST(StatusServer, ServesTheBoardAndAnswersErrorsInJson) {
   EXPECT_THROW(other.start("127.0.0.1", port), IOError);
   server.stop();
   EXPECT_FALSE(client.Get("/health"));  // stopped: nothing listens
+}
+
+// A request with a body is answered before its body is read (httplib would keep all of it in
+// memory, with no limit): a POST announcing 10 GB, or a chunked one, gets its 405 or 404 at once,
+// and the connection closes, so that the unread body is never taken for a next request. And on
+// loopback only loopback Host names are answered.
+TEST(StatusServer, RefusesBodiesWithoutReadingThemAndForeignHostNames) {
+  auto board = std::make_shared<app::StatusBoard>();
+  app::StatusServer server(board, nullptr);
+  const int port = server.start("127.0.0.1", 0);
+  std::string r = raw_exchange(port, "POST /status HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000000000\r\n\r\nab");
+  EXPECT_EQ(r.rfind("HTTP/1.1 405", 0), 0u) << r;
+  EXPECT_NE(r.find("Connection: close"), std::string::npos) << r;
+  EXPECT_EQ(r.find(kStillOpen), std::string::npos) << r;
+  EXPECT_NE(r.find("Allow: GET, HEAD"), std::string::npos) << r;
+  r = raw_exchange(port, "PUT /elsewhere HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "fffffffff\r\nabc");
+  EXPECT_EQ(r.rfind("HTTP/1.1 404", 0), 0u) << r;
+  EXPECT_EQ(r.find(kStillOpen), std::string::npos) << r;
+  // The unread body, here requests of their own (more than httplib reads ahead), is not answered
+  // as the connection's next requests.
+  std::string inner;
+  for (int i = 0; i < 400; ++i) inner += "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  r = raw_exchange(port, "DELETE /health HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + std::to_string(inner.size()) +
+                             "\r\n\r\n" + inner);
+  EXPECT_EQ(r.rfind("HTTP/1.1 405", 0), 0u) << r;
+  EXPECT_EQ(r.find("HTTP/1.1", 1), std::string::npos) << r;
+  EXPECT_EQ(r.find(kStillOpen), std::string::npos) << r;
+  // Bound to loopback, it answers loopback names only: another name is a page of another site made
+  // to resolve to 127.0.0.1 (DNS rebinding).
+  const std::string loopback_names[] = {"localhost:" + std::to_string(port), "127.0.0.1", "[::1]"};
+  for (const std::string& host : loopback_names) {
+    r = raw_exchange(port, "GET /status HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << host << ": " << r;
+  }
+  for (const char* host : {"evil.example", "127.0.0.1.evil.example:80", "localhost:x", ""}) {
+    r = raw_exchange(port, std::string("GET /status HTTP/1.1\r\nHost: ") + host + "\r\n\r\n");
+    EXPECT_EQ(r.rfind("HTTP/1.1 403", 0), 0u) << host << ": " << r;
+    EXPECT_NE(r.find("loopback name"), std::string::npos) << r;
+  }
+  // And the server still serves.
+  r = raw_exchange(port, "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+  server.stop();
 }

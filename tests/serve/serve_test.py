@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -36,14 +37,31 @@ def check(cond, msg):
         raise AssertionError(msg)
 
 
-def expect_error(srv, method, path, body, status, needle, field=None, token=None):
-    got, text, hdrs = srv.curl(method, path, body, token)
+def expect_error(srv, method, path, body, status, needle, field=None, token=None, headers=()):
+    got, text, hdrs = srv.curl(method, path, body, token, headers)
     check(got == status, "%s %s: %d, expected %d: %s" % (method, path, got, status, text))
     err = json.loads(text)
     check(needle in err["error"], "%s %s: error %r lacks %r" % (method, path, err["error"], needle))
     if field is not None:
         check(err.get("field") == field, "%s %s: field %r, expected %r" % (method, path, err.get("field"), field))
     return hdrs
+
+
+def raw_exchange(port, request):
+    """What the server sends back to `request` (bytes, sent as they are) until it closes the
+    connection, or 10 s pass."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        reply = b""
+        try:
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        except socket.timeout:
+            pass
+        return reply
 
 
 def test_api(args):
@@ -62,14 +80,40 @@ def test_api(args):
         expect_error(srv, "POST", "/jobs", {"model": "resnet"}, 400, "one of", "model")
         expect_error(srv, "POST", "/jobs", {"ranks": 3}, 400, "slots", "ranks")
         expect_error(srv, "POST", "/jobs", {"save": "../../etc"}, 400, "does not match", "save")
+        for taken in ("exit.json", "log.txt/ckpt", "job.json.tmp.12.0"):  # the job's own files
+            expect_error(srv, "POST", "/jobs", {"save": taken}, 400, "the job's own", "save")
         expect_error(srv, "POST", "/jobs", {"model": "mlp; rm -rf /"}, 400, "one of", "model")
         expect_error(srv, "POST", "/jobs", [1, 2], 400, "JSON object")
         expect_error(srv, "POST", "/jobs", json.dumps({"model": "mlp", "pad": "x" * 8000}), 413, "larger than 4096")
+        # Bodies httplib would read without the limit: chunked (411) and compressed (415).
+        status, text, _ = srv.curl("POST", "/jobs", SMALL, headers=("Transfer-Encoding: chunked",))
+        check(status == 411 and "Content-Length" in json.loads(text)["error"], "chunked: %d %s" % (status, text))
+        status, text, _ = srv.curl("POST", "/jobs", SMALL, headers=("Content-Encoding: gzip",))
+        check(status == 415 and "gzip" in json.loads(text)["error"], "gzip: %d %s" % (status, text))
+        # A refusal made before the body is read closes the connection: the unread body, here
+        # requests of their own (more than the server reads ahead), is not taken for next requests.
+        body = b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n" * 400
+        replies = raw_exchange(srv.port, b"POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                               % (len(body), body))
+        check(replies.count(b"HTTP/1.1 ") == 1 and replies.startswith(b"HTTP/1.1 401"),
+              "after a refused body: %r" % replies[:600])
         hdrs = expect_error(srv, "PUT", "/jobs", SMALL, 405, "not allowed")
         check("POST" in hdrs.get("allow", ""), "405 without Allow: %s" % hdrs)
         expect_error(srv, "GET", "/jobs/999", None, 404, "no job 999")
         expect_error(srv, "GET", "/nowhere", None, 404, "no such path")
         check(srv.json("GET", "/jobs") == [], "no jobs yet")
+        # Reads need no token by a loopback name only: a page of another site whose name resolves
+        # to 127.0.0.1 (DNS rebinding) reads nothing; the static page itself is served to it.
+        for host in ("localhost:%d" % srv.port, "127.0.0.1", "[::1]:%d" % srv.port):
+            status, text, _ = srv.curl("GET", "/jobs", token="", headers=("Host: " + host,))
+            check(status == 200, "GET /jobs by %s: %d %s" % (host, status, text))
+        for host in ("evil.example:%d" % srv.port, "127.evil.example", "localhost.evil.example", "[::2]", ""):
+            hdrs = expect_error(srv, "GET", "/jobs", None, 401, "Bearer", token="", headers=("Host: " + host,))
+            check("bearer" in hdrs.get("www-authenticate", "").lower(), "401 without WWW-Authenticate: %s" % hdrs)
+        status, _, _ = srv.curl("GET", "/jobs", headers=("Host: evil.example",))
+        check(status == 200, "GET /jobs by another name with the token: %d" % status)
+        status, _, _ = srv.curl("GET", "/", token="", headers=("Host: evil.example",))
+        check(status == 200, "the page by another name: %d" % status)
         # A second server on the same port is refused (no SO_REUSEPORT sharing of the connections).
         r = subprocess.run([args.serve, "--port", str(srv.port), "--state-dir", os.path.join(args.work, "other")],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
@@ -163,7 +207,12 @@ def test_restart(args):
         check(jr["progress"] < 0.5, "job 1 too fast to test a restart: %s" % jr["progress"])
         check(srv.stop() == 0, "server exit")
         check(session_pids(jr["pid"]), "job 1 died with the server")
+        # The token is kept across the restart, and made private again if it was opened up meanwhile.
+        token_file, token = os.path.join(srv.state_dir, "token"), srv.token
+        os.chmod(token_file, 0o644)
         srv.start()
+        check(srv.token == token and os.stat(token_file).st_mode & 0o777 == 0o600,
+              "token after restart: mode %o" % (os.stat(token_file).st_mode & 0o777))
         # Taken back; on a fast machine it may have ended in the moment the server was down, and
         # then its exit record says how.
         check("job 1 (pid %d) still runs: taken back" % jr["pid"] in srv.output()
