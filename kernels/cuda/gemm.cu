@@ -17,6 +17,7 @@
 #include "runtime/backend/cuda/check.h"
 
 #include <array>
+#include <climits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -187,8 +188,18 @@ cublasHandle_t handle_for(Device device) {
   return h;
 }
 
+// cuBLAS's classic API takes int sizes (its strides are long long): a larger one is an error, never
+// a wrapped size. A GPT-2 step's largest is B*T = 65536 rows; this takes 2^31.
+int cublas_int(int64_t v, const char* what) {
+  TANDEM_CHECK_KIND(NotSupported, v <= INT_MAX, "GEMM on cuda: {} = {} does not fit cuBLAS's int", what, v);
+  return static_cast<int>(v);
+}
+
 void cublas_product(Device device, const kernels::GemmArgs& a) {
   if (a.m == 0 || a.n == 0 || a.batch == 0) return;
+  const int m = cublas_int(a.m, "m"), n = cublas_int(a.n, "n"), k = cublas_int(a.k, "k");
+  const int lda = cublas_int(a.lda, "lda"), ldb = cublas_int(a.ldb, "ldb"), ldc = cublas_int(a.ldc, "ldc");
+  const int batch = cublas_int(a.batch, "batch");
   cublasHandle_t h = handle_for(device);
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
   cublasOperation_t op_a = a.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -196,10 +207,9 @@ void cublas_product(Device device, const kernels::GemmArgs& a) {
   const cudaDataType_t type = cuda_type(a.dtype), c_type = c_cuda_type(a);
   const cublasComputeType_t compute = a.dtype == DType::f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   const Scales scales(a);
-  CUBLAS_CHECK(cuda::cublas().gemm_strided_batched_ex(
-      h, op_b, op_a, static_cast<int>(a.n), static_cast<int>(a.m), static_cast<int>(a.k), scales.alpha(), a.b, type,
-      static_cast<int>(a.ldb), a.stride_b, a.a, type, static_cast<int>(a.lda), a.stride_a, scales.beta(), a.c, c_type,
-      static_cast<int>(a.ldc), a.stride_c, static_cast<int>(a.batch), compute, CUBLAS_GEMM_DEFAULT));
+  CUBLAS_CHECK(cuda::cublas().gemm_strided_batched_ex(h, op_b, op_a, n, m, k, scales.alpha(), a.b, type, ldb,
+                                                      a.stride_b, a.a, type, lda, a.stride_a, scales.beta(), a.c,
+                                                      c_type, ldc, a.stride_c, batch, compute, CUBLAS_GEMM_DEFAULT));
 }
 
 // ---- cuBLASLt: one matmul with the epilogue fused ----
