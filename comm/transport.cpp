@@ -6,6 +6,9 @@
 #include <cstring>
 
 #include <fmt/format.h>
+
+#include "comm/extremum.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -55,10 +58,10 @@ void reduce_loop(T* out, const T* mine, const T* incoming, int64_t n, ReduceOp o
       for (int64_t i = 0; i < n; ++i) out[i] = mine[i] + incoming[i];
       break;
     case ReduceOp::Max:
-      for (int64_t i = 0; i < n; ++i) out[i] = incoming[i] > mine[i] ? incoming[i] : mine[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = max_of(mine[i], incoming[i]);
       break;
     case ReduceOp::Min:
-      for (int64_t i = 0; i < n; ++i) out[i] = incoming[i] < mine[i] ? incoming[i] : mine[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = min_of(mine[i], incoming[i]);
       break;
   }
 }

@@ -3,6 +3,7 @@
 
 #include <type_traits>
 
+#include "comm/extremum.h"
 #include "comm/nccl/nccl_kernels.h"
 #include "runtime/backend/common/half.h"
 
@@ -15,7 +16,7 @@ template <class T>
 __global__ void reduce_kernel(T* dst, const T* src, int64_t n, int op) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     T a = dst[i], b = src[i];
-    dst[i] = op == int(ReduceOp::Max) ? (b > a ? b : a) : op == int(ReduceOp::Min) ? (b < a ? b : a) : a + b;
+    dst[i] = op == int(ReduceOp::Max) ? max_of(a, b) : op == int(ReduceOp::Min) ? min_of(a, b) : a + b;
   }
 }
 

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -130,6 +132,28 @@ TEST(CommLocal, SendRecvAndAsyncIssueFromOneThread) {
   wr->wait();
   ws->wait();
   EXPECT_EQ(z, a);
+}
+
+// Max and Min give every rank the same bits in whatever order partial results meet (4 ranks and a
+// small buffer: recursive doubling, which combines mine with theirs on one side of each pair and
+// theirs with mine on the other): a NaN on any rank wins, Max's zero is +0 and Min's -0.
+TEST(CommLocal, MaxAndMinAreTheSameBitsOnEveryRank) {
+  auto g = make_local_group(4);
+  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
+    std::vector<std::vector<float>> bufs(4);
+    for (int r = 0; r < 4; ++r)  // a NaN on rank 1; -0 and +0 by turns; -1.5, 1.5, 0.5, -0.5
+      bufs[r] = {r == 1 ? NAN : float(r), r % 2 ? 0.0f : -0.0f, float(r * 3 % 4) - 1.5f};
+    std::vector<WorkPtr> works;
+    for (int r = 0; r < 4; ++r) works.push_back(g[r]->allreduce(bufs[r].data(), 3, DType::f32, op));
+    for (auto& w : works) w->wait();
+    for (int r = 1; r < 4; ++r)
+      EXPECT_EQ(std::memcmp(bufs[r].data(), bufs[0].data(), 3 * sizeof(float)), 0)
+          << reduce_op_name(op) << " on rank " << r << ": " << bufs[r][0] << " " << bufs[r][1] << " vs rank 0's "
+          << bufs[0][0] << " " << bufs[0][1];
+    EXPECT_TRUE(std::isnan(bufs[0][0])) << reduce_op_name(op);
+    EXPECT_EQ(std::signbit(bufs[0][1]), op == ReduceOp::Min) << reduce_op_name(op);
+    EXPECT_EQ(bufs[0][2], op == ReduceOp::Max ? 1.5f : -1.5f);
+  }
 }
 
 TEST(CommLocal, SkippedCollectiveGivesDeadlineError) {
