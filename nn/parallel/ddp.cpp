@@ -47,6 +47,19 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   training_ = module_->is_training();
 
   NamedTensors params = module_->named_parameters();
+  // The collectives read the parameters and the buckets where they are: a GPU communicator (nccl)
+  // its own GPU's memory, a host one (mpi, local) host memory. Say so here, not in a crash inside the
+  // construction broadcast.
+  const Device cd = comm_->device();
+  for (auto& [name, t] : params) {
+    const Device pd = t.device();
+    const bool reachable = cd.kind == DeviceKind::CUDA ? pd == cd : pd.is_host_addressable();
+    TANDEM_CHECK(reachable,
+                 "DistributedDataParallel: parameter '{}' is on {}, which the {} communicator (on {}) cannot "
+                 "reach; move the module to {} before wrapping it (a GPU model needs the nccl communicator of "
+                 "its GPU, a CPU model an mpi or local one)",
+                 name, pd.str(), comm_->backend_name(), cd.str(), cd.kind == DeviceKind::CUDA ? cd.str() : "the CPU");
+  }
   verify_same_parameters(params);
 
   // Every replica starts from rank 0's weights and buffers.

@@ -112,6 +112,7 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
   }
   ready_.assign(params_.size(), 0);
   locally_used_.assign(params_.size(), 1);
+  used_unsynced_.assign(params_.size(), 0);
   static_used_.assign(params_.size(), 1);
 }
 
@@ -226,8 +227,11 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   if (search) {
     std::vector<bool> used = find_used(outputs);
     for (size_t i = 0; i < params_.size(); ++i) locally_used_[i] = used[i] ? 1 : 0;
-    // How many ranks use each parameter: one that nobody used keeps its .grad untouched.
-    std::vector<int32_t> flags(locally_used_.begin(), locally_used_.end());
+    // How many ranks used each parameter in this step: in this graph, or in a no_sync() micro-batch
+    // before it (whose gradient it holds, reduced with the bucket: its average must come back, as
+    // PyTorch's local_used_map). One that nobody used keeps its .grad untouched.
+    std::vector<int32_t> flags(params_.size());
+    for (size_t i = 0; i < params_.size(); ++i) flags[i] = locally_used_[i] || used_unsynced_[i] ? 1 : 0;
     used_counts_ = Tensor::from_vector(flags, {static_cast<int64_t>(flags.size())}, DType::i32, comm_->device());
     used_work_ = comm_->allreduce(used_counts_.data_ptr(), used_counts_.numel(), DType::i32, comm::ReduceOp::Sum);
     if (options_.static_graph) {
@@ -235,6 +239,7 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
       usage_known_ = true;
     }
   }
+  std::fill(used_unsynced_.begin(), used_unsynced_.end(), 0);
   // Unused parameters are ready now: their slots hold what they already have (or zeros).
   const std::vector<char>& used = options_.static_graph ? static_used_ : locally_used_;
   if (search || options_.static_graph)
@@ -250,6 +255,7 @@ void Reducer::poll_completed_for_trace() {
 }
 
 void Reducer::complete_failed_iteration(bool prepared) {
+  std::fill(used_unsynced_.begin(), used_unsynced_.end(), 0);  // the failed attempt's micro-batches
   if (!prepared) {
     drain();
     std::fill(ready_.begin(), ready_.end(), 0);
@@ -274,7 +280,10 @@ void Reducer::complete_failed_iteration(bool prepared) {
 }
 
 void Reducer::on_grad_ready(size_t i) {
-  if (!expect_hooks_) return;  // forward ran under no_sync() or without DDP: accumulate locally
+  if (!expect_hooks_) {  // forward ran under no_sync() or without DDP: accumulate locally
+    used_unsynced_[i] = 1;
+    return;
+  }
   if (options_.static_graph && usage_known_ && !static_used_[i])
     TANDEM_FAIL(Value,
                 "DistributedDataParallel: your training graph has changed in this iteration: parameter '{}' "

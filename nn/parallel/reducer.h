@@ -112,7 +112,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   size_t next_bucket_ = 0;
   size_t ready_count_ = 0;
   std::vector<char> ready_;
-  std::vector<char> locally_used_;      // find_unused / static_graph
+  std::vector<char> locally_used_;      // find_unused / static_graph: in this iteration's graph
+  std::vector<char> used_unsynced_;     // got a gradient under no_sync() since the last synced step
   Tensor used_counts_;                  // i32 [P], all-reduced: how many ranks used each param
   comm::WorkPtr used_work_;
   bool usage_known_ = false;            // static_graph: the first iteration recorded the used set

@@ -28,6 +28,37 @@ inline std::shared_ptr<comm::Communicator> world() {
 }
 inline void release_world() { world_slot().reset(); }
 
+// Passes every call through to `inner`: tests derive from it to watch or change one call.
+class ForwardingComm : public comm::Communicator {
+ public:
+  explicit ForwardingComm(std::shared_ptr<comm::Communicator> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  Device device() const override { return inner_->device(); }
+  std::string backend_name() const override { return inner_->backend_name(); }
+  comm::WorkPtr allreduce(void* buf, int64_t count, DType dtype, comm::ReduceOp op) override {
+    return inner_->allreduce(buf, count, dtype, op);
+  }
+  comm::WorkPtr reduce_scatter(const void* send, void* recv, int64_t n, DType dtype, comm::ReduceOp op) override {
+    return inner_->reduce_scatter(send, recv, n, dtype, op);
+  }
+  comm::WorkPtr allgather(const void* send, void* recv, int64_t n, DType dtype) override {
+    return inner_->allgather(send, recv, n, dtype);
+  }
+  comm::WorkPtr broadcast(void* buf, int64_t n, DType dtype, int root) override {
+    return inner_->broadcast(buf, n, dtype, root);
+  }
+  comm::WorkPtr send(const void* buf, int64_t n, DType dtype, int peer) override {
+    return inner_->send(buf, n, dtype, peer);
+  }
+  comm::WorkPtr recv(void* buf, int64_t n, DType dtype, int peer) override { return inner_->recv(buf, n, dtype, peer); }
+  comm::WorkPtr barrier() override { return inner_->barrier(); }
+  Tensor make_buffer(int64_t numel, DType dtype) override { return inner_->make_buffer(numel, dtype); }
+
+ protected:
+  std::shared_ptr<comm::Communicator> inner_;
+};
+
 // Linear(in, hidden)-ReLU-Linear(hidden, hidden)-ReLU-Linear(hidden, out) from a seed.
 inline std::shared_ptr<nn::Sequential> small_mlp(uint64_t seed, int64_t in = 12, int64_t hidden = 16,
                                                  int64_t out = 5) {

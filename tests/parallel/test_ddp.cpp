@@ -159,40 +159,74 @@ TEST(DDP, BucketsFollowReverseParameterOrder) {
   EXPECT_EQ(ddp.reducer().stats().launched_early, static_cast<int64_t>(names.size()) - 1);
 }
 
-TEST(DDP, FindUnusedParametersWithRankDependentUse) {
+// A TwoBranch from `seed` under DDP (find_unused_parameters) against one process, SGD, 3 steps:
+// each rank cuts its shard into `micro_batches` (all but the last under no_sync), and uses_b(rank,
+// step, micro-batch) says whether b takes part; the reference is the mean over every rank's
+// micro-batches of their losses.
+void check_two_branch(uint64_t seed, uint64_t batch_seed, DDPOptions o, int micro_batches,
+                      const std::function<bool(int, int, int)>& uses_b, const std::string& what) {
   auto comm = world();
   const int rank = comm->rank(), n = comm->size();
-  DDPOptions o;
   o.find_unused_parameters = true;
-  auto model = std::make_shared<TwoBranch>(11);
-  auto ref = std::make_shared<TwoBranch>(11);
+  auto model = std::make_shared<TwoBranch>(seed);
+  auto ref = std::make_shared<TwoBranch>(seed);
   DistributedDataParallel ddp(model, comm, o);
   auto opt = make_optimizer(Opt::SGD, ddp.parameters());
   auto opt_ref = make_optimizer(Opt::SGD, ref->parameters());
+  const double w = 1.0 / micro_batches;
   for (int step = 0; step < 3; ++step) {
-    Batch b = make_batch(77 + static_cast<uint64_t>(step), {kBatch, 12}, 5);
-    // Reference: the average of the ranks' losses, rank r's using b only on step-dependent ranks.
-    auto uses_b = [&](int r) { return (r + step) % 2 == 0; };
+    Batch b = make_batch(batch_seed + static_cast<uint64_t>(step), {kBatch, 12}, 5);
     opt_ref->zero_grad();
     Tensor total;
     for (int r = 0; r < n; ++r) {
-      ref->use_b = uses_b(r);
       Batch s = shard(b, r, n);
-      Tensor l = ops::cross_entropy(ref->forward(s.x), s.y) * (1.0 / n);
-      total = total.defined() ? total + l : l;
+      const int64_t m = s.x.size(0) / micro_batches;
+      for (int a = 0; a < micro_batches; ++a) {
+        ref->use_b = uses_b(r, step, a);
+        Tensor l = ops::cross_entropy(ref->forward(s.x.narrow0(a * m, m)), s.y.narrow0(a * m, m)) * (w / n);
+        total = total.defined() ? total + l : l;
+      }
     }
     total.backward();
     opt_ref->step();
 
     opt->zero_grad();
-    model->use_b = uses_b(rank);
     Batch s = shard(b, rank, n);
-    ops::cross_entropy(ddp.forward(s.x), s.y).backward();
+    const int64_t m = s.x.size(0) / micro_batches;
+    for (int a = 0; a < micro_batches; ++a) {
+      model->use_b = uses_b(rank, step, a);
+      auto micro_step = [&] {
+        (ops::cross_entropy(ddp.forward(s.x.narrow0(a * m, m)), s.y.narrow0(a * m, m)) * w).backward();
+      };
+      if (a + 1 < micro_batches) {
+        auto no_sync = ddp.no_sync();
+        micro_step();
+      } else {
+        micro_step();
+      }
+    }
     ddp.finalize();
     opt->step();
   }
-  expect_same_parameters(*model, *ref, kRtol, "find_unused_parameters");
+  expect_same_parameters(*model, *ref, kRtol, what);
   expect_replicas_identical(*model, *comm);
+}
+
+TEST(DDP, FindUnusedParametersWithRankDependentUse) {
+  // b on step-dependent ranks only.
+  check_two_branch(11, 77, {}, 1, [](int r, int step, int) { return (r + step) % 2 == 0; }, "find_unused_parameters");
+}
+
+// A parameter every rank uses in a no_sync() micro-batch but none in the synchronised one gets the
+// ranks' average all the same: its use is remembered across the step's micro-batches (as PyTorch's
+// local_used_map), not read from the last graph alone, which would leave each rank its own gradient.
+TEST(DDP, FindUnusedParametersUsedOnlyUnderNoSync) {
+  for (bool views : {false, true}) {
+    DDPOptions o;
+    o.gradient_as_bucket_view = views;
+    check_two_branch(14, 55, o, 2, [](int, int, int micro) { return micro == 0; },
+                     views ? "no_sync use, bucket views" : "no_sync use");
+  }
 }
 
 TEST(DDP, GloballyUnusedParameterKeepsNoGradient) {

@@ -112,6 +112,21 @@ TEST(DDPErrors, NoParameters) {
   expect_error([&] { DistributedDataParallel ddp(model, comm); }, {"no parameter that requires a gradient"});
 }
 
+// A communicator that says its buffers live on cuda:0 (as nccl's do), around the host one.
+class ClaimsGpu final : public ForwardingComm {
+ public:
+  using ForwardingComm::ForwardingComm;
+  Device device() const override { return Device(DeviceKind::CUDA, 0); }
+  std::string backend_name() const override { return "nccl"; }
+};
+
+TEST(DDPErrors, ParametersTheCommunicatorCannotReach) {
+  auto comm = std::make_shared<ClaimsGpu>(world());
+  expect_error([&] { DistributedDataParallel ddp(small_mlp(1), comm); },
+               {"parameter '0.weight' is on cpu", "nccl communicator (on cuda:0) cannot reach",
+                "move the module to cuda:0"});
+}
+
 TEST(DDPErrors, CannotClone) {
   auto comm = world();
   DistributedDataParallel ddp(small_mlp(1), comm);
