@@ -142,7 +142,8 @@ class Trainer {
   // Batch b of `loader`, on the device of the model's parameters.
   data::Batch load(const data::BatchSource& loader, int64_t b) const;
   // Forward and backward of the loader batches [g, group_end) as one optimizer step's gradient (the
-  // mean of its micro-batches' mean losses), in micro-batches of micro_batch_size(); on an
+  // mean over the loader batches of each one's mean loss, however it is cut), in micro-batches of
+  // micro_batch_size(); on an
   // out-of-memory error (agreed by all ranks) drops the step's tensors, halves the micro-batch and
   // redoes it: the same samples and the same global batch (trainer_step.cpp).
   struct GroupResult {

@@ -43,7 +43,7 @@ Trainer::GroupResult Trainer::attempt_group(int64_t g, int64_t group_end) {
   const int64_t batch = config_.batch_size, total = train_loader_->num_samples();
   int64_t count = 0;
   for (int64_t b = g; b < group_end; ++b) count += pieces(std::min(batch, total - b * batch), micro);
-  const double weight = 1.0 / static_cast<double>(count);  // the step's gradient is the micro-batch mean
+  const double batches = static_cast<double>(group_end - g);
   optimizer_->zero_grad();
   GroupResult r;
   int64_t k = 0;
@@ -54,6 +54,10 @@ Trainer::GroupResult Trainer::attempt_group(int64_t g, int64_t group_end) {
     }();
     for (int64_t off = 0; off < whole.size(); off += micro, ++k) {
       const int64_t n = std::min(micro, whole.size() - off);
+      // The step's gradient is the mean over its loader batches of each one's mean loss, as without
+      // a cut: a piece of n samples weighs n / (its batch's size), not 1 / (the pieces), which
+      // differ where the pieces do (batch 5 in pieces of 3 and 2; an epoch's short last batch).
+      const double weight = static_cast<double>(n) / static_cast<double>(whole.size()) / batches;
       const data::Batch part = n == whole.size() ? whole : data::Batch{whole.x.narrow0(off, n), whole.y.narrow0(off, n)};
       auto scope = micro_batch_scope(k + 1 == count);
       Tensor loss;

@@ -6,7 +6,11 @@
 // the ranks agree once per step (per attempt), for every feature that needs it (step_agreement.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "apps/common/factory.h"
 #include "apps/common/stop_signal.h"
@@ -57,50 +61,32 @@ class FailOnce final : public nn::Module {
 struct RunResult {
   std::string hash;
   int64_t micro = 0, accumulation = 0, recoveries = 0, steps = 0;
+  std::vector<float> parameters;  // all of them, in order
 };
 
-// The cnn with FailOnce after its first conv (so a failure in backward comes after the later layers'
-// buckets were launched), trained for 3 steps on the synthetic images.
 // Passes every call through to `inner`, counting the f64 all-reduces by element count: the step
 // agreement's (every other collective of a cnn step is f32, but the epoch's 2-element totals).
-class CountingComm final : public comm::Communicator {
+class CountingComm final : public tandem::testing::ForwardingComm {
  public:
-  explicit CountingComm(std::shared_ptr<comm::Communicator> inner) : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  Device device() const override { return inner_->device(); }
+  using ForwardingComm::ForwardingComm;
   comm::WorkPtr allreduce(void* buf, int64_t count, DType dtype, comm::ReduceOp op) override {
     if (dtype == DType::f64) ++f64_allreduces[count];
     return inner_->allreduce(buf, count, dtype, op);
   }
-  comm::WorkPtr reduce_scatter(const void* send, void* recv, int64_t n, DType dtype, comm::ReduceOp op) override {
-    return inner_->reduce_scatter(send, recv, n, dtype, op);
-  }
-  comm::WorkPtr allgather(const void* send, void* recv, int64_t n, DType dtype) override {
-    return inner_->allgather(send, recv, n, dtype);
-  }
-  comm::WorkPtr broadcast(void* buf, int64_t n, DType dtype, int root) override {
-    return inner_->broadcast(buf, n, dtype, root);
-  }
-  comm::WorkPtr send(const void* buf, int64_t n, DType dtype, int peer) override { return inner_->send(buf, n, dtype, peer); }
-  comm::WorkPtr recv(void* buf, int64_t n, DType dtype, int peer) override { return inner_->recv(buf, n, dtype, peer); }
-  comm::WorkPtr barrier() override { return inner_->barrier(); }
-  Tensor make_buffer(int64_t numel, DType dtype) override { return inner_->make_buffer(numel, dtype); }
   std::map<int64_t, int> f64_allreduces;
-
- private:
-  std::shared_ptr<comm::Communicator> inner_;
 };
 
-// With `counting`, the run goes through it and trains with the SIGTERM stop as tandem-train --save
-// does: all three features with a share in the step agreement.
+// `model_name` (the cnn unless told) with FailOnce after its first layer (so a failure in backward
+// comes after the later layers' buckets were launched), trained for `steps` steps on the synthetic
+// images. With `counting`, the run goes through it and trains with the SIGTERM stop as tandem-train
+// --save does: all three features with a share in the step agreement.
 RunResult train(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> plan,
                 nn::parallel::DDPOptions ddp = {}, Device device = kCPU, int64_t steps = 3,
-                std::shared_ptr<CountingComm> counting = nullptr) {
+                std::shared_ptr<CountingComm> counting = nullptr, const std::string& model_name = "cnn") {
   std::shared_ptr<comm::Communicator> comm = tandem::testing::world();
   if (counting) comm = counting;
   TrainConfig cfg;
-  cfg.model = "cnn";
+  cfg.model = model_name;
   cfg.batch_size = batch;
   cfg.accumulation_steps = accumulation;
   cfg.max_steps = steps;
@@ -111,10 +97,10 @@ RunResult train(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> p
   // A budget in the config turns on the per-step agreement of the ranks (on the CPU); the tests set
   // the real budgets (or inject failures) per rank themselves.
   cfg.memory_limit = "1TB";
-  auto cnn = std::dynamic_pointer_cast<nn::Sequential>(make_model(cfg));
+  auto layers = std::dynamic_pointer_cast<nn::Sequential>(make_model(cfg));
   auto model = std::make_shared<nn::Sequential>();
-  for (size_t i = 0; i < cnn->children().size(); ++i) {
-    model->push_back(cnn->children()[i].second);
+  for (size_t i = 0; i < layers->children().size(); ++i) {
+    model->push_back(layers->children()[i].second);
     if (i == 0) model->push_back(std::make_shared<FailOnce>(plan, comm->rank()));
   }
   model->to(device);
@@ -131,8 +117,13 @@ RunResult train(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> p
                       tandem::testing::synthetic_images(64, 8));
   if (counting) trainer.add_callback(std::make_shared<StopOnSignal>(trainer));
   TrainResult r = trainer.fit();
+  std::vector<float> parameters;
+  for (const Tensor& p : model->parameters()) {
+    const std::vector<float> values = p.to_vector<float>();
+    parameters.insert(parameters.end(), values.begin(), values.end());
+  }
   return {trainer.param_hash(), trainer.micro_batch_size(), trainer.effective_accumulation_steps(),
-          trainer.oom_recoveries(), r.steps};
+          trainer.oom_recoveries(), r.steps, parameters};
 }
 
 std::shared_ptr<FailPlan> no_failure() { return std::make_shared<FailPlan>(); }
@@ -165,6 +156,23 @@ TEST(OomRecovery, FailureInsideBackwardOnOneRankIsRedoneWithHalfTheMicroBatch) {
 TEST(OomRecovery, FailureInForwardOnOneRank) {
   const RunResult want = train(16, 2, no_failure());
   expect_recovered(train(32, 1, fail_on_last_rank(1, false)), want);
+}
+
+// A batch cut into unequal pieces (5 into 3 and 2) still gives the whole batch's gradient: each
+// piece weighs its share of the samples (3/5, 2/5), not 1/2. The mlp has no BatchNorm, so the cut
+// run equals the uncut one to rounding (not bitwise: the sums are ordered otherwise).
+TEST(OomRecovery, UnequalPiecesWeighTheirSamples) {
+  const RunResult whole = train(5, 1, no_failure(), {}, kCPU, 3, nullptr, "mlp");
+  const RunResult cut = train(5, 1, fail_on_last_rank(1, false), {}, kCPU, 3, nullptr, "mlp");
+  EXPECT_EQ(cut.micro, 3);
+  EXPECT_EQ(cut.accumulation, 2);
+  EXPECT_EQ(cut.recoveries, 1);
+  ASSERT_EQ(cut.parameters.size(), whole.parameters.size());
+  double worst = 0;
+  for (size_t i = 0; i < whole.parameters.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(cut.parameters[i]) - whole.parameters[i]) /
+                                std::max(1.0, std::fabs(static_cast<double>(whole.parameters[i]))));
+  EXPECT_LT(worst, 1e-5) << "the cut steps' gradient is not the whole batch's";
 }
 
 TEST(OomRecovery, FailureInTheSecondStepsLastMicroBatchWithAccumulation) {
