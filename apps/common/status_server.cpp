@@ -128,6 +128,10 @@ void json_error(httplib::Response& res, int status, const std::string& message) 
   res.set_content(nlohmann::json{{"error", message}, {"status", status}}.dump(), "application/json");
 }
 
+void no_such_path(httplib::Response& res, const std::string& path) {
+  json_error(res, 404, "no such path: " + path + " (try /health, /status, /metrics)");
+}
+
 }  // namespace
 
 StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, std::shared_ptr<const monitor::Sampler> sampler)
@@ -174,13 +178,13 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, std::shared
       res.set_header("Allow", "GET, HEAD");
       json_error(res, 405, req.method + " is not allowed on " + req.path + "; use GET");
     } else {
-      json_error(res, 404, "no such path: " + req.path + " (try /health, /status, /metrics)");
+      no_such_path(res, req.path);
     }
     return httplib::Server::HandlerResponse::Handled;
   });
   // Routing found nothing (or a handler left an error without a body): a JSON error.
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404) json_error(res, 404, "no such path: " + req.path + " (try /health, /status, /metrics)");
+    if (res.status == 404) no_such_path(res, req.path);
     else if (res.body.empty()) json_error(res, res.status, "bad request");
   });
 }

@@ -143,9 +143,9 @@ class Trainer {
   data::Batch load(const data::BatchSource& loader, int64_t b) const;
   // Forward and backward of the loader batches [g, group_end) as one optimizer step's gradient (the
   // mean over the loader batches of each one's mean loss, however it is cut), in micro-batches of
-  // micro_batch_size(); on an
-  // out-of-memory error (agreed by all ranks) drops the step's tensors, halves the micro-batch and
-  // redoes it: the same samples and the same global batch (trainer_step.cpp).
+  // micro_batch_size(); on an out-of-memory error (agreed by all ranks) drops the step's tensors,
+  // halves the micro-batch and redoes it: the same samples and the same global batch
+  // (trainer_step.cpp).
   struct GroupResult {
     double loss = 0, loss_sum = 0, samples = 0;
   };

@@ -8,13 +8,14 @@ inline constexpr const char* kJobRecordFile = "job.json";
 inline constexpr const char* kJobMetricsFile = "metrics.jsonl";
 inline constexpr const char* kJobLogFile = "log.txt";
 inline constexpr const char* kJobExitFile = "exit.json";
+inline constexpr const char* kJobFiles[] = {kJobRecordFile, kJobMetricsFile, kJobLogFile, kJobExitFile};
 
 // Whether a path relative to a job's folder (a `save`) starts with one of those files or one of
 // their temporaries ("<file>.tmp.*", atomic_file.h): a checkpoint folder there would break the
 // job's records (a done job read back as lost).
 inline bool is_job_file(const std::string& relative) {
   const std::string first = relative.substr(0, relative.find('/'));
-  for (const std::string file : {kJobRecordFile, kJobMetricsFile, kJobLogFile, kJobExitFile})
+  for (const std::string file : kJobFiles)
     if (first == file || first.rfind(file + ".tmp.", 0) == 0) return true;
   return false;
 }

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "apps/tandem-serve/http_error.h"
 #include "apps/tandem-serve/job_files.h"
@@ -81,9 +82,10 @@ nlohmann::json JobSchema::validate(const nlohmann::json& body, int max_ranks) co
   if (req.contains("save_every") && req["save_every"].get<int64_t>() > 0 && !req.contains("save"))
     throw HttpError(400, "field 'save_every' needs 'save'", "save_every");
   if (req.contains("save") && is_job_file(req["save"].get<std::string>()))
-    throw HttpError(400, fmt::format("field 'save': {} would take the place of the job's own {}, {}, {} or {}; "
-                                     "choose another folder", req["save"].get<std::string>(), kJobRecordFile,
-                                     kJobMetricsFile, kJobLogFile, kJobExitFile), "save");
+    throw HttpError(400,
+                    fmt::format("field 'save': {} would take the place of one of the job's own files ({}); choose "
+                                "another folder", req["save"].get<std::string>(), fmt::join(kJobFiles, ", ")),
+                    "save");
   return req;
 }
 
