@@ -1,11 +1,13 @@
-# tandem_add_test(NAME SOURCES a.cpp b.cpp [LIBS ...] [RANKS 1 2 3 4] [TIMEOUT s] [LABELS ...])
+# tandem_add_test(NAME SOURCES a.cpp b.cpp [LIBS ...] [RANKS 1 2 3 4] [TIMEOUT s] [LABELS ...] [AVX2])
 # One GoogleTest executable; without RANKS it runs as one process, with RANKS once per rank count
 # under mpirun (each run is its own ctest test, NAME_npN). Every test carries a timeout: none hangs CI.
+# AVX2 (CPU kernel tests, without RANKS): also run as NAME_avx2 under TANDEM_CPU_ISA=avx2, the paths of
+# a CPU without AVX-512, whatever CPU runs the suite (label isa-avx2).
 find_package(GTest REQUIRED)
 set(TANDEM_MPIEXEC_FLAGS --oversubscribe --bind-to none CACHE STRING "extra mpirun flags for tests")
 
 function(tandem_add_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;RANKS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "AVX2" "TIMEOUT" "SOURCES;LIBS;RANKS;LABELS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
@@ -15,6 +17,11 @@ function(tandem_add_test name)
     target_link_libraries(${name} PRIVATE GTest::gtest_main)
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+    if(T_AVX2)
+      add_test(NAME ${name}_avx2 COMMAND ${name})
+      set_tests_properties(${name}_avx2 PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "isa-avx2;${T_LABELS}"
+                           ENVIRONMENT TANDEM_CPU_ISA=avx2)
+    endif()
     return()
   endif()
   foreach(np ${T_RANKS})

@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include "runtime/backend/cpu_isa.h"
+
 // GCC 12 flags the _mm512_undefined_* placeholders inside its own intrinsics once inlined here.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -74,7 +76,8 @@ TANDEM_CVT_AVX512 void f32_to_f16(const float* s, uint16_t* d, int64_t n) {
 
 bool cpu_ok() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl");  // the 512-bit vcvtph2ps/vcvtps2ph are AVX-512F
+                         __builtin_cpu_supports("avx512vl") &&  // the 512-bit vcvtph2ps/vcvtps2ph are AVX-512F
+                         cpu_isa_allows(CpuIsa::avx512);
   return ok;
 }
 

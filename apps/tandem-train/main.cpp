@@ -15,6 +15,7 @@
 #include "apps/common/run_services.h"
 #include "apps/common/threads.h"
 #include "apps/common/train_features.h"
+#include "runtime/backend/cpu_isa.h"
 #include "runtime/data/dataset.h"
 #ifdef TANDEM_HAVE_MPI
 #include "comm/mpi/mpi_comm.h"
@@ -27,6 +28,7 @@ namespace {
 int train(app::TrainConfig cfg) {
   app::keep_freed_host_memory();
   const app::ThreadChoice threads = app::apply_threads(cfg.threads);  // before any parallel region
+  const char* cpu_isa = cpu_isa_in_use();  // a bad TANDEM_CPU_ISA stops the run here, before any kernel
   const app::ModeDecision mode = app::decide_mode_here(cfg);  // --mode auto: single, dp or ddp, and why
   cfg.mode = mode.mode;
   cfg.devices = mode.devices;
@@ -45,10 +47,10 @@ int train(app::TrainConfig cfg) {
   log.info("mode {}: {}", mode.mode, mode.reason);
   app::scale_lr_with_world(cfg, ps.world_size());  // --lr-scale-with-world
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
-           "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{} ({})",
+           "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{} ({}), CPU kernels {}",
            cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer.type,
            cfg.optimizer.learning_rate, cfg.optimizer.momentum, cfg.optimizer.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads.count,
-           threads.count > 1 ? "s" : "", threads.reason);
+           threads.count > 1 ? "s" : "", threads.reason, cpu_isa);
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
              cfg.lr_schedule);

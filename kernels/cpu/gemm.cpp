@@ -1,8 +1,10 @@
 // CPU GEMM: f32 and bf16 on our AVX-512 kernels (gemm_avx512.cpp) where the CPU has them, bf16 on
 // AMX tiles where it has those; otherwise, and for f64/f16, Eigen: row-major maps over the caller's
-// memory, transposes folded into Eigen's product (no copies for f32/f64); f16 (and bf16 without
-// AVX512-BF16) widened to f32 once, multiplied, and rounded on store. TANDEM_CPU_GEMM=eigen forces
-// Eigen everywhere, TANDEM_CPU_GEMM=avx512 our AVX-512 kernels without AMX (A/B measurements, tests).
+// memory, transposes folded into Eigen's product (no copies for f32/f64), C cut into tiles that
+// depend on the sizes only (gemm_tiles.h: the bits do not depend on the thread count); f16 (and bf16
+// without AVX512-BF16) widened to f32 once, multiplied, and rounded on store. TANDEM_CPU_GEMM=eigen
+// forces Eigen everywhere, TANDEM_CPU_GEMM=avx512 our AVX-512 kernels without AMX (A/B measurements,
+// tests); TANDEM_CPU_ISA=avx2 (runtime/backend/cpu_isa.h) takes the path of a CPU without AVX-512.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm_epilogue.h"
 #include "kernels/cpu/gemm_avx512.h"
+#include "kernels/cpu/gemm_tiles.h"
 
 #include "runtime/backend/gemm.h"
 #include "runtime/tensor.h"
@@ -25,13 +28,16 @@ using ConstMap = Eigen::Map<const RowMajor<T>, Eigen::Unaligned, Eigen::OuterStr
 template <class T>
 using MutMap = Eigen::Map<RowMajor<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-// One product on native Eigen scalars (float or double).
+// One product on native Eigen scalars (float or double): the tile of C of rows [i0, i0 + m) and columns
+// [j0, j0 + n), single-threaded (the library is built with EIGEN_DONT_PARALLELIZE).
 template <class T>
-void gemm_one(const GemmArgs& g, const T* a, const T* b, T* c) {
+void gemm_tile(const GemmArgs& g, const T* a, const T* b, T* c, int64_t i0, int64_t m, int64_t j0, int64_t n) {
   // As stored: A is [m, k] (or [k, m] when transposed), B is [k, n] (or [n, k]).
-  ConstMap<T> A(a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, Eigen::OuterStride<>(g.lda));
-  ConstMap<T> B(b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, Eigen::OuterStride<>(g.ldb));
-  MutMap<T> C(c, g.m, g.n, Eigen::OuterStride<>(g.ldc));
+  const T* at = a + (g.trans_a ? i0 : i0 * g.lda);
+  const T* bt = b + (g.trans_b ? j0 * g.ldb : j0);
+  ConstMap<T> A(at, g.trans_a ? g.k : m, g.trans_a ? m : g.k, Eigen::OuterStride<>(g.lda));
+  ConstMap<T> B(bt, g.trans_b ? n : g.k, g.trans_b ? g.k : n, Eigen::OuterStride<>(g.ldb));
+  MutMap<T> C(c + i0 * g.ldc + j0, m, n, Eigen::OuterStride<>(g.ldc));
   const T alpha = static_cast<T>(g.alpha), beta = static_cast<T>(g.beta);
   if (g.k == 0) {  // empty inner dimension: C = beta * C
     if (g.beta == 0) C.setZero(); else C *= beta;
@@ -49,6 +55,28 @@ void gemm_one(const GemmArgs& g, const T* a, const T* b, T* c) {
   else if (g.trans_a && !g.trans_b) run(A.transpose(), B);
   else if (!g.trans_a && g.trans_b) run(A, B.transpose());
   else run(A.transpose(), B.transpose());
+}
+
+// Below this many flops in all (~ a 64 x 64 x 64 product) one thread computes every tile: a parallel
+// region costs more than it saves. The tiles, and so the bits, are the same either way.
+constexpr double kEigenParallelMinFlops = 2.0 * 64 * 64 * 64;
+
+// The batch's products on Eigen, tile by tile (gemm_tiles.h); threads take whole tiles, in any order.
+template <class T>
+void gemm_eigen(const GemmArgs& g) {
+  const GemmTiles t = gemm_tiles(g.m, g.n, g.k);
+  const int64_t tiles = t.count(), items = g.batch * tiles;
+  auto one = [&](int64_t item) {
+    const int64_t bi = item / tiles, q = item % tiles;
+    const int64_t i0 = q / t.cols * t.tile_m, j0 = q % t.cols * t.tile_n;
+    gemm_tile<T>(g, static_cast<const T*>(g.a) + bi * g.stride_a, static_cast<const T*>(g.b) + bi * g.stride_b,
+                 static_cast<T*>(g.c) + bi * g.stride_c, i0, std::min(t.tile_m, g.m - i0), j0,
+                 std::min(t.tile_n, g.n - j0));
+  };
+  const bool parallel = items > 1 && 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch) >=
+                                         kEigenParallelMinFlops;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (int64_t item = 0; item < items; ++item) one(item);
 }
 
 // TANDEM_CPU_GEMM, read at every call (cheap) so that a test can switch paths within one process.
@@ -137,9 +165,7 @@ void gemm_product(const GemmArgs& g) {
   dispatch_floating(g.dtype, "gemm", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      for (int64_t i = 0; i < g.batch; ++i)
-        gemm_one<T>(g, static_cast<const T*>(g.a) + i * g.stride_a, static_cast<const T*>(g.b) + i * g.stride_b,
-                    static_cast<T*>(g.c) + i * g.stride_c);
+      gemm_eigen<T>(g);
     } else {
       gemm_low_precision<T>(g);
     }

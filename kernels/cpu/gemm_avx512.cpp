@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "kernels/cpu/gemm_amx_kernels.h"
+#include "runtime/backend/cpu_isa.h"
 #include "runtime/error.h"
 
 namespace tandem::kernels::avx512 {
@@ -260,7 +261,8 @@ void run(const GemmArgs& g, const KernelTable<Pk>* kernels) {
 
 bool has_f32() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                         cpu_isa_allows(CpuIsa::avx512);
   return ok;
 }
 

@@ -6,8 +6,9 @@
 
 namespace tandem::kernels::avx512 {
 
-// What this CPU can run, checked once (cpuid), never assumed from the compiler's -march.
-bool has_f32();   // AVX-512F/BW/VL
+// What this CPU can run and TANDEM_CPU_ISA allows (runtime/backend/cpu_isa.h), checked once (cpuid),
+// never assumed from the compiler's -march.
+bool has_f32();   // AVX-512F/BW/VL/DQ
 bool has_bf16();  // the above plus AVX512-BF16 (vdpbf16ps)
 bool has_amx();   // the above plus AMX-TILE and AMX-BF16, and Linux lets this process use the tiles
 

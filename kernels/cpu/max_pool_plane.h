@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/backend/cpu_isa.h"
 #include "runtime/backend/pool.h"
 #include "runtime/dtype.h"
 
@@ -96,12 +97,14 @@ void max_pool_plane(const T* in, T* out, int32_t* idx, const Pool2dGeometry& g) 
   const bool fast2x2 = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0;
   if (fast2x2) {  // the cnn's pooling (without AVX-512: a loop the compiler vectorises over ox)
     const int wo = static_cast<int>(g.wo), w = static_cast<int>(g.w);
-#if defined(__AVX512F__)
+#if defined(__AVX512F__)  // a build for AVX-512 (-march); TANDEM_CPU_ISA=avx2 takes the loop below
     if constexpr (std::is_same_v<T, float>) {
-      for (int64_t oy = 0; oy < g.ho; ++oy)
-        max_pool_2x2_row_avx512(in + 2 * oy * g.w, in + (2 * oy + 1) * g.w, out + oy * g.wo, idx + oy * g.wo, wo,
-                                static_cast<int>(2 * oy * g.w), w);
-      return;
+      if (cpu_isa_allows(CpuIsa::avx512)) {
+        for (int64_t oy = 0; oy < g.ho; ++oy)
+          max_pool_2x2_row_avx512(in + 2 * oy * g.w, in + (2 * oy + 1) * g.w, out + oy * g.wo, idx + oy * g.wo, wo,
+                                  static_cast<int>(2 * oy * g.w), w);
+        return;
+      }
     }
 #endif
     for (int64_t oy = 0; oy < g.ho; ++oy) {
@@ -153,9 +156,9 @@ template <class T>
 void max_unpool_plane(const T* dy, const int32_t* idx, T* dx, const Pool2dGeometry& g) {
   using A = acc_t<T>;
   const int64_t hw = g.h * g.w, ohw = g.ho * g.wo;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__)  // as max_pool_plane
   if constexpr (std::is_same_v<T, float>) {
-    if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+    if (cpu_isa_allows(CpuIsa::avx512) && g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
       // The cnn's pool: windows are disjoint, so dx is written once, two rows per output row, instead
       // of zero-filled and then scattered into (a read-modify-write per window that waits on the fill).
       const int64_t covered = 2 * g.wo;

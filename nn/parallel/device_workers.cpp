@@ -1,10 +1,19 @@
 // DeviceWorkers: a generation counter wakes every thread for one task; the last to finish wakes the caller.
 #include "nn/parallel/device_workers.h"
 
+#include <omp.h>
+
 namespace tandem::nn::parallel {
 
+// A new thread starts with OpenMP's default thread count, not the one the creating thread set
+// (tandem-train's --threads): each worker takes the creator's.
 DeviceWorkers::DeviceWorkers(size_t n) : errors_(n) {
-  for (size_t k = 0; k < n; ++k) threads_.emplace_back([this, k] { loop(k); });
+  const int omp_threads = omp_get_max_threads();
+  for (size_t k = 0; k < n; ++k)
+    threads_.emplace_back([this, k, omp_threads] {
+      omp_set_num_threads(omp_threads);
+      loop(k);
+    });
 }
 
 DeviceWorkers::~DeviceWorkers() {

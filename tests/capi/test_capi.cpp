@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -76,6 +77,21 @@ TEST(CApi, BackendErrorsAreCodedByTheFailedCall) {
   EXPECT_EQ(code_of("ncclAllReduce(b, b, n, t, o, c, s)", "/src/comm/nccl/nccl_comm.cpp"), TANDEM_NCCL_ERROR);
   EXPECT_EQ(code_of("MPI_Allreduce(a, b, n, t, o, c)", "/src/comm/mpi/mpi_transport.cpp"), TANDEM_MPI_ERROR);
   EXPECT_EQ(code_of("cudnnConvolutionForward(h, ...)", "/src/kernels/cuda/conv_cudnn.cpp"), TANDEM_CUDA_ERROR);
+}
+
+// A bad TANDEM_CPU_ISA is the creating call's error, before any kernel could meet it.
+TEST(CApi, BadCpuIsaIsInvalidUsage) {
+  TempDir dir;
+  const std::string cfg = dir.write("run.yaml", mlp_config());
+  const char* before = std::getenv("TANDEM_CPU_ISA");
+  const std::string kept = before ? before : "";
+  ::setenv("TANDEM_CPU_ISA", "avx3", 1);
+  tandem_model_t m = nullptr;
+  const tandem_result_t got = tandem_model_create(&m, cfg.c_str(), "cpu");
+  if (before) ::setenv("TANDEM_CPU_ISA", kept.c_str(), 1);
+  else ::unsetenv("TANDEM_CPU_ISA");
+  EXPECT_TRUE(fails_with(got, TANDEM_INVALID_USAGE, {"tandem_model_create", "TANDEM_CPU_ISA=avx3", "avx2"}));
+  EXPECT_EQ(m, nullptr);
 }
 
 TEST(CApi, NullArgumentsAreInvalidUsage) {

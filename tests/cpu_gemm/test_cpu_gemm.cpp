@@ -8,11 +8,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu/gemm_avx512.h"
+#include "kernels/cpu/gemm_tiles.h"
+#include "runtime/backend/cpu_isa.h"
+#include "runtime/convert_avx512.h"
 #include "tests/support/cpu_gemm_path.h"
 #include "runtime/backend/common/half.h"
 #include "runtime/backend/gemm.h"
@@ -162,6 +166,11 @@ void check_all(Kind kind) {
   }
 }
 
+// Several of Eigen's tiles (gemm_tiles.h) each: one product, and a batch with both operands transposed.
+std::vector<Shape> invariance_shapes(bool tb) {
+  return {{600, 530, 100, false, tb, 1, 0, 1}, {520, 300, 170, tb, tb, 0.5, 1, 3}};
+}
+
 }  // namespace
 
 TEST(CpuGemm, F32MatchesF64Reference) { check_all(Kind::F32); }
@@ -237,18 +246,91 @@ TEST(CpuGemm, Bf16DenormalInputsGiveNoGarbage) {
     }
 }
 
-// Threads split M and N only: the result is bitwise the same for any thread count.
+// Threads split M and N only: the result is bitwise the same for any thread count, on our kernels
+// and on Eigen's tiles (several tiles here: gemm_tiles below), one product and a batch.
 TEST(CpuGemm, ThreadCountInvariantBitwise) {
   std::mt19937 rng(5);
-  for (Kind kind : {Kind::F32, Kind::BF16, Kind::BF16WideC})
+  const int saved = omp_get_max_threads();
+  for (const char* path : {"", "eigen"}) {
+    std::unique_ptr<tandem::testing::CpuGemmPath> pin;
+    if (*path) pin = std::make_unique<tandem::testing::CpuGemmPath>(path);
+    for (Kind kind : {Kind::F32, Kind::BF16, Kind::BF16WideC})
+      for (bool tb : {false, true})
+        for (const auto& s : invariance_shapes(tb)) {
+          const Problem p = make(s, kind, rng);
+          omp_set_num_threads(1);
+          const std::vector<double> one = run(p, kind);
+          for (int threads : {2, 3}) {
+            omp_set_num_threads(threads);
+            const std::vector<double> many = run(p, kind);
+            for (size_t i = 0; i < one.size(); ++i)
+              ASSERT_TRUE(one[i] == many[i] || (std::isnan(one[i]) && std::isnan(many[i])))
+                  << "path '" << path << "' kind " << int(kind) << " m=" << s.m << " tb=" << tb << " threads "
+                  << threads << " at " << i;
+          }
+        }
+  }
+  omp_set_num_threads(saved);
+}
+
+// Eigen's tiles over products of several tiles (the reference shapes above are one tile each), against the
+// f64 reference: every element written once, none outside C.
+TEST(CpuGemm, EigenTilesMatchReference) {
+  tandem::testing::CpuGemmPath eigen("eigen");
+  std::mt19937 rng(7);
+  for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      const Problem p = make({301, 290, 300, false, tb, 1, 0, 1}, kind, rng);
-      omp_set_num_threads(1);
-      const std::vector<double> one = run(p, kind);
-      omp_set_num_threads(3);
-      const std::vector<double> three = run(p, kind);
-      omp_set_num_threads(1);
-      for (size_t i = 0; i < one.size(); ++i)
-        ASSERT_TRUE(one[i] == three[i] || (std::isnan(one[i]) && std::isnan(three[i]))) << i;
+      ASSERT_EQ(kernels::gemm_tiles(600, 530, 100).count(), 4);
+      ASSERT_EQ(kernels::gemm_tiles(520, 300, 170).count(), 2);
+      ASSERT_EQ(kernels::gemm_tiles(65, 700, 200).count(), 2);
+      check({600, 530, 100, ta, tb, 0.5, 1, 1}, Kind::F32, rng);
+      check({520, 300, 170, ta, tb, 1, 0, 2}, Kind::F32, rng);
+      check({65, 700, 200, ta, tb, -2, -0.5, 1}, Kind::BF16, rng);
     }
+}
+
+// The grid depends on the sizes only; it covers C with tiles whose split edges are multiples of 64 and at
+// least 256, at most 32 of them, each above ~4 MFLOP unless C is one tile; small products are one tile.
+TEST(CpuGemm, EigenTileGrid) {
+  for (int64_t m : {1, 63, 64, 65, 128, 301, 1000, 4096})
+    for (int64_t n : {1, 10, 64, 129, 512, 3000})
+      for (int64_t k : {0, 1, 16, 300, 784, 5000}) {
+        const kernels::GemmTiles t = kernels::gemm_tiles(m, n, k);
+        ASSERT_GE(t.rows * t.tile_m, m);
+        ASSERT_LT((t.rows - 1) * t.tile_m, m);
+        ASSERT_GE(t.cols * t.tile_n, n);
+        ASSERT_LT((t.cols - 1) * t.tile_n, n);
+        ASSERT_LE(t.count(), 32);
+        if (t.rows > 1) {
+          ASSERT_TRUE(t.tile_m % 64 == 0 && t.tile_m >= 256) << m << "x" << n << "x" << k;
+        }
+        if (t.cols > 1) {
+          ASSERT_TRUE(t.tile_n % 64 == 0 && t.tile_n >= 256) << m << "x" << n << "x" << k;
+        }
+        if (t.count() > 1) {
+          ASSERT_GE(2.0 * t.tile_m * t.tile_n * k, 4.0 * (1 << 20)) << m << "x" << n << "x" << k;
+        }
+      }
+  EXPECT_EQ(kernels::gemm_tiles(64, 64, 64).count(), 1);
+  EXPECT_EQ(kernels::gemm_tiles(380, 380, 1000).count(), 1);   // halves of 192 rows: one tile
+  EXPECT_EQ(kernels::gemm_tiles(511, 511, 1000).count(), 4);   // halves of 256 and 255
+  EXPECT_EQ(kernels::gemm_tiles(128, 512, 784).count(), 2);    // tandem-train's mlp, first layer: 128 x 256
+  EXPECT_EQ(kernels::gemm_tiles(512, 784, 128).count(), 4);    // its weight gradient: 256 x 448 and 256 x 336
+  EXPECT_EQ(kernels::gemm_tiles(4096, 4096, 4096).count(), 32);
+}
+
+// Under TANDEM_CPU_ISA=avx2 (the suite's *_avx2 runs) no AVX-512 path is taken, whatever the CPU has.
+TEST(CpuGemm, IsaCapTurnsOffEveryAvx512Path) {
+  const char* cap = std::getenv("TANDEM_CPU_ISA");
+  if (!cap || std::string(cap) != "avx2") GTEST_SKIP() << "runs under TANDEM_CPU_ISA=avx2";
+  EXPECT_STREQ(cpu_isa_cap(), "avx2");
+  EXPECT_FALSE(cpu_isa_allows(CpuIsa::avx512));
+  EXPECT_FALSE(kernels::avx512::has_f32());
+  EXPECT_FALSE(kernels::avx512::has_bf16());
+  EXPECT_FALSE(kernels::avx512::has_amx());
+  EXPECT_FALSE(kernels::cpu_f32_gemm_ours());
+  EXPECT_STREQ(kernels::cpu_bf16_gemm_path(), "fp32");
+  float f = 1.5f;
+  uint16_t h = 0;
+  EXPECT_FALSE(convert_avx512(&f, DType::f32, &h, DType::f16, 1));
 }

@@ -1,6 +1,9 @@
 // DataParallel on 2-4 cpu devices of one process: training equals single-device training, the
 // replicas stay identical to the module, and a batch smaller than the device count still works.
+#include <omp.h>
+
 #include "apps/common/parallel_setup.h"
+#include "nn/parallel/device_workers.h"
 #include "tests/parallel/dp_check.h"
 
 namespace tandem::testing {
@@ -18,6 +21,20 @@ TEST(DataParallel, TwoDevicesSgd) { check_dp_matches_single(cpu_devices(2), 16, 
 TEST(DataParallel, ThreeDevicesUnevenSplitAdam) { check_dp_matches_single(cpu_devices(3), 10, true); }
 TEST(DataParallel, FourDevicesSgd) { check_dp_matches_single(cpu_devices(4), 18, false); }
 TEST(DataParallel, FewerRowsThanDevices) { check_dp_matches_single(cpu_devices(4), 2, true); }
+
+// Each device's worker thread runs its kernels with the creator's OpenMP thread count (tandem-train's
+// --threads), not OpenMP's default for a new thread.
+TEST(DeviceWorkers, TakeTheCreatorsThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    nn::parallel::DeviceWorkers workers(2);
+    std::vector<int> seen(2, 0);
+    workers.run([&](size_t k) { seen[k] = omp_get_max_threads(); });
+    EXPECT_EQ(seen, std::vector<int>(2, threads));
+  }
+  omp_set_num_threads(saved);
+}
 
 TEST(DataParallel, SplitSizesFollowChunk) {
   auto r = DataParallel::split_sizes(10, 4);  // torch.chunk(10 rows, 4) -> 3, 3, 3, 1

@@ -1,0 +1,40 @@
+#include "runtime/backend/cpu_isa.h"
+
+#include "runtime/backend/env_switch.h"
+#include "runtime/error.h"
+
+namespace tandem {
+namespace {
+
+// The values in env_switch's order: the first is the default when the variable is unset.
+int read_variable() { return env_switch("TANDEM_CPU_ISA", {"avx512", "avx2"}); }
+
+// Kernels ask from inside parallel regions, where a throw would end the process: a bad value counts
+// as unset here, and is the error of cpu_isa_cap and cpu_isa_in_use, which the programs call first.
+CpuIsa cap() {
+  static const CpuIsa isa = [] {
+    try {
+      return read_variable() == 1 ? CpuIsa::avx2 : CpuIsa::avx512;
+    } catch (const Error&) {
+      return CpuIsa::avx512;
+    }
+  }();
+  return isa;
+}
+
+}  // namespace
+
+bool cpu_isa_allows(CpuIsa isa) { return static_cast<int>(isa) <= static_cast<int>(cap()); }
+
+const char* cpu_isa_cap() { return read_variable() == 1 ? "avx2" : "avx512"; }
+
+const char* cpu_isa_in_use() {
+  read_variable();  // throws for a bad value
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx512 && cpu_isa_allows(CpuIsa::avx512)) return "avx512";
+  return avx2 ? "avx2" : "x86-64";
+}
+
+}  // namespace tandem

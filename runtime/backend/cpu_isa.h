@@ -1,0 +1,26 @@
+// The widest x86 vector extension that tandem's CPU kernels may use. Every kernel with an AVX-512
+// path still checks the exact features it needs (cpuid, never the compiler's -march); this caps them
+// all at once, so that a machine with AVX-512 can run, and CI can test, the paths a CPU without it
+// takes (results there must stay independent of the thread count, as here).
+#pragma once
+
+namespace tandem {
+
+enum class CpuIsa { avx2 = 1, avx512 = 2 };
+
+// Whether the kernels may use `isa`: TANDEM_CPU_ISA caps it ("avx512", the default, or "avx2": no
+// AVX-512, AVX512-BF16 or AMX path anywhere). Read once per process. Never throws (kernels ask from
+// parallel regions): an unknown value caps nothing here, and is the two functions' error below.
+// Says nothing of what the CPU has.
+bool cpu_isa_allows(CpuIsa isa);
+
+// The cap as its TANDEM_CPU_ISA spelling ("avx512" or "avx2"); an unknown value throws ValueError
+// naming the variable and the values it takes.
+const char* cpu_isa_cap();
+
+// The widest ISA that both the CPU has (cpuid) and the cap allows, for logs and benchmark records:
+// "avx512" (F/BW/VL/DQ, what the AVX-512 kernels need), "avx2" (AVX2 + FMA) or "x86-64" (neither).
+// Throws as cpu_isa_cap: tandem-train and the C API's model creation call it before any kernel.
+const char* cpu_isa_in_use();
+
+}  // namespace tandem
