@@ -23,6 +23,7 @@ install(DIRECTORY runtime nn DESTINATION ${_tandem_headers}
         PATTERN "gemm_call.h" EXCLUDE     # the op entries' GEMM call (backend arguments)
         PATTERN "per_device.h" EXCLUDE    # nn/optim's lists split by device
         PATTERN "json_integer.h" EXCLUDE  # the checkpoint and job readers' nlohmann-json helper
+        PATTERN "spelling.h" EXCLUDE      # "did you mean": the flags' and configs' messages
         PATTERN "nvml_api.h" EXCLUDE)     # the monitor's own NVML declarations
 # DType's 16-bit storage types (runtime/dtype.h includes them).
 install(FILES runtime/backend/common/half.h runtime/backend/common/host_device.h

@@ -1,4 +1,5 @@
-// The error reporter: formats "file:line: message" and throws the exception of the given kind.
+// The error reporter: throws the exception of the given kind, its location in where() (and in the
+// message of a failed call or an internal error).
 #include "runtime/error.h"
 
 namespace tandem {
@@ -16,16 +17,17 @@ const char* short_path(const char* file) {
 }  // namespace
 
 void throw_error(ErrorKind kind, const char* file, int line, const std::string& message) {
-  std::string text = fmt::format("{}:{}: {}", short_path(file), line, message);
+  std::string where = fmt::format("{}:{}", short_path(file), line);
+  // What users cause and read: the message alone (the location stays in where()).
   switch (kind) {
-    case ErrorKind::Value: throw ValueError(text);
-    case ErrorKind::Backend: throw BackendError(text);
-    case ErrorKind::IO: throw IOError(text);
-    case ErrorKind::Comm: throw CommError(text);
-    case ErrorKind::NotSupported: throw NotSupportedError(text);
+    case ErrorKind::Value: throw ValueError(message, where);
+    case ErrorKind::IO: throw IOError(message, where);
+    case ErrorKind::Comm: throw CommError(message, where);
+    case ErrorKind::NotSupported: throw NotSupportedError(message, where);
+    case ErrorKind::Backend: throw BackendError(where + ": " + message, where);
     case ErrorKind::Internal: break;
   }
-  throw Error(text);
+  throw Error(where + ": " + message, where);
 }
 
 void throw_call_error(const char* call, const char* file, int line, const std::string& library_message) {

@@ -3,15 +3,24 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
 namespace tandem {
 
-// Base of every error tandem throws. what() reads "file:line: message".
+// Base of every error tandem throws. what() is the message a user reads: a bad argument, file,
+// configuration, an unsupported request or a lost peer says what and why, no source location; a
+// failed library call and an internal error (a bug of ours) start with "file:line: ". where() keeps
+// the location of each for debug logs ("runtime/tensor.cpp:210"; empty where none was given).
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message, std::string where = "")
+      : std::runtime_error(message), where_(std::move(where)) {}
+  const std::string& where() const { return where_; }
+
+ private:
+  std::string where_;
 };
 class ValueError : public Error { using Error::Error; };       // bad argument: shape, dtype, flag
 class BackendError : public Error { using Error::Error; };     // a CUDA/cuBLAS/cuDNN/NCCL/MPI call failed

@@ -3,12 +3,14 @@
 
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "apps/common/cli_checks.h"
 #include "apps/common/config_file.h"
 #include "apps/common/gpt_cli.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/operations.h"
+#include "runtime/spelling.h"
 #include "tandem/version.h"
 
 namespace tandem::app {
@@ -123,6 +125,28 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   });
 }
 
+namespace {
+
+// "; did you mean --max-steps?" for each argument the parser left over that looks like a misspelt
+// flag (at most two edits from a real one); empty when none does.
+std::string misspelt_flags(const CLI::App& app) {
+  std::vector<std::string> flags;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+    for (const std::string& n : o->get_snames()) flags.push_back("-" + n);
+  }
+  std::string hints;
+  for (const std::string& arg : app.remaining()) {
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    const std::string flag = arg.substr(0, arg.find('='));  // --max-step=5 names --max-step
+    if (const std::string near = closest_spelling(flag, flags); !near.empty() && near != flag)
+      hints += "; did you mean " + near + "?";
+  }
+  return hints;
+}
+
+}  // namespace
+
 std::optional<int> parse_cli(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -133,7 +157,9 @@ std::optional<int> parse_cli(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << app.get_name() << ": " << e.what() << "\n\n" << app.help();
+    // One line and a pointer, not the page of usage above which the reason scrolled away.
+    std::cerr << app.get_name() << ": " << e.what() << misspelt_flags(app) << "\n"
+              << "Run with --help for more information.\n";
     return 2;
   }
   return std::nullopt;

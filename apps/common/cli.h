@@ -13,7 +13,8 @@ namespace tandem::app {
 void add_train_flags(CLI::App& app, TrainConfig& cfg);
 
 // Parses argv. Returns an exit code when the program should stop now: 0 after --help, 2 after a
-// bad flag (the error and the usage text go to stderr); nullopt to go on.
+// bad flag (the error, a "did you mean" for a misspelt flag, and a pointer to --help go to stderr, one
+// line each); nullopt to go on.
 std::optional<int> parse_cli(CLI::App& app, int argc, char** argv);
 
 }  // namespace tandem::app

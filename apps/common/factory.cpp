@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "apps/common/logging.h"
 #include "nn/config/run_config.h"
 #include "nn/gpt.h"
 #include "nn/gpt_hf.h"
@@ -60,7 +61,11 @@ int run_guarded(const char* program, const std::function<int()>& body) {
   try {
     return body();
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    // The source location only where it helps us, not the user: --log-level debug (or trace).
+    if (!e.where().empty() && logging::enabled(logging::Level::debug))
+      std::fprintf(stderr, "%s: error: %s (thrown at %s)\n", program, e.what(), e.where().c_str());
+    else
+      std::fprintf(stderr, "%s: error: %s\n", program, e.what());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: unexpected error: %s\n", program, e.what());
   }

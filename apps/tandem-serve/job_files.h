@@ -8,7 +8,9 @@ inline constexpr const char* kJobRecordFile = "job.json";
 inline constexpr const char* kJobMetricsFile = "metrics.jsonl";
 inline constexpr const char* kJobLogFile = "log.txt";
 inline constexpr const char* kJobExitFile = "exit.json";
-inline constexpr const char* kJobFiles[] = {kJobRecordFile, kJobMetricsFile, kJobLogFile, kJobExitFile};
+// Each rank's stdout and stderr (mpirun --output-filename): ranks/<mpi job>/rank.<N>/stderr.
+inline constexpr const char* kJobRanksDir = "ranks";
+inline constexpr const char* kJobFiles[] = {kJobRecordFile, kJobMetricsFile, kJobLogFile, kJobExitFile, kJobRanksDir};
 
 // Whether a path relative to a job's folder (a `save`) starts with one of those files or one of
 // their temporaries ("<file>.tmp.*", atomic_file.h): a checkpoint folder there would break the

@@ -201,7 +201,10 @@ void JobManager::launch(Job& j, double now) {
   std::vector<std::string> argv{opt_.mpirun, "-np", std::to_string(j.ranks),
                                 // Jobs share the node: Open MPI's default pinning would put every
                                 // job's rank 0 on core 0. Oversubscribing is the queue's business.
-                                "--bind-to", "none", "--oversubscribe", opt_.tandem_train};
+                                "--bind-to", "none", "--oversubscribe",
+                                // Each rank's stdout and stderr in a file of its own too (mpirun
+                                // still copies them to the log): errors are told by rank.
+                                "--output-filename", store_.ranks_dir(j.id), opt_.tandem_train};
   for (auto& a : JobSchema::train_args(j.request, dir, store_.jobs_dir(), store_.metrics_path(j.id)))
     argv.push_back(std::move(a));
   j.argv = argv;

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "apps/tandem-serve/job_errors.h"
 #include "runtime/serialization/atomic_file.h"
 #include "runtime/serialization/json_integer.h"
 
@@ -71,6 +74,7 @@ std::string read_tail(const std::string& path, size_t max_bytes) {
 
 MetricsSummary JobStore::summarize_metrics(int64_t id) const {
   MetricsSummary m;
+  double total_steps = 0;  // planned, from the latest step record
   // The tail is enough: the records that matter are the latest ones.
   std::istringstream lines(read_tail(metrics_path(id), 16 * 1024));
   std::string line;
@@ -81,29 +85,51 @@ MetricsSummary JobStore::summarize_metrics(int64_t id) const {
     const std::string event = rec.value("event", "");
     if (event == "done") {
       m.result = rec;
-      m.progress = 1.0;
+      const double steps = rec.contains("steps") && rec["steps"].is_number() ? rec["steps"].get<double>() : 0.0;
+      // A stopped run (a cancel with `save`) ends short of its plan; a finished one at 1.
+      if (total_steps > 0 && steps > 0) m.progress = std::min(1.0, steps / total_steps);
+      else if (!rec.value("stopped", false)) m.progress = 1.0;
     } else if (event == "step" || event == "epoch") {
       m.last_metrics = rec;
-      if (event == "step" && rec.value("total_steps", 0) > 0)
-        m.progress = std::min(1.0, rec.value("step", 0.0) / rec.value("total_steps", 1.0));
+      if (event == "step" && rec.value("total_steps", 0.0) > 0) {
+        total_steps = rec.value("total_steps", 0.0);
+        m.progress = std::min(1.0, rec.value("step", 0.0) / total_steps);
+      }
     }
   }
   return m;
 }
 
-std::vector<std::string> JobStore::error_lines(int64_t id, size_t n, bool all_tail) const {
-  std::istringstream lines(read_tail(log_path(id), 64 * 1024));
-  std::vector<std::string> out;
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::string lower = line;
-    // Log lines may hold any bytes (a GPT's sample): tolower takes them as unsigned char.
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (all_tail || lower.find("error") != std::string::npos || lower.find("abort") != std::string::npos)
-      out.push_back(line);
+std::vector<std::string> JobStore::error_lines(int64_t id, size_t n, bool log_tail) const {
+  namespace fs = std::filesystem;
+  const std::string log = read_tail(log_path(id), 64 * 1024);
+  // Each rank's stderr: ranks/<mpi job>/rank.<N>/stderr (Open MPI's --output-filename layout).
+  std::vector<std::pair<int, std::string>> by_rank;
+  bool rank_files = false;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(ranks_dir(id), ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    const std::string folder = p.parent_path().filename().string();
+    if (it.depth() != 2 || p.filename() != "stderr" || folder.rfind("rank.", 0) != 0) continue;
+    char* stop = nullptr;
+    const long rank = std::strtol(folder.c_str() + 5, &stop, 10);
+    if (stop == folder.c_str() + 5 || *stop != '\0') continue;
+    rank_files = true;
+    for (std::string& msg : train_error_lines(read_tail(p.string(), 64 * 1024)))
+      by_rank.emplace_back(static_cast<int>(rank), std::move(msg));
   }
-  if (out.size() > n) out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(n));
+  std::stable_sort(by_rank.begin(), by_rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (!rank_files)  // a job launched before ranks/ existed, or by another launcher: the rank is unknown
+    for (std::string& msg : train_error_lines(log)) by_rank.emplace_back(-1, std::move(msg));
+  std::vector<std::string> out = merge_by_rank(by_rank);
+  for (std::string& report : mpirun_rank_reports(log, /*exit_codes=*/out.empty())) out.push_back(std::move(report));
+  if (out.empty() && log_tail) {
+    std::istringstream lines(log);
+    std::string line;
+    while (std::getline(lines, line)) out.push_back(line);
+    if (out.size() > n) out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(n));
+  }
+  if (out.size() > n) out.resize(n);  // the first ones: the cause comes before its consequences
   return out;
 }
 

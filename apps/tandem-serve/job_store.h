@@ -4,6 +4,7 @@
 //   <state>/jobs/<id>/metrics.jsonl     tandem-train's --metrics file
 //   <state>/jobs/<id>/log.txt           mpirun's stdout and stderr
 //   <state>/jobs/<id>/exit.json         written by the supervisor when the command ended (supervisor.h)
+//   <state>/jobs/<id>/ranks/            each rank's stdout and stderr, as mpirun --output-filename lays them out
 //   <state>/jobs/<id>/<save>            the job's checkpoints, when it has `save`
 #pragma once
 #include <optional>
@@ -25,7 +26,10 @@ struct ExitRecord {
 
 // What the metrics file says so far.
 struct MetricsSummary {
-  std::optional<double> progress;  // steps / total steps of the latest step record; 1 once done
+  // Steps done over the steps planned (a step record's total_steps), whatever the end: the done
+  // record's steps when it is there (a stopped run ends short of 1), else the latest step record's;
+  // 0 before the first step record.
+  double progress = 0;
   nlohmann::json last_metrics;     // the latest step or epoch record (null: none yet)
   nlohmann::json result;           // the done record (null: none)
 };
@@ -41,14 +45,18 @@ class JobStore {
   std::string metrics_path(int64_t id) const { return job_dir(id) + "/" + kJobMetricsFile; }
   std::string log_path(int64_t id) const { return job_dir(id) + "/" + kJobLogFile; }
   std::string exit_path(int64_t id) const { return job_dir(id) + "/" + kJobExitFile; }
+  std::string ranks_dir(int64_t id) const { return job_dir(id) + "/" + kJobRanksDir; }
 
   // Every job record found, by id; a malformed one is skipped with a line on stderr.
   std::vector<Job> load_all() const;
   void save(const Job& job) const;  // creates the job's folder; atomic
   std::optional<ExitRecord> read_exit(int64_t id) const;
   MetricsSummary summarize_metrics(int64_t id) const;
-  // The log's last lines that mention an error; its last `n` lines when `all_tail`.
-  std::vector<std::string> error_lines(int64_t id, size_t n, bool all_tail) const;
+  // Why the job failed, at most `n` lines (job_errors.h): tandem-train's error lines of every rank
+  // (from ranks/, the ranks named; from the log when there is no ranks/), and the ranks mpirun saw
+  // killed by a signal, or, without any tandem-train line, the first rank's exit code. When none
+  // of these is found and `log_tail`: the log's last `n` lines.
+  std::vector<std::string> error_lines(int64_t id, size_t n, bool log_tail) const;
   // The job's live status endpoint, from the line tandem-train --status-port logs at start
   // ("status: http://127.0.0.1:PORT/status"); empty when there is none.
   std::string status_url(int64_t id) const;

@@ -50,11 +50,7 @@ int serve_main(const ServeConfig& cfg) {
   mo.self_exe = self_executable();
   mo.mpirun = find_executable(cfg.mpirun);
   TANDEM_CHECK(!mo.mpirun.empty(), "--mpirun {}: not found or not executable", cfg.mpirun);
-  mo.tandem_train = cfg.tandem_train.empty()
-                        ? std::filesystem::path(mo.self_exe).parent_path().parent_path().string() + "/tandem-train/tandem-train"
-                        : cfg.tandem_train;
-  if (cfg.tandem_train.empty() && ::access(mo.tandem_train.c_str(), X_OK) != 0)  // an installed layout: bin/
-    mo.tandem_train = std::filesystem::path(mo.self_exe).parent_path().string() + "/tandem-train";
+  mo.tandem_train = cfg.tandem_train.empty() ? default_tandem_train(mo.self_exe) : cfg.tandem_train;
   mo.tandem_train = std::filesystem::absolute(mo.tandem_train).string();
   TANDEM_CHECK(::access(mo.tandem_train.c_str(), X_OK) == 0, "--tandem-train {}: not found or not executable",
                mo.tandem_train);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -120,6 +121,18 @@ std::string self_executable() {
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) TANDEM_FAIL(IO, "cannot read /proc/self/exe: {}", std::strerror(errno));
   return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string default_tandem_train(const std::string& self_exe) {
+  const std::filesystem::path dir = std::filesystem::path(self_exe).parent_path();
+  const std::string beside = (dir / "tandem-train").string();
+  const std::string build_tree = (dir.parent_path() / "tandem-train" / "tandem-train").string();
+  for (const std::string& p : {beside, build_tree}) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0) return p;
+  }
+  TANDEM_FAIL(Value, "tandem-train is neither beside tandem-serve ({}) nor in its build tree ({}): give "
+              "--tandem-train PATH", beside, build_tree);
 }
 
 std::string find_executable(const std::string& name) {

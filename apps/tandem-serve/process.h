@@ -24,6 +24,10 @@ int signal_all(const std::vector<pid_t>& pids, int sig);
 
 // The path of this process's executable (/proc/self/exe).
 std::string self_executable();
+// The tandem-train that goes with tandem-serve at `self_exe`: the one beside it (both installed
+// into PREFIX/bin), else the build tree's (apps/tandem-serve/../tandem-train/tandem-train).
+// ValueError naming both places when neither is executable.
+std::string default_tandem_train(const std::string& self_exe);
 // `name` when it holds a slash, else its first match in PATH; empty when none is executable.
 std::string find_executable(const std::string& name);
 

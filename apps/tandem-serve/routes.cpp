@@ -48,7 +48,7 @@ bool is_reading(const std::string& method) { return method == "GET" || method ==
 nlohmann::json job_view(const Job& j, const JobStore& store) {
   nlohmann::json v = to_json(j);
   MetricsSummary m = store.summarize_metrics(j.id);
-  v["progress"] = m.progress ? nlohmann::json(*m.progress) : nlohmann::json();
+  v["progress"] = m.progress;
   v["last_metrics"] = m.last_metrics;
   v["result"] = m.result;
   const bool bad = j.state == JobState::Failed || j.state == JobState::Lost;

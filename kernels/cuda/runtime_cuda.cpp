@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/backend.h"
@@ -39,13 +40,29 @@ struct Discovery {
   std::string why;
 };
 
+// Why cudaGetDeviceCount found nothing, in words for the log. A machine without a GPU has no
+// driver, which the runtime reports as "CUDA driver version is insufficient for CUDA runtime
+// version", a driver fault to the reader: cudaDriverGetVersion tells the two apart (0: no driver).
+std::string no_device_reason(cudaError_t err) {
+  int driver = 0, runtime = 0;
+  if (err == cudaErrorInsufficientDriver) {
+    if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) return "this machine has no NVIDIA driver";
+    cudaRuntimeGetVersion(&runtime);
+    return "the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) +
+           ", older than this build's CUDA " + std::to_string(runtime / 1000) + "." +
+           std::to_string(runtime % 1000 / 10) + " (update the driver)";
+  }
+  if (err == cudaErrorNoDevice) return "the driver reports no device";
+  return cudaGetErrorString(err);
+}
+
 const Discovery& discovery() {
   static const Discovery d = [] {
     Discovery out;
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
-      out.why = cudaGetErrorString(err);
+      out.why = no_device_reason(err);
       cudaGetLastError();  // clear the sticky-free error so later calls start clean
       return out;
     }

@@ -28,6 +28,7 @@ struct ArgSpec {
   double min = -kInf, max = kInf;
   bool min_open = false, max_open = false;  // exclusive bounds
   std::vector<std::string> words;
+  std::string default_text;  // the default as the docs say it, where the fallback is a stand-in
 };
 
 ArgSpec arg(const char* name, Kind kind, bool required, double fallback = 0.0, double min = -kInf) {
@@ -50,6 +51,12 @@ ArgSpec opt_num(const char* name, double fallback, double min, bool min_open, do
   a.min_open = min_open;
   a.max = max;
   a.max_open = max_open;
+  return a;
+}
+// A pool's stride: 0 stands for "the kernel size", PyTorch's default (stride=None).
+ArgSpec pool_stride() {
+  ArgSpec a = opt_int("stride", 0, 1);
+  a.default_text = "kernel_size";
   return a;
 }
 ArgSpec opt_word(const char* name, std::vector<std::string> words) {
@@ -101,7 +108,6 @@ class Args {
 };
 
 const std::vector<LayerSpec>& specs() {
-  // Pools: stride 0 stands for "the kernel size", PyTorch's default (stride=None).
   static const std::vector<LayerSpec> table = {
       {"linear",
        {req_int("in_features", 1), req_int("out_features", 1), opt_bool("bias", true)},
@@ -145,12 +151,12 @@ const std::vector<LayerSpec>& specs() {
          return std::make_shared<LayerNorm>(a.shape("normalized_shape"), a.d("eps"), a.b("elementwise_affine"));
        }},
       {"maxpool2d",
-       {req_int("kernel_size", 1), opt_int("stride", 0, 1), opt_int("padding", 0, 0)},
+       {req_int("kernel_size", 1), pool_stride(), opt_int("padding", 0, 0)},
        [](const Args& a, Generator&) -> std::shared_ptr<Module> {
          return std::make_shared<MaxPool2d>(a.i("kernel_size"), a.i("stride"), a.i("padding"));
        }},
       {"avgpool2d",
-       {req_int("kernel_size", 1), opt_int("stride", 0, 1), opt_int("padding", 0, 0)},
+       {req_int("kernel_size", 1), pool_stride(), opt_int("padding", 0, 0)},
        [](const Args& a, Generator&) -> std::shared_ptr<Module> {
          return std::make_shared<AvgPool2d>(a.i("kernel_size"), a.i("stride"), a.i("padding"));
        }},
@@ -312,6 +318,32 @@ std::shared_ptr<Module> make_layer(const LayerConfig& layer, Generator& gen) {
   const LayerSpec* spec = find_spec(layer.type);
   TANDEM_CHECK(spec, "make_layer: unknown layer type '{}' (expected one of {})", layer.type, layer_type_list());
   return spec->make(Args(layer, *spec), gen);
+}
+
+std::string layer_table_markdown() {
+  std::string s = "| layer | argument | takes | default |\n|---|---|---|---|\n";
+  for (const LayerSpec& spec : specs()) {
+    if (spec.args.empty()) s += fmt::format("| `{}` | (none) | | |\n", spec.type);
+    for (size_t k = 0; k < spec.args.size(); ++k) {
+      const ArgSpec& a = spec.args[k];
+      const bool bounded = a.min != -kInf || a.max != kInf;
+      std::string takes;
+      switch (a.kind) {
+        case Kind::Int: takes = bounded ? "integer " + range_text(a) : "integer"; break;
+        case Kind::Number: takes = bounded ? "number " + range_text(a) : "number"; break;
+        case Kind::Bool: takes = "true or false"; break;
+        case Kind::Shape: takes = "integer or list of integers, each " + range_text(a); break;
+        case Kind::Word: takes = "one of " + words_text(a); break;
+      }
+      std::string fallback = a.required                ? "required"
+                             : !a.default_text.empty() ? "`" + a.default_text + "`"
+                             : a.kind == Kind::Bool    ? (a.fallback != 0.0 ? "true" : "false")
+                             : a.kind == Kind::Word    ? a.words.front()
+                                                       : fmt::format("{}", a.fallback);
+      s += fmt::format("| {} | `{}` | {} | {} |\n", k == 0 ? "`" + spec.type + "`" : "", a.name, takes, fallback);
+    }
+  }
+  return s;
 }
 
 }  // namespace tandem::nn::config

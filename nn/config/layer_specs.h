@@ -34,4 +34,9 @@ void check_layer(const LayerConfig& layer, const LayerFail& fail);
 // The module of a layer that passed check_layer; parameters drawn from gen (Dropout: see build_model).
 std::shared_ptr<Module> make_layer(const LayerConfig& layer, Generator& gen);
 
+// The table above as docs/embedding.md prints it (Markdown: one row per argument with what it takes
+// and its default, a row of its own for a layer without arguments), so the docs cannot drift from the
+// code: tests/config's RunConfigDocs compares the two, and TANDEM_UPDATE_DOCS=1 rewrites the doc's copy.
+std::string layer_table_markdown();
+
 }  // namespace tandem::nn::config

@@ -88,6 +88,10 @@ struct RunConfig {
   // their own paths and training.{accumulation_steps, grad_clip}.
   std::map<std::string, int> key_lines;
   bool sets(const std::string& key_path) const { return key_lines.count(key_path) > 0; }
+
+  // Keys the file set that tandem reads and then ignores (TorchFort's general block), one message each,
+  // "<source>:<line>: <key_path>: ...". parse_run_config also writes each to stderr, once per process.
+  std::vector<std::string> warnings;
 };
 
 // Throws ValueError "<source>:<line>: <key_path>: <what>", the line being where the file set
@@ -102,7 +106,11 @@ void validate(const RunConfig& config);
 
 // Parse a YAML file / text. Throws ValueError "<file>:<line>: <key>: <what>" for unknown keys, wrong
 // types, missing required keys (model.type's own: layer_sizes for mlp, layers for sequential), values
-// out of range; and IOError-like ValueError "<file>: cannot open" for a file that does not exist.
+// out of range, TorchFort's blocks and types tandem does not implement (a reinforcement-learning
+// config's algorithm, actor, replay_buffer, ...; torchscript models and losses; the multistep,
+// polynomial and linear schedules); and IOError-like ValueError "<file>: cannot open" for a file that
+// does not exist. TorchFort's general block is read and ignored: each key it sets is a warning
+// (RunConfig::warnings, and "tandem: warning: ..." on stderr, once per process for each message).
 // Types (model, loss, optimizer, schedule, layer) and words (reduction, amp) are stored lower-case;
 // the builders accept any case for configs built in code.
 RunConfig load_run_config(const std::string& path);

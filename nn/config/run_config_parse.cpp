@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -20,7 +22,9 @@
 
 #include "nn/config/checks.h"
 #include "nn/config/layer_specs.h"
+#include "nn/config/torchfort_keys.h"
 #include "runtime/error.h"
+#include "runtime/spelling.h"
 
 namespace tandem::nn::config {
 
@@ -75,21 +79,6 @@ std::string describe(const YAML::Node& n) {
   }
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
@@ -126,16 +115,18 @@ class Block {
       if (known) continue;
       const std::string of = owner.empty() ? "" : " for " + owner;
       if (allowed.empty()) fail(e, fmt::format("unknown key ({} takes no parameters)", owner.empty() ? path_ : owner));
-      std::string hint;
-      size_t best = 3;  // suggest a key at most 2 edits away: a typo, not a different word
-      for (const std::string& a : allowed)
-        if (size_t d = edit_distance(e.key, a); d < best) best = d, hint = a;
+      const std::string hint = closest_spelling(e.key, allowed);  // a typo, not a different word
       fail(e, fmt::format("unknown key{} (expected one of {}){}", of, join(allowed),
                           hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint)));
     }
   }
 
   bool has(const std::string& key) const { return find(key) != nullptr; }
+  std::vector<std::string> keys() const {  // in file order
+    std::vector<std::string> k;
+    for (const Entry& e : entries_) k.push_back(e.key);
+    return k;
+  }
   std::string path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   int line() const { return line_; }
   int line(const std::string& key) const { return find(key)->line; }
@@ -144,6 +135,9 @@ class Block {
     fail_at(out_.source, line_, path(key), "required key missing" + (hint.empty() ? "" : " (" + hint + ")"));
   }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const { fail(*find(key), what); }
+  void warn(const std::string& key, const std::string& what) const {
+    out_.warnings.push_back(fmt::format("{}:{}: {}: {}", out_.source, line(key), path(key), what));
+  }
 
   Block block(const std::string& key) const {
     const Entry* e = find(key);
@@ -235,13 +229,26 @@ std::string type_of(const Block& b, const std::string& choices) {
   return lower(type);
 }
 
+// TorchFort's general block: accepted so that its files load, type-checked, and otherwise ignored,
+// each key it sets with a warning that says so and why.
 void parse_general(const Block& g) {
-  // TorchFort's general block: accepted so that its files load, type-checked, and otherwise ignored.
-  g.only({"report_frequency", "verbose", "enable_wandb_hook", "enable_cuda_graphs"});
-  int64_t frequency = 0;
-  bool flag = false;
-  g.get("report_frequency", frequency);
-  for (const char* key : {"verbose", "enable_wandb_hook", "enable_cuda_graphs"}) g.get(key, flag);
+  std::vector<std::string> keys;
+  for (const torchfort::IgnoredKey& k : torchfort::kGeneral) keys.push_back(k.key);
+  g.only(keys);
+  for (const torchfort::IgnoredKey& k : torchfort::kGeneral) {
+    int64_t number = 0;
+    bool flag = false;
+    if (k.flag ? g.get(k.key, flag) : g.get(k.key, number))
+      g.warn(k.key, fmt::format("TorchFort's key, ignored: tandem does not act on it ({})", k.why));
+  }
+}
+
+void refuse_rl(const Block& top) {
+  for (const std::string& key : top.keys())
+    for (const char* rl : torchfort::kRlBlocks)
+      if (key == rl)
+        top.fail(key, "reinforcement learning (TorchFort's torchfort_rl) is not supported: this is an RL config's "
+                      "block; tandem trains supervised models (model, loss, optimizer, lr_scheduler)");
 }
 
 LayerConfig parse_layer(RunConfig& out, const YAML::Node& node, const std::string& path, int line) {
@@ -257,37 +264,46 @@ LayerConfig parse_layer(RunConfig& out, const YAML::Node& node, const std::strin
   std::optional<std::string> canonical = canonical_layer_type(type);
   if (!canonical) b.fail("type", fmt::format("unknown layer type '{}' (expected one of {})", type, layer_type_list()));
   layer.type = *canonical;
-  auto at = [&](const std::string& key) {
-    return [&, key](const std::string& arg, const std::string& what) {
-      const std::string k = arg.empty() ? std::string("type") : arg;
-      fail_at(out.source, b.has(k) ? b.line(k) : line, b.path(k), what);
-    };
+  // The arguments stand beside the type ({type: linear, in_features: 2}), or under parameters: as
+  // TorchFort writes its blocks ({type: linear, parameters: {in_features: 2}}); one or the other.
+  const bool nested = b.has("parameters");
+  if (nested)
+    for (const std::string& key : b.keys())
+      if (key != "type" && key != "parameters")
+        b.fail(key, fmt::format("a layer's arguments go either beside its type or under parameters:, not both; "
+                                "move {} under parameters:", key));
+  const Block args = nested ? b.block("parameters") : b;
+  const LayerFail at = [&](const std::string& arg, const std::string& what) {
+    if (arg.empty()) fail_at(out.source, b.line("type"), b.path("type"), what);
+    fail_at(out.source, args.has(arg) ? args.line(arg) : args.line(), args.path(arg), what);
   };
   // Arguments in file order: numbers, booleans (1/0), lists of numbers, or a word the layer knows.
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.Scalar();
-    if (key == "type") continue;
-    const YAML::Node v = it->second;
+  for (const std::string& key : args.keys()) {
+    if (key == "type" && !nested) continue;
+    const YAML::Node& v = args.node(key);
     std::vector<double> values;
     auto scalar = [&](const YAML::Node& s) {
       if (std::optional<double> x = parse_number(s.Scalar())) return *x;
       if (std::optional<bool> x = parse_bool(s.Scalar())) return *x ? 1.0 : 0.0;
-      return layer_arg_word(layer.type, key, s.Scalar(), at(key));
+      return layer_arg_word(layer.type, key, s.Scalar(), at);
     };
     if (v.IsScalar()) {
       values.push_back(scalar(v));
     } else if (v.IsSequence() && v.size() > 0) {
       for (size_t i = 0; i < v.size(); ++i) {
         if (!v[i].IsScalar() || !parse_number(v[i].Scalar()))
-          b.fail(key, fmt::format("expected a number or a list of numbers, got {} in the list", describe(v[i])));
+          args.fail(key, fmt::format("expected a number or a list of numbers, got {} in the list", describe(v[i])));
         values.push_back(*parse_number(v[i].Scalar()));
       }
     } else {
-      b.fail(key, fmt::format("expected a number or a list of numbers, got {}", describe(v)));
+      args.fail(key, fmt::format("expected a number or a list of numbers, got {}{}", describe(v),
+                                 v.IsMap() ? " (a layer is written {type: linear, in_features: 2, out_features: 1}"
+                                             " or {type: linear, parameters: {in_features: 2, out_features: 1}})"
+                                           : ""));
     }
     layer.args.emplace_back(key, std::move(values));
   }
-  check_layer(layer, at(""));
+  check_layer(layer, at);
   return layer;
 }
 
@@ -336,6 +352,8 @@ void parse_model(RunConfig& out, const Block& m) {
 void parse_loss(RunConfig& out, const Block& l) {
   l.only({"type", "parameters"});
   out.loss.type = type_of(l, "mse, l1 or cross_entropy");
+  if (out.loss.type == "torchscript")
+    l.fail("type", "TorchScript losses are not supported (expected mse, l1 or cross_entropy)");
   if (!(out.loss.type == "mse" || out.loss.type == "l1" || out.loss.type == "cross_entropy"))
     l.fail("type", fmt::format("unknown loss type '{}' (expected mse, l1 or cross_entropy)", out.loss.type));
   const Block p = l.block("parameters");
@@ -406,9 +424,12 @@ void parse_schedule(RunConfig& out, const Block& s) {
     p.get("start_factor", sc.start_factor);
     p.get("T_max", sc.t_max);
     p.get("eta_min", sc.eta_min);
-  } else if (sc.type == "multistep" || sc.type == "polynomial") {
+  } else if (sc.type == "multistep" || sc.type == "polynomial" || sc.type == "linear") {
     s.fail("type", fmt::format("TorchFort's {} schedule is not supported (expected constant, step, cosine_annealing "
-                               "or linear_warmup)", sc.type));
+                               "or linear_warmup{})", sc.type,
+                               sc.type == "linear" ? "; linear_warmup ramps up from start_factor to 1 and then holds "
+                                                     "or anneals, it does not decay linearly"
+                                                   : ""));
   } else {
     s.fail("type", fmt::format("unknown schedule type '{}' (expected constant, step, cosine_annealing or "
                                "linear_warmup)", sc.type));
@@ -463,6 +484,15 @@ class DocumentCounter final : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
+// Each warning on stderr once per process: a program may load its file more than once.
+void report_warnings(const RunConfig& config) {
+  static std::mutex mutex;
+  static std::set<std::string> reported;
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (const std::string& w : config.warnings)
+    if (reported.insert(w).second) std::fprintf(stderr, "tandem: warning: %s\n", w.c_str());
+}
+
 }  // namespace
 
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& source) {
@@ -491,6 +521,7 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
                         describe(root)));
   try {
     const Block top(out, root, "", 0);
+    refuse_rl(top);
     top.only({"general", "model", "loss", "optimizer", "lr_scheduler", "training", "ddp"}, "a run config");
     if (!top.has("model")) top.missing("model", "e.g. model: {type: mlp, parameters: {layer_sizes: [784, 512, 10]}}");
     parse_general(top.block("general"));
@@ -504,6 +535,7 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
     fail_at(source, e.mark.is_null() ? 0 : e.mark.line + 1, "", std::string("YAML error: ") + e.what());
   }
   validate(out);
+  report_warnings(out);
   return out;
 }
 

@@ -1,9 +1,10 @@
-// tandem-train as a user runs it: a bad flag gives usage and exit code 2, a missing dataset a
-// message naming the file and exit code 1, and a tiny run on the real data (when installed) a
-// metrics file ending with the done record.
+// tandem-train as a user runs it: a bad flag gives one line, a pointer to --help and exit code 2, a
+// missing dataset a message naming the file and exit code 1, and a tiny run on the real data (when
+// installed) a metrics file ending with the done record.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -58,13 +59,25 @@ bool have_fashion_mnist() {
 
 }  // namespace
 
-TEST(TandemTrain, BadFlagsGiveUsageAndExitCode2) {
+// A bad flag is its error on one line and a pointer to --help on the next, not a page of usage.
+TEST(TandemTrain, BadFlagsGiveOneLineAndExitCode2) {
   TempDir dir;
-  for (const char* args : {"--bogus", "--model resnet", "--epochs 0", "--optimizer rmsprop", "--lr abc"}) {
+  for (const char* args : {"--bogus", "--model resnet", "--epochs 0", "--optimizer rmsprop", "--lr abc",
+                           "--batch-size 0"}) {
     ProcessResult r = run_train(args, dir);
     EXPECT_EQ(r.exit_code, 2) << args;
-    EXPECT_NE(r.err.find("Usage:"), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find("Usage:"), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("tandem-train: ", 0), 0u) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("\nRun with --help for more information.\n"), std::string::npos) << args << ": " << r.err;
   }
+  ProcessResult r = run_train("--max-step 5", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("did you mean --max-steps?"), std::string::npos) << r.err;
+  r = run_train("--bach-size=5", dir);
+  EXPECT_NE(r.err.find("did you mean --batch-size?"), std::string::npos) << r.err;
+  r = run_train("--bogus", dir);
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;  // nothing close: no guess
   ProcessResult help = run_train("--help", dir);
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--batch-size"), std::string::npos);

@@ -185,3 +185,43 @@ TEST(RunConfigErrors, ConfigsBuiltInCodeNameTheKey) {
   c.accumulation_steps = -1;
   expect_contains(value_error_of([&] { validate(c); }), {"api:12: training.accumulation_steps: must be >= 1, got -1"});
 }
+
+TEST(RunConfigErrors, TorchFortKeysTandemDoesNotImplement) {
+  // A reinforcement-learning config (TorchFort's torchfort_rl layout): refused at its first RL block.
+  const std::string rl = "general:\n  report_frequency: 1\n\nalgorithm:\n  type: td3\n  parameters:\n"
+                         "    batch_size: 64\n    policy_lag: 2\n\nactor:\n  type: space_noise\n\n"
+                         "replay_buffer:\n  type: uniform\n  parameters: {max_size: 1024, min_size: 64}\n\n"
+                         "policy_model:\n  type: mlp\n  parameters: {layer_sizes: [1, 16, 1]}\n\n"
+                         "optimizer:\n  type: adam\n";
+  expect_error(rl, "algorithm", "algorithm", "reinforcement learning (TorchFort's torchfort_rl) is not supported");
+  expect_error(kMlp + "rollout_buffer:\n  type: gae_lambda\n", "rollout_buffer", "rollout_buffer",
+               "reinforcement learning (TorchFort's torchfort_rl) is not supported");
+  expect_error("actor_critic_model:\n  type: ActorCriticMLP\n", "actor_critic_model", "actor_critic_model",
+               "reinforcement learning (TorchFort's torchfort_rl) is not supported");
+  // TorchFort's types tandem lacks are named as such.
+  expect_error(kMlp + "loss:\n  type: torchscript\n  parameters: {filename: loss.pt}\n", "torchscript", "loss.type",
+               "TorchScript losses are not supported");
+  expect_error(kMlp + "lr_scheduler:\n  type: linear\n  parameters: {total_iters: 10, end_factor: 0.1}\n",
+               "type: linear", "lr_scheduler.type", "TorchFort's linear schedule is not supported");
+}
+
+TEST(RunConfigErrors, SequentialLayersInTorchFortLayout) {
+  const std::string seq = "model:\n  type: sequential\n  parameters:\n    layers:\n";
+  // Under parameters:, the errors name the argument's own path and line.
+  expect_error(seq + "      - type: linear\n        parameters:\n          in_features: 2\n          out_feature: 1\n",
+               "out_feature", "model.parameters.layers[0].parameters.out_feature",
+               "unknown argument of linear (expected in_features, out_features, bias)");
+  expect_error(seq + "      - type: linear\n        parameters:\n          in_features: 2\n", "        parameters:\n",
+               "model.parameters.layers[0].parameters.out_features", "required key missing");
+  expect_error(seq + "      - type: linear\n        parameters: 3\n", "parameters: 3",
+               "model.parameters.layers[0].parameters", "expected a mapping");
+  // One form or the other, not both.
+  expect_error(seq + "      - type: linear\n        in_features: 2\n        parameters: {out_features: 1}\n",
+               "in_features", "model.parameters.layers[0].in_features",
+               "either beside its type or under parameters:, not both");
+  // A mapping where a number goes shows both accepted forms.
+  expect_error(seq + "      - type: linear\n        args: {in_features: 2, out_features: 1}\n", "args",
+               "model.parameters.layers[0].args",
+               "got a mapping (a layer is written {type: linear, in_features: 2, out_features: 1} or "
+               "{type: linear, parameters: {in_features: 2, out_features: 1}})");
+}

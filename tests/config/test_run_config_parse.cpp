@@ -103,6 +103,7 @@ TEST(RunConfigParse, TorchFortMlpFileLoads) {
   EXPECT_EQ(c.key_lines.at("ddp"), line_in(kTorchFortMlp, "ddp:"));
   EXPECT_TRUE(c.sets("training.seed"));
   EXPECT_FALSE(c.sets("optimizer.parameters.momentum"));
+  EXPECT_EQ(c.warnings.size(), 2u);  // the general block's two keys: RunConfigParse.TorchFortGeneralKeysWarn
 }
 
 TEST(RunConfigParse, OnlyAModelTakesTheDefaults) {
@@ -193,4 +194,59 @@ TEST(RunConfigParse, SequentialLayersKeepTheirArguments) {
   EXPECT_EQ(c.model.layers[3].args[0], (std::pair<std::string, std::vector<double>>{"approximate", {1}}));
   EXPECT_EQ(c.model.layers[4].args[0].second, (std::vector<double>{4, 8}));
   EXPECT_EQ(c.key_lines.at("model.parameters.layers[1].num_features"), line_in(text, "num_features"));
+}
+
+TEST(RunConfigParse, SequentialLayersInTorchFortLayout) {
+  // TorchFort writes a block's settings under parameters:; a layer may too, and reads as the short form.
+  const std::string text = R"(model:
+  type: sequential
+  parameters:
+    layers:
+      - type: linear
+        parameters:
+          in_features: 4
+          out_features: 3
+          bias: 0
+      - type: relu
+        parameters:
+      - {type: Dropout, parameters: {p: 0.25}}
+      - {type: linear, in_features: 3, out_features: 1}
+)";
+  RunConfig c = parse_run_config(text, "tf.yaml");
+  ASSERT_EQ(c.model.layers.size(), 4u);
+  EXPECT_EQ(c.model.layers[0].type, "linear");
+  EXPECT_EQ(c.model.layers[0].args, (std::vector<std::pair<std::string, std::vector<double>>>{
+                                        {"in_features", {4}}, {"out_features", {3}}, {"bias", {0}}}));
+  EXPECT_EQ(c.model.layers[0].line, line_in(text, "type: linear"));
+  EXPECT_TRUE(c.model.layers[1].args.empty());
+  EXPECT_EQ(c.model.layers[2].args, (std::vector<std::pair<std::string, std::vector<double>>>{{"p", {0.25}}}));
+  EXPECT_EQ(c.key_lines.at("model.parameters.layers[0].parameters.out_features"), line_in(text, "out_features"));
+  Generator gen(0);
+  auto model = build_model(c.model, gen);
+  EXPECT_EQ(model->named_parameters().size(), 3u);  // 0.weight (no bias), 3.weight, 3.bias
+}
+
+TEST(RunConfigParse, TorchFortGeneralKeysWarn) {
+  // TorchFort's general keys load (its files stay loadable) but are never silently accepted: each one
+  // set is a warning that names it and says tandem ignores it.
+  const std::string text = "general:\n  report_frequency: 10\n  verbose: 1\n  enable_wandb_hook: 0\n"
+                           "  enable_cuda_graphs: 1\nmodel: {type: cnn}\n";
+  ::testing::internal::CaptureStderr();
+  RunConfig c = parse_run_config(text, "general-warns.yaml");
+  parse_run_config(text, "general-warns.yaml");  // a second load of the same file prints nothing new
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(c.warnings.size(), 4u);
+  const char* keys[] = {"report_frequency", "verbose", "enable_wandb_hook", "enable_cuda_graphs"};
+  for (size_t i = 0; i < 4; ++i) {
+    const std::string head = "general-warns.yaml:" + std::to_string(line_in(text, keys[i])) + ": general." +
+                             keys[i] + ": TorchFort's key, ignored: tandem does not act on it (";
+    EXPECT_EQ(c.warnings[i].rfind(head, 0), 0u) << c.warnings[i];
+    const std::string line = "tandem: warning: " + c.warnings[i] + "\n";
+    EXPECT_NE(err.find(line), std::string::npos) << err;
+    EXPECT_EQ(err.find(line), err.rfind(line)) << "printed twice: " << err;
+  }
+  EXPECT_NE(c.warnings[3].find("does not capture CUDA graphs"), std::string::npos);
+  // Still type-checked; and a file without a general block has no warnings.
+  EXPECT_THROW(parse_run_config("general: {enable_cuda_graphs: maybe}\nmodel: {type: cnn}\n"), ValueError);
+  EXPECT_TRUE(parse_run_config("model: {type: cnn}\n").warnings.empty());
 }

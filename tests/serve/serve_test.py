@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tandem-serve end to end, through curl, on a free loopback port with a fresh state directory.
 
-  serve_test.py api|restart|gpt|dashboard|schemathesis --serve TANDEM_SERVE --work DIR [--schemathesis EXE]
+  serve_test.py api|restart|gpt|failures|install|dashboard|schemathesis --serve TANDEM_SERVE --work DIR
+                [--schemathesis EXE]
 
 api: jobs of 2 and 1 ranks to done in FIFO order over 2 slots (metrics, log, result), cancel of a
 queued and of a running job (its session gone, the checkpoint of `save` written), every refused
@@ -9,8 +10,10 @@ request (400/401/404/405/409/413 with a JSON message naming the field), /gpus, /
 prometheus_client. restart: a job running across a server restart is taken back and reaches done;
 one killed while the server was down is lost with its last metrics. gpt: a GPT job to done (step
 records with its progress, validation losses, the sample in its log) and a cancelled one that stops
-at a step boundary with its checkpoint. dashboard: the page in headless
-Chromium: the job row and the loss chart's SVG in its DOM, a screenshot. schemathesis: the API
+at a step boundary with its checkpoint. failures: jobs failing for a bad flag, at run time and by a
+killed rank each say why in `errors` (tandem-train's own lines, by rank). install: tandem-serve
+copied into PREFIX/bin runs the tandem-train beside it. dashboard: the page in headless Chromium
+after its first fetches: the job rows, the loss chart's SVG, a failed job's errors, a screenshot. schemathesis: the API
 fuzzed against /openapi.json (jobs launched through a stand-in mpirun, /bin/true).
 """
 import argparse
@@ -152,8 +155,10 @@ def test_api(args):
         # checkpoints, and leaves no process of its session behind.
         c = srv.submit(dict(SMALL, ranks=2, max_steps=10 ** 6, save="ckpt"))
         d = srv.submit(dict(SMALL, ranks=2))
-        jc = srv.wait(c, ["running"], pred=lambda j: j["progress"] is not None)
-        check(srv.json("GET", "/jobs/" + d)["state"] == "queued", "job 4 should wait for job 3's slots")
+        jc = srv.wait(c, ["running"], pred=lambda j: j["progress"] > 0)
+        jd = srv.json("GET", "/jobs/" + d)
+        check(jd["state"] == "queued", "job 4 should wait for job 3's slots")
+        check(jd["progress"] == 0 and jd["errors"] == [], "a queued job: progress 0, no errors: %s" % jd)
         check(srv.json("DELETE", "/jobs/" + d, expect=202)["state"] == "cancelled", "queued cancel")
         expect_error(srv, "DELETE", "/jobs/" + d, None, 409, "already cancelled")
         check(len(session_pids(jc["pid"])) >= 3, "job 3's session: %s" % session_pids(jc["pid"]))
@@ -162,6 +167,11 @@ def test_api(args):
         check(session_pids(jc["pid"]) == [], "processes of job 3 left: %s" % session_pids(jc["pid"]))
         check(jc["exit_code"] == 0 and jc["result"] and jc["result"].get("stopped") is True,
               "job 3 did not stop at a step boundary: %s" % jc)
+        # Its progress is the steps it made over the steps it planned, not 1 for having ended.
+        status, text, _ = srv.curl("GET", "/jobs/%s/metrics" % c)
+        planned = [json.loads(l) for l in text.splitlines() if '"step"' in l][-1]["total_steps"]
+        check(abs(jc["progress"] - jc["result"]["steps"] / planned) < 1e-12 and jc["progress"] < 0.5,
+              "cancelled job 3: progress %s after %d of %d steps" % (jc["progress"], jc["result"]["steps"], planned))
         ckpts = glob.glob(os.path.join(srv.state_dir, "jobs", c, "ckpt", "ckpt-*"))
         check(ckpts, "no checkpoint written on cancel")
         check(srv.json("GET", "/jobs/" + c)["state"] == "cancelled", "state kept")
@@ -203,7 +213,7 @@ def test_restart(args):
     srv.start()
     try:
         r = srv.submit(dict(SMALL, ranks=2, max_steps=600))
-        jr = srv.wait(r, ["running"], pred=lambda j: j["progress"] is not None)
+        jr = srv.wait(r, ["running"], pred=lambda j: j["progress"] > 0)
         check(jr["progress"] < 0.5, "job 1 too fast to test a restart: %s" % jr["progress"])
         check(srv.stop() == 0, "server exit")
         check(session_pids(jr["pid"]), "job 1 died with the server")
@@ -222,7 +232,7 @@ def test_restart(args):
         check(jr["exit_code"] == 0 and jr["result"]["steps"] == 600, "job 1: %s" % jr)
 
         l = srv.submit(dict(SMALL, ranks=1, max_steps=10 ** 6))
-        jl = srv.wait(l, ["running"], pred=lambda j: j["progress"] is not None)
+        jl = srv.wait(l, ["running"], pred=lambda j: j["progress"] > 0)
         srv.stop()
         for _ in range(50):  # the whole session, supervisor included, while nobody watches
             pids = session_pids(jl["pid"])
@@ -271,7 +281,7 @@ def test_gpt(args):
 
         # Cancel: SIGTERM stops the GPT at a step boundary and --save writes its checkpoint.
         c = srv.submit(dict(GPT, ranks=2, max_steps=10 ** 6, save="ckpt"))
-        jc = srv.wait(c, ["running"], pred=lambda j: j["progress"] is not None)
+        jc = srv.wait(c, ["running"], pred=lambda j: j["progress"] > 0)
         srv.json("DELETE", "/jobs/" + c, expect=202)
         jc = srv.wait(c, ["cancelled"], timeout=60)
         check(session_pids(jc["pid"]) == [], "processes of the gpt job left: %s" % session_pids(jc["pid"]))
@@ -284,24 +294,134 @@ def test_gpt(args):
     print("serve gpt: ok")
 
 
+def rank_pid(sid, rank):
+    """The pid of MPI rank `rank` among the processes of session `sid` (its OMPI_COMM_WORLD_RANK)."""
+    for p in session_pids(sid):
+        try:
+            env = open("/proc/%d/environ" % p, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"OMPI_COMM_WORLD_RANK=%d" % rank in env:
+            return p
+    return None
+
+
+def test_failures(args):
+    srv = Server(args.serve, os.path.join(args.work, "state"), "--slots", "2").start()
+    try:
+        # A bad combination of flags: tandem-train refuses it on every rank, exit code 2.
+        f = srv.submit(dict(SMALL, ranks=2, mode="dp"))
+        # A run-time error: --resume of a folder that does not exist.
+        r = srv.submit(dict(SMALL, ranks=2, resume="99/ckpt"))
+        # A rank killed: mpirun's notice names it.
+        k = srv.submit(dict(SMALL, ranks=2, max_steps=10 ** 6))
+        jf = srv.wait(f, ["failed"])
+        print("bad flag:", json.dumps(jf["errors"]))
+        check(jf["exit_code"] == 2, "bad flag: exit code %s" % jf["exit_code"])
+        check(len(jf["errors"]) == 1 and jf["errors"][0].startswith("ranks 0, 1: tandem-train: ")
+              and "--mode dp: needs --devices" in jf["errors"][0], "bad flag: errors %s" % jf["errors"])
+        check(jf["progress"] == 0, "bad flag: progress %s" % jf["progress"])
+        jr = srv.wait(r, ["failed"])
+        print("resume:", json.dumps(jr["errors"]))
+        check(jr["errors"] and jr["errors"][0].startswith("rank 0: tandem-train: error: ")
+              and "99/ckpt" in jr["errors"][0] and "not a checkpoint" in jr["errors"][0], "resume: errors %s" % jr["errors"])
+        for j in (jf, jr):
+            check(not any("mpirun" in e or "MPI_ABORT" in e or "----" in e for e in j["errors"]),
+                  "Open MPI's boilerplate in errors: %s" % j["errors"])
+        jk = srv.wait(k, ["running"], pred=lambda j: j["progress"] > 0)
+        victim = rank_pid(jk["pid"], 1)
+        check(victim, "no rank 1 in the session of job %s" % k)
+        os.kill(victim, signal.SIGKILL)
+        jk = srv.wait(k, ["failed"], timeout=60)
+        print("killed:", json.dumps(jk["errors"]))
+        check(jk["errors"] and jk["errors"][0] == "rank 1 was killed by signal 9 (Killed)",
+              "killed rank: errors %s" % jk["errors"])
+        check(0 < jk["progress"] < 1, "killed rank: progress %s" % jk["progress"])
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
+    finally:
+        srv.stop()
+    print("serve failures: ok")
+
+
+def test_install(args):
+    # The layout of `cmake --install`: PREFIX/bin/tandem-serve and PREFIX/bin/tandem-train. A folder
+    # PREFIX/tandem-train/tandem-train (PREFIX=$HOME with a checkout named tandem-train) must not be
+    # taken for the build tree's.
+    prefix = os.path.join(args.work, "prefix")
+    os.makedirs(os.path.join(prefix, "bin"))
+    os.makedirs(os.path.join(prefix, "tandem-train"))
+    serve = os.path.join(prefix, "bin", "tandem-serve")
+    shutil.copy2(args.serve, serve)
+    for path, says in ((os.path.join(prefix, "bin", "tandem-train"), "installed"),
+                       (os.path.join(prefix, "tandem-train", "tandem-train"), "decoy")):
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\necho 'tandem-train stand-in: %s'\n" % says)
+        os.chmod(path, 0o755)
+    srv = Server(serve, os.path.join(args.work, "state"), "--slots", "1").start()
+    try:
+        installed = os.path.join(os.path.realpath(prefix), "bin", "tandem-train")
+        check("tandem-train %s)" % installed in srv.output(), "installed tandem-serve did not pick %s:\n%s"
+              % (installed, srv.output()))
+        j = srv.submit({"model": "mlp"})
+        srv.wait(j, ["done"], timeout=60)
+        status, log, _ = srv.curl("GET", "/jobs/%s/log" % j)
+        check("tandem-train stand-in: installed" in log, "the job ran another tandem-train:\n" + log)
+        check(srv.stop() == 0, "tandem-serve exited non-zero:\n" + srv.output()[-3000:])
+    finally:
+        srv.stop()
+    # The build tree: tandem-serve in apps/tandem-serve/ finds apps/tandem-train/tandem-train.
+    srv = Server(args.serve, os.path.join(args.work, "state-build"), "--slots", "1").start()
+    try:
+        build_tree = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(args.serve))), "tandem-train",
+                                  "tandem-train")
+        check("tandem-train %s)" % build_tree in srv.output(), "build tree: %s" % srv.output())
+    finally:
+        srv.stop()
+    os.remove(os.path.join(prefix, "bin", "tandem-train"))
+    os.remove(os.path.join(prefix, "tandem-train", "tandem-train"))
+    r = subprocess.run([serve, "--port", "0", "--state-dir", os.path.join(args.work, "state")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+    check(r.returncode != 0 and b"give --tandem-train PATH" in r.stdout, "no tandem-train: %d %s" % (r.returncode, r.stdout))
+    print("serve install: ok")
+
+
 def test_dashboard(args):
     srv = Server(args.serve, os.path.join(args.work, "state"), "--slots", "2").start()
     try:
+        f = srv.submit(dict(SMALL, ranks=1, mode="dp"))  # fails at once: tandem-train's flag error
         j = srv.submit(dict(SMALL, ranks=1, metrics_every=2, no_eval=False, eval_batch_size=1000))
+        jf = srv.wait(f, ["failed"])
         srv.wait(j, ["done"])
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         check(chromium, "no chromium")
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # the ASan build's preload
+        # A virtual-time budget under the 2 s poll period: what the page shows after its first
+        # fetches (virtual time waits for them), not after a later poll.
         base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--user-data-dir=" + os.path.join(args.work, "chromium"), "--virtual-time-budget=10000",
+                "--user-data-dir=" + os.path.join(args.work, "chromium"), "--virtual-time-budget=500",
                 "--window-size=1400,900"]
-        dom = subprocess.run(base + ["--dump-dom", srv.url("/")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             env=env, timeout=90).stdout.decode()
-        check('data-job-id="%s"' % j in dom, "no job row in the DOM:\n" + dom[:3000])
+
+        def dump(url):
+            return subprocess.run(base + ["--dump-dom", url], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  env=env, timeout=90).stdout.decode()
+
+        dom = dump(srv.url("/"))  # the latest job selected: the done one
+        check('data-rendered="1"' in dom, "the page did not finish its first round:\n" + dom[:3000])
+        check('data-job-id="%s"' % j in dom and 'data-job-id="%s"' % f in dom, "no job rows in the DOM:\n" + dom[:3000])
         loss = dom.split('id="chart-loss"', 1)[-1].split("</svg>", 1)[0]
         check("<polyline" in loss and 'class="series"' in loss, "no loss curve in the DOM:\n" + loss[:2000])
-        check('class="state state-done"' in dom, "job state")
+        check('class="state state-done"' in dom and 'class="state state-failed"' in dom, "job states")
         check("no GPUs" in dom or 'class="gpu"' in dom, "GPU panel")
+        # The failed job's reason under its row.
+        row = dom.split('data-error-of="%s"' % f, 1)[-1].split("</tr>", 1)[0]
+        check("--mode dp: needs --devices" in row, "no error under the failed job's row:\n" + dom[:4000])
+        # Selected (#job=ID): its errors in the panel instead of three empty charts.
+        dom = dump(srv.url("/#job=%s" % f))
+        panel = dom.split('id="job-errors"', 1)[-1].split("</div>", 2)
+        check(jf["errors"][0] in dom and "--mode dp: needs --devices" in "".join(panel[:2]),
+              "no errors in the failed job's panel:\n" + dom[:4000])
+        check('<div class="charts" hidden' in dom and "no data yet" not in dom.split('class="charts"', 1)[0],
+              "the failed job's panel shows empty charts:\n" + dom[:4000])
         shot = os.path.join(args.work, "dashboard.png")
         if os.path.exists(shot):
             os.remove(shot)
@@ -340,15 +460,15 @@ def test_schemathesis(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("test", choices=["api", "restart", "gpt", "dashboard", "schemathesis"])
+    p.add_argument("test", choices=["api", "restart", "gpt", "failures", "install", "dashboard", "schemathesis"])
     p.add_argument("--serve", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--schemathesis", default="schemathesis")
     args = p.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    {"api": test_api, "restart": test_restart, "gpt": test_gpt, "dashboard": test_dashboard,
-     "schemathesis": test_schemathesis}[args.test](args)
+    {"api": test_api, "restart": test_restart, "gpt": test_gpt, "failures": test_failures, "install": test_install,
+     "dashboard": test_dashboard, "schemathesis": test_schemathesis}[args.test](args)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 // tandem-serve's dashboard: polls /health, /jobs, /jobs/{id}/metrics and /gpus every 2 s and draws
-// the jobs table, the selected job's curves (SVG polylines) and the GPU gauges.
+// the jobs table, the selected job's curves (SVG polylines) or why it failed, and the GPU gauges.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-let selected = null;  // the job whose curves are drawn; null: the latest running (or latest) job
+const POLL_MS = 2000;
+// The job whose curves are drawn: "#job=3" in the address, else the latest running (or latest) job.
+const fromHash = /^#job=(\d+)$/.exec(location.hash);
+let selected = fromHash ? fromHash[1] : null;
 
 const tokenInput = document.getElementById("token");
 tokenInput.value = localStorage.getItem("tandem-serve-token") || "";
@@ -77,6 +80,19 @@ function drawChart(svg, title, series, yRange) {
   }
 }
 
+// Why a failed (or lost) job ended, in place of its curves when it has none.
+function drawErrors(job, hasRecords) {
+  const box = document.getElementById("job-errors");
+  box.replaceChildren();
+  const bad = job && (job.state === "failed" || job.state === "lost");
+  box.hidden = !bad;
+  document.querySelector(".charts").hidden = bad && !hasRecords;
+  if (!bad) return;
+  box.appendChild(el("div", {class: "reason"}, "Job " + job.id + " " + job.state + ": " + (job.reason || "")));
+  const lines = job.errors && job.errors.length ? job.errors : ["no error lines in its log; see /jobs/" + job.id + "/log"];
+  box.appendChild(el("pre", {}, lines.join("\n")));
+}
+
 async function drawJob(job) {
   document.getElementById("chart-title").textContent = job ? "Job " + job.id + " (" + job.state + ")" : "Job";
   let records = [];
@@ -84,6 +100,7 @@ async function drawJob(job) {
     const text = await api("/jobs/" + job.id + "/metrics");
     records = text.split("\n").filter(l => l.trim()).map(l => JSON.parse(l));
   }
+  drawErrors(job, records.length > 0);
   const steps = records.filter(r => r.event === "step"), epochs = records.filter(r => r.event === "epoch");
   drawChart(document.getElementById("chart-loss"), "loss", [
     {name: "step loss (rank 0)", color: "#1565c0", points: steps.map(r => [r.step, r.loss])},
@@ -102,7 +119,7 @@ function drawJobs(jobs) {
     if (selected === j.id) tr.className = "selected";
     const last = j.last_metrics || {};
     const loss = last.loss !== undefined ? last.loss : last.train_loss;
-    const pct = j.progress !== null && j.progress !== undefined ? Math.round(j.progress * 100) : null;
+    const pct = typeof j.progress === "number" ? Math.floor(j.progress * 100) : null;
     tr.appendChild(el("td", {}, j.id));
     tr.appendChild(el("td", {class: "state state-" + j.state, title: j.reason || ""}, j.state));
     tr.appendChild(el("td", {}, j.request.model || "mlp"));
@@ -124,8 +141,16 @@ function drawJobs(jobs) {
       act.appendChild(b);
     }
     tr.appendChild(act);
-    tr.addEventListener("click", () => { selected = j.id; refresh(); });
+    const select = () => { selected = j.id; history.replaceState(null, "", "#job=" + j.id); refresh(); };
+    tr.addEventListener("click", select);
     tbody.appendChild(tr);
+    if ((j.state === "failed" || j.state === "lost") && j.errors && j.errors.length) {
+      // The first reason under the failed job's row; all of them in its panel.
+      const er = el("tr", {class: "job-error", "data-error-of": j.id});
+      er.appendChild(el("td", {colspan: 7, title: j.errors.join("\n")}, j.errors[0]));
+      er.addEventListener("click", select);
+      tbody.appendChild(er);
+    }
   }
 }
 
@@ -167,22 +192,33 @@ function drawGpus(gpus) {
 
 function message(m) { document.getElementById("message").textContent = m || ""; }
 
+// One round: the three reads go out at once and each part is drawn as soon as its answer is in
+// (the first round right at load, not a poll period later); the job's curves follow its list.
 async function refresh() {
-  try {
-    const health = JSON.parse(await api("/health"));
+  const fail = e => { document.getElementById("health").textContent = "error: " + e.message; };
+  const health = api("/health").then(t => {
+    const h = JSON.parse(t);
     document.getElementById("health").textContent =
-      "tandem " + health.version + " - " + health.jobs + (health.jobs === 1 ? " job, " : " jobs, ") + health.slots_used + "/" + health.slots + " slots in use";
-    const jobs = JSON.parse(await api("/jobs"));
-    if (selected === null || !jobs.some(j => j.id === selected)) {
-      const running = jobs.filter(j => j.state === "running");
-      selected = running.length ? running[running.length - 1].id : (jobs.length ? jobs[jobs.length - 1].id : null);
+      "tandem " + h.version + " - " + h.jobs + (h.jobs === 1 ? " job, " : " jobs, ") + h.slots_used + "/" + h.slots + " slots in use";
+  }, fail);
+  const gpus = api("/gpus").then(t => drawGpus(JSON.parse(t)), fail);
+  const jobs = api("/jobs").then(async t => {
+    const list = JSON.parse(t);
+    if (selected === null || !list.some(j => j.id === selected)) {
+      const running = list.filter(j => j.state === "running");
+      selected = running.length ? running[running.length - 1].id : (list.length ? list[list.length - 1].id : null);
     }
-    drawJobs(jobs);
-    await drawJob(jobs.find(j => j.id === selected));
-    drawGpus(JSON.parse(await api("/gpus")));
-  } catch (e) {
-    document.getElementById("health").textContent = "error: " + e.message;
-  }
+    drawJobs(list);
+    await drawJob(list.find(j => j.id === selected));
+  }).catch(fail);
+  await Promise.all([health, gpus, jobs]);
+  document.body.dataset.rendered = "1";  // every part drawn once: what a screenshot or a test waits for
+}
+
+// The next round a poll period after this one ended: a slow server never has rounds piling up.
+async function poll() {
+  await refresh();
+  setTimeout(poll, POLL_MS);
 }
 
 document.getElementById("submit").addEventListener("click", () => {
@@ -192,5 +228,4 @@ document.getElementById("submit").addEventListener("click", () => {
     .then(t => { selected = JSON.parse(t).id; message(""); refresh(); }, e => message(e.message));
 });
 
-refresh();
-setInterval(refresh, 2000);
+poll();
