@@ -2,6 +2,7 @@
 // at exit only then), the communicator over MpiTransport, and the native MPI_I* collectives.
 #include "comm/mpi/mpi_comm.h"
 
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "comm/mpi/mpi_check.h"
 #include "comm/mpi/mpi_transport.h"
 #include "comm/ring_comm.h"
+#include "runtime/threads.h"
 
 namespace tandem::comm {
 namespace {
@@ -163,12 +165,27 @@ void ensure_mpi_initialised() {
   });
 }
 
+namespace {
+// Ranks that share a node share its CPUs unless the program or OMP_NUM_THREADS chose (runtime/threads.h);
+// rank 0 says so, once per process, where that changed the count. Collective over comm.
+void share_node_cpus_among(MPI_Comm comm) {
+  const ThreadChoice c = share_node_cpus(local_size(comm));
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  static std::atomic<bool> said{false};
+  if (c.changed && rank == 0 && !said.exchange(true))
+    std::fprintf(stderr, "tandem: %d CPU thread%s per rank (%s); OMP_NUM_THREADS or tandem::set_num_threads "
+                 "chooses another count\n", c.count, c.count > 1 ? "s" : "", c.reason.c_str());
+}
+}  // namespace
+
 std::shared_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Options opts) {
   int initialised = 0;
   MPI_CHECK(MPI_Initialized(&initialised));
   TANDEM_CHECK(initialised, "make_mpi_communicator(MPI_Comm): MPI is not initialised; call MPI_Init_thread "
                "first, or use make_mpi_communicator() which initialises it");
   TANDEM_CHECK(comm != MPI_COMM_NULL, "make_mpi_communicator: comm is MPI_COMM_NULL (a rank outside the split?)");
+  share_node_cpus_among(comm);
   return std::make_shared<MpiCommunicator>(comm, opts);
 }
 
