@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 namespace tandem {
 
@@ -67,31 +69,28 @@ void charge(Device device, size_t nbytes) {
 void release(Device device, size_t nbytes) noexcept { counters(device).used.fetch_sub(nbytes); }
 
 size_t parse_size(const std::string& text) {
-  size_t pos = 0;
-  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
-  std::string unit;
-  for (size_t i = pos; i < text.size(); ++i) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
-  double number = 0;
-  bool ok = pos > 0;
-  try {
-    size_t used = 0;
-    if (ok) number = std::stod(text.substr(0, pos), &used);
-    ok = ok && used == pos;  // "1.2.3" is not a number
-  } catch (const std::exception&) {
-    ok = false;
-  }
-  double scale = 0;
+  size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  const char* begin = text.c_str() + i;
+  char* end = nullptr;
+  const double value = std::strtod(begin, &end);
+  TANDEM_CHECK(end != begin && std::isfinite(value) && value >= 0 && *begin != '-' && *begin != '+',
+               "'{}' is not a size: give a number with a unit, e.g. 96MB, 2GB, 1.5GiB (KB/MB/GB: powers of 1000, "
+               "KiB/MiB/GiB: of 1024)", text);
+  std::string unit;  // case and spaces do not matter: "100 mib" is "100MiB"
+  for (const char* c = end; *c; ++c)
+    if (!std::isspace(static_cast<unsigned char>(*c))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
   static const std::pair<const char*, double> units[] = {
-      {"", 1},         {"b", 1},          {"kb", 1e3},  {"mb", 1e6},  {"gb", 1e9},  {"tb", 1e12}, {"k", 1e3},
-      {"m", 1e6},      {"g", 1e9},        {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0},
+      {"", 1},   {"b", 1},   {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9},     {"tb", 1e12},         {"k", 1e3},
+      {"m", 1e6}, {"g", 1e9}, {"t", 1e12}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0},
       {"tib", 1099511627776.0}};
+  double scale = 0;
   for (const auto& [name, s] : units)
     if (unit == name) scale = s;
-  TANDEM_CHECK(ok && scale > 0 && std::isfinite(number),
-               "'{}' is not a size: give a number with a unit, e.g. 96MB, 2GB, 512KiB (KB/MB/GB: powers of 1000, "
-               "KiB/MiB/GiB: of 1024)",
-               text);
-  return static_cast<size_t>(std::llround(number * scale));
+  TANDEM_CHECK(scale > 0, "'{}': unknown size unit '{}' (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", text, unit);
+  const double bytes = value * scale;
+  TANDEM_CHECK(bytes < 9e18, "'{}' is too large a size", text);
+  return static_cast<size_t>(std::llround(bytes));
 }
 
 std::string format_size(size_t bytes) {

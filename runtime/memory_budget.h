@@ -35,8 +35,10 @@ void reset_peak(Device device);
 void charge(Device device, size_t nbytes);
 void release(Device device, size_t nbytes) noexcept;
 
-// "96MB", "2GB", "512KiB", "1.5GiB", "4096" (bytes): KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB
-// of 1024, case-insensitive, B optional. ValueError on anything else.
+// "96MB", "2GB", "512KiB", "1.5GiB", "100 MiB", "4096" (bytes): KB/MB/GB/TB (or K/M/G/T) are powers
+// of 1000, KiB/MiB/GiB/TiB of 1024, case-insensitive, spaces allowed, B optional. ValueError on
+// anything else (a sign, no number, an unknown unit, 9e18 bytes or more). The one size reader of
+// tandem: --memory-limit, --min-free-memory, TANDEM_HOST_CACHE.
 size_t parse_size(const std::string& text);
 std::string format_size(size_t bytes);  // "95.4 MiB"
 

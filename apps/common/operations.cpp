@@ -6,6 +6,7 @@
 #include "apps/common/cli_checks.h"
 #include "apps/common/loopback.h"
 #include "runtime/error.h"
+#include "runtime/memory_budget.h"
 #include "runtime/monitor/device_selection.h"
 
 namespace tandem::app {
@@ -15,7 +16,7 @@ void add_operations_flags(CLI::App& app, TrainConfig& cfg) {
                  "--device auto: skip GPUs with less free memory than this (e.g. 512MB, 2GB, 1.5GiB)")
       ->check([](const std::string& text) -> std::string {
         try {
-          monitor::parse_size(text);
+          memory::parse_size(text);
           return "";
         } catch (const Error&) {
           return "not a size: " + text + " (e.g. 512MB, 2GB)";

@@ -14,6 +14,7 @@
 #include "nn/checkpoint_sequential.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
+#include "runtime/memory_budget.h"
 #include "runtime/trace.h"
 
 namespace tandem::app {
@@ -70,7 +71,7 @@ Device resolve_device(const TrainConfig& cfg) { return resolve_device_choice(cfg
 monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg) {
   if (resolve_mode(cfg.mode) == "dp") return {kCPU, "cpu: --mode dp places its replicas on --devices"};
   if (cfg.device == "cpu") return {kCPU, "cpu: --device cpu"};
-  if (cfg.device == "auto") return comm::choose_node_device(monitor::parse_size(cfg.min_free_memory));
+  if (cfg.device == "auto") return comm::choose_node_device(memory::parse_size(cfg.min_free_memory));
   TANDEM_CHECK_KIND(NotSupported, cuda::device_count() > 0, "--device {}: {}", cfg.device, cuda::describe());
   if (cfg.device == "cuda") {
     Device d = comm::node_device();

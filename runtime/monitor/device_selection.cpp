@@ -1,10 +1,7 @@
-// choose_device and the size parser of --min-free-memory.
+// choose_device (--min-free-memory's sizes are memory::parse_size's).
 #include "runtime/monitor/device_selection.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -57,35 +54,6 @@ DeviceChoice choose_device(const std::vector<GpuStats>& gpus, int local_rank, in
                          format_bytes(*g.memory_free), g.memory_total ? format_bytes(*g.memory_total) : "?", place,
                          gpus.size(), gpus.size() == 1 ? "" : "s", minimum, skip_note);
   return c;
-}
-
-uint64_t parse_size(const std::string& text) {
-  size_t i = 0;
-  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  const char* begin = text.c_str() + i;
-  char* end = nullptr;
-  const double value = std::strtod(begin, &end);
-  TANDEM_CHECK(end != begin && std::isfinite(value) && value >= 0 && *begin != '-' && *begin != '+',
-               "'{}' is not a size: expected a number and a unit, e.g. 512MB, 2GB, 1.5GiB", text);
-  std::string unit(end);
-  unit.erase(std::remove_if(unit.begin(), unit.end(), [](char ch) { return std::isspace(static_cast<unsigned char>(ch)); }),
-             unit.end());
-  std::string lower;
-  for (char ch : unit) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  double scale = 0;
-  if (lower.empty() || lower == "b") scale = 1;
-  else if (lower == "kb" || lower == "k") scale = 1e3;
-  else if (lower == "mb" || lower == "m") scale = 1e6;
-  else if (lower == "gb" || lower == "g") scale = 1e9;
-  else if (lower == "tb" || lower == "t") scale = 1e12;
-  else if (lower == "kib") scale = 1024.0;
-  else if (lower == "mib") scale = 1024.0 * 1024;
-  else if (lower == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (lower == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
-  TANDEM_CHECK(scale > 0, "'{}': unknown size unit '{}' (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", text, unit);
-  const double bytes = value * scale;
-  TANDEM_CHECK(bytes < 9e18, "'{}' is too large a size", text);
-  return static_cast<uint64_t>(std::llround(bytes));
 }
 
 }  // namespace tandem::monitor

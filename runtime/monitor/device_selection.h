@@ -23,9 +23,6 @@ struct DeviceChoice {
 DeviceChoice choose_device(const std::vector<GpuStats>& gpus, int local_rank, int local_size,
                            uint64_t min_free_bytes);
 
-// "512MB", "1.5GB", "2GiB", "100 MiB", "0": bytes. MB and GB are the decimal units, MiB and GiB the
-// binary ones; a bare number is bytes. Throws ValueError naming the text when it is not a size.
-uint64_t parse_size(const std::string& text);
 
 // "70.0 GiB"
 std::string format_bytes(uint64_t bytes);

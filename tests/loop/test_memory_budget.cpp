@@ -25,7 +25,9 @@ TEST(MemoryBudget, ParsesSizesWithUnits) {
   EXPECT_EQ(memory::parse_size("1.5GiB"), 1536u * 1024 * 1024);
   EXPECT_EQ(memory::parse_size("4096"), 4096u);
   EXPECT_EQ(memory::parse_size("10mib"), 10u * 1024 * 1024);
-  for (const char* bad : {"", "MB", "96XB", "1.2.3MB", "-5MB", "12 MB"}) EXPECT_THROW(memory::parse_size(bad), ValueError) << bad;
+  EXPECT_EQ(memory::parse_size("12 MB"), 12000000u);  // the one grammar: spaces allowed, as --min-free-memory took
+  for (const char* bad : {"", "MB", "96XB", "1.2.3MB", "-5MB", "+5MB", "1e30TB"})
+    EXPECT_THROW(memory::parse_size(bad), ValueError) << bad;
 }
 
 void check_budget(Device d) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/error.h"
+#include "runtime/memory_budget.h"
 #include "runtime/monitor/device_selection.h"
 
 using namespace tandem;
@@ -72,16 +73,16 @@ TEST(ChooseDevice, RejectsABadRank) {
 }
 
 TEST(ParseSize, UnitsAndErrors) {
-  EXPECT_EQ(monitor::parse_size("0"), 0u);
-  EXPECT_EQ(monitor::parse_size("512"), 512u);
-  EXPECT_EQ(monitor::parse_size("512MB"), 512000000u);
-  EXPECT_EQ(monitor::parse_size("2GB"), 2000000000u);
-  EXPECT_EQ(monitor::parse_size("1.5 GiB"), 1610612736u);
-  EXPECT_EQ(monitor::parse_size("100mib"), 104857600u);
-  EXPECT_EQ(monitor::parse_size("4k"), 4000u);
-  EXPECT_THROW(monitor::parse_size(""), ValueError);
-  EXPECT_THROW(monitor::parse_size("GB"), ValueError);
-  EXPECT_THROW(monitor::parse_size("-1GB"), ValueError);
-  EXPECT_THROW(monitor::parse_size("3 parsecs"), ValueError);
-  EXPECT_THROW(monitor::parse_size("1e30TB"), ValueError);
+  EXPECT_EQ(memory::parse_size("0"), 0u);
+  EXPECT_EQ(memory::parse_size("512"), 512u);
+  EXPECT_EQ(memory::parse_size("512MB"), 512000000u);
+  EXPECT_EQ(memory::parse_size("2GB"), 2000000000u);
+  EXPECT_EQ(memory::parse_size("1.5 GiB"), 1610612736u);
+  EXPECT_EQ(memory::parse_size("100mib"), 104857600u);
+  EXPECT_EQ(memory::parse_size("4k"), 4000u);
+  EXPECT_THROW(memory::parse_size(""), ValueError);
+  EXPECT_THROW(memory::parse_size("GB"), ValueError);
+  EXPECT_THROW(memory::parse_size("-1GB"), ValueError);
+  EXPECT_THROW(memory::parse_size("3 parsecs"), ValueError);
+  EXPECT_THROW(memory::parse_size("1e30TB"), ValueError);
 }

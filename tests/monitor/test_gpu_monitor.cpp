@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/device_query.h"
+#include "runtime/memory_budget.h"
 #include "runtime/monitor/device_selection.h"
 #include "runtime/monitor/gpu_monitor.h"
 #include "runtime/monitor/sampler.h"
@@ -192,7 +193,7 @@ TEST(FakeNvml, DeviceChoiceFollowsFreeMemory) {
     auto gpus = monitor::query_gpus();
     EXPECT_EQ(monitor::choose_device(gpus, 0, 1, 0).device, Device(DeviceKind::CUDA, 1));
     EXPECT_EQ(monitor::choose_device(gpus, 1, 2, 0).device, Device(DeviceKind::CUDA, 2));
-    const monitor::DeviceChoice c = monitor::choose_device(gpus, 0, 1, monitor::parse_size("75GiB"));
+    const monitor::DeviceChoice c = monitor::choose_device(gpus, 0, 1, memory::parse_size("75GiB"));
     EXPECT_TRUE(c.device.is_cpu());
     EXPECT_NE(c.reason.find("0 of 3 GPUs with >= 75.0 GiB free"), std::string::npos) << c.reason;
     set_free(0, 75 * GiB);  // memory freed on GPU 0: it now has the most
