@@ -4,7 +4,11 @@
 #   P/include/tandem/tandem.h, version.h     the C++ umbrella header
 #   P/include/tandem/{runtime,nn,comm}/...   the public headers it includes (same paths as in the tree)
 #   P/lib/cmake/tandem/                      tandemConfig.cmake, its version file, the exported targets
-#   P/lib/pkgconfig/tandem.pc                for builds without CMake
+#   P/lib/pkgconfig/tandem.pc                for builds without CMake (its Libs carry an rpath to P/lib)
+#   P/bin/tandem-train, tandem-serve, tandem-plot   the programs (each app's CMakeLists installs its
+#                                            own); they find libtandem through RPATH $ORIGIN/../lib.
+#                                            tandem-serve's openapi.json and dashboard are compiled
+#                                            in; tandem-plot runs gnuplot from PATH
 # Not installed: the backend interface and the backends (runtime/backend, kernels/), the
 # communicator's machinery (comm/ but the interface and the MPI factory), the apps' library, tests.
 include(GNUInstallDirs)
@@ -14,6 +18,9 @@ install(TARGETS tandem EXPORT tandemTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The installed programs find the library relative to themselves, wherever the prefix is.
+file(RELATIVE_PATH _tandem_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
+set_target_properties(tandem-train tandem-serve tandem-plot PROPERTIES INSTALL_RPATH "$ORIGIN/${_tandem_bin_to_lib}")
 
 set(_tandem_headers ${CMAKE_INSTALL_INCLUDEDIR}/tandem)
 install(DIRECTORY runtime nn DESTINATION ${_tandem_headers}

@@ -1,4 +1,5 @@
-// The gnuplot script: one multiplot row of panels, lines with points, the series' data inline.
+// The gnuplot script: one multiplot row of panels, lines with points, the series' data inline; one
+// colour per run in every panel, and no axis left for gnuplot to widen (its "empty range" warnings).
 #include "apps/tandem-plot/gnuplot.h"
 
 #include <spawn.h>
@@ -6,8 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -33,6 +36,32 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// One colour per run (Series::colour), the same in every panel; cycles past eight runs.
+const char* colour_of(int index) {
+  static const char* const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                        "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  return palette[index % 8];
+}
+
+struct Range {
+  double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+  void add(double v) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+};
+
+// gnuplot's range for an axis whose data are all one value (one point: a short run's single epoch,
+// or a constant learning rate), which gnuplot would widen itself with an "empty range" warning;
+// empty when the data span a range (autoscale, with the panel's offsets).
+std::string fixed_range(const Range& r, bool log_scale, bool whole) {
+  if (r.lo != r.hi) return "";
+  const double v = r.lo;
+  if (log_scale) return fmt::format("[{:.9g}:{:.9g}]", v / 2, v * 2);
+  const double half = whole || v == 0 ? 1.0 : std::abs(v) * 0.05;  // whole numbers: the neighbours
+  return fmt::format("[{:.9g}:{:.9g}]", v - half, v + half);
+}
+
 }  // namespace
 
 std::string gnuplot_script(const Figure& figure, const std::string& output, const std::string& title) {
@@ -56,27 +85,42 @@ std::string gnuplot_script(const Figure& figure, const std::string& output, cons
       for (size_t i = 0; i < ser.x.size(); ++i) s += fmt::format("{:.9g} {:.9g}\n", ser.x[i], ser.y[i]);
       s += "EOD\n";
     }
-  s += "set grid\nset key font ',8'\nset style data linespoints\n";
+  s += "set grid\nset key font ',8'\n";
   s += fmt::format("set multiplot layout 1,{} title {}\n", panels, quoted(title));
   for (int p = 0; p < panels; ++p) {
     const Panel& panel = figure.panels[p];
     s += fmt::format("set title {}\nset xlabel {}\nset ylabel {}\n", quoted(panel.title), quoted(panel.xlabel),
                      quoted(panel.ylabel));
-    s += panel.log_x ? "set logscale x 2\nset format x '%.0b%BB'\nset xtics autofreq\n"
-                     : "unset logscale x\nset format x '%g'\nset xtics 1\n";  // epochs, ranks: whole numbers
-    s += "set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
+    s += "set autoscale\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
     s += fmt::format("set key {}\n", panel.key);
     if (panel.series.empty()) {
       // An empty panel: its note in the middle of an empty frame.
-      s += fmt::format("set label 1 {} at graph 0.5, graph 0.5 center\nset xrange [0:1]\nset yrange [0:1]\n"
-                       "plot NaN notitle\nunset label 1\nset autoscale\n",
+      s += fmt::format("unset logscale x\nset format x '%g'\nset xtics autofreq\nset label 1 {} at graph 0.5, graph 0.5 center\n"
+                       "set xrange [0:1]\nset yrange [0:1]\nplot NaN notitle\nunset label 1\n",
                        quoted(panel.note.empty() ? "no data" : panel.note));
       continue;
     }
+    Range x, y;
+    for (const Series& ser : panel.series) {
+      for (double v : ser.x) x.add(v);
+      for (double v : ser.y) y.add(v);
+    }
+    if (panel.log_x)
+      s += "set logscale x 2\nset format x '%.0b%BB'\nset xtics autofreq\n";
+    else  // epochs, steps, ranks: whole numbers, every one while there are few
+      s += fmt::format("unset logscale x\nset format x '%g'\nset xtics {}\n",
+                       x.hi - x.lo <= 10 ? "1" : "autofreq");
+    if (const std::string r = fixed_range(x, panel.log_x, !panel.log_x); !r.empty()) s += "set xrange " + r + "\n";
+    if (const std::string r = fixed_range(y, false, false); !r.empty()) s += "set yrange " + r + "\n";
     std::string plot = "plot ";
-    for (size_t k = 0; k < panel.series.size(); ++k)
-      plot += fmt::format("{}$p{}s{} using 1:2 title {} pt 7 ps 0.6 lw 1.5", k ? ", " : "", p, k,
-                          quoted(panel.series[k].title));
+    for (size_t k = 0; k < panel.series.size(); ++k) {
+      const Series& ser = panel.series[k];
+      // Points while they can be told apart; a long run (hundreds of step records) as a line.
+      const std::string marks = ser.x.size() <= 60 ? fmt::format("with linespoints pt {} ps 0.6", ser.dashed ? 6 : 7)
+                                                    : "with lines";
+      plot += fmt::format("{}$p{}s{} using 1:2 title {} {} lw 1.5 lc rgb '{}' dt {}", k ? ", " : "", p, k,
+                          quoted(ser.title), marks, colour_of(ser.colour), ser.dashed ? 2 : 1);
+    }
     s += plot + "\n";
   }
   s += "unset multiplot\nset output\n";

@@ -1,6 +1,7 @@
-// tandem-plot: charts from tandem-train's metrics files (loss, accuracy, samples/s per epoch; several
-// runs overlaid) and from the benchmarks' JSON lines (weak-scaling efficiency vs ranks; all-reduce
-// busbw vs bytes per algorithm), drawn by gnuplot into a PNG or SVG.
+// tandem-plot: charts from tandem-train's metrics files (loss, accuracy, lr, samples/s per step, or
+// per epoch without step records; several runs overlaid) and from the benchmarks' JSON lines
+// (weak-scaling efficiency vs ranks; all-reduce busbw vs bytes per algorithm), drawn by gnuplot into
+// a PNG or SVG.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

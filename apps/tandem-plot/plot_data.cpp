@@ -1,6 +1,7 @@
 // Reading metrics and benchmark JSON lines into panels.
 #include "apps/tandem-plot/plot_data.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -59,32 +60,68 @@ Kind kind_of(const Records& r) {
 
 double number(const json& j, const char* key) { return j.at(key).get<double>(); }
 
+// Appends (x, j[key]) when the record holds a number there (a diverged loss is written as null).
+void add_point(Series& s, double x, const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return;
+  s.x.push_back(x);
+  s.y.push_back(it->get<double>());
+}
+
+bool is_step_record(const json& j) { return j.value("event", "") == "step"; }
+
+bool has_step_records(const Records& r) { return std::any_of(r.lines.begin(), r.lines.end(), is_step_record); }
+
+// Per step when any run has step records (--metrics-every N), per epoch otherwise. Per step, a run's
+// epoch records (test loss and accuracy; everything for a run without step records) sit at the step
+// the epoch ended on (their "steps"). A partial epoch (stopped by --max-steps) is a point like any
+// other: its record says epoch 1.
 Figure metrics_figure(const std::vector<Records>& files) {
+  const bool per_step = std::any_of(files.begin(), files.end(), has_step_records);
+  const std::string x_label = per_step ? "step" : "epoch";
   Figure f;
   f.kind = Kind::metrics;
-  Panel loss{"loss", "epoch", "loss", false, "top right", {}, ""};
-  Panel acc{"test accuracy", "epoch", "accuracy", false, "bottom right", {}, "no evaluation in these runs"};
-  Panel speed{"throughput", "epoch", "samples/s", false, "bottom right", {}, ""};
-  for (const Records& r : files) {
+  Panel loss{"loss", x_label, "loss", false, "top right", {}, ""};
+  Panel acc{"test accuracy", x_label, "accuracy", false, "bottom right", {}, "no evaluation in these runs"};
+  Panel lr{"learning rate", x_label, "lr", false, "top right", {}, ""};
+  Panel speed{"throughput", x_label, "samples/s", false, "bottom right", {}, ""};
+  for (size_t run = 0; run < files.size(); ++run) {
+    const Records& r = files[run];
     const std::string name = base_name(r.path);
-    Series train{name + " train", {}, {}}, test{name + " test", {}, {}}, a{name, {}, {}}, s{name, {}, {}};
+    const int colour = static_cast<int>(run);
+    Series train{name + " train", {}, {}, colour}, test{name + " test", {}, {}, colour, true};
+    Series a{name, {}, {}, colour}, l{name, {}, {}, colour}, s{name, {}, {}, colour};
+    const bool steps = has_step_records(r);
     for (const json& j : r.lines) {
-      if (j.value("event", "") != "epoch") continue;
-      // A partial epoch (stopped by --max-steps) is a point like any other: its record says epoch 1.
-      const double e = number(j, "epoch");
-      if (j.contains("train_loss")) train.x.push_back(e), train.y.push_back(number(j, "train_loss"));
-      if (j.contains("test_loss")) test.x.push_back(e), test.y.push_back(number(j, "test_loss"));
-      if (j.contains("test_acc") && j["test_acc"].is_number()) a.x.push_back(e), a.y.push_back(number(j, "test_acc"));
-      if (j.contains("samples_per_s")) s.x.push_back(e), s.y.push_back(number(j, "samples_per_s"));
+      if (is_step_record(j)) {
+        const double x = number(j, "step");
+        add_point(train, x, j, "loss");
+        add_point(l, x, j, "lr");
+        add_point(s, x, j, "samples_per_s");
+      } else if (j.value("event", "") == "epoch") {
+        const double x = number(j, per_step ? "steps" : "epoch");
+        if (!steps) {
+          add_point(train, x, j, "train_loss");
+          add_point(l, x, j, "lr");
+          add_point(s, x, j, "samples_per_s");
+        }
+        add_point(test, x, j, "test_loss");
+        add_point(a, x, j, "test_acc");
+      }
     }
-    TANDEM_CHECK(!train.x.empty(), "{}: metrics without an epoch record: nothing to plot (a run writes one per "
-                 "epoch, also for a partial one)", r.path);
-    loss.series.push_back(train);
-    if (!test.x.empty()) loss.series.push_back(test);
-    if (!a.x.empty()) acc.series.push_back(a);
-    speed.series.push_back(s);
+    TANDEM_CHECK(!train.x.empty(), "{}: metrics without a step or epoch record with a loss: nothing to plot (a run "
+                 "writes an epoch record per epoch, also for a partial one, and with --metrics-every N a step "
+                 "record every N steps)", r.path);
+    const auto keep = [](Panel& panel, const Series& series) {
+      if (!series.x.empty()) panel.series.push_back(series);
+    };
+    keep(loss, train);
+    keep(loss, test);
+    keep(acc, a);
+    keep(lr, l);
+    keep(speed, s);
   }
-  f.panels = {loss, acc, speed};
+  f.panels = {loss, acc, lr, speed};
   return f;
 }
 
@@ -107,7 +144,12 @@ Figure scaling_figure(const std::vector<Records>& files) {
         hid[key].y.push_back(number(j, "hidden_fraction"));
       }
     }
-  for (auto& [k, s] : by_model) eff.series.push_back(s);
+  int colour = 0;
+  for (auto& [k, s] : by_model) {
+    s.colour = colour++;
+    eff.series.push_back(s);
+    if (auto h = hid.find(k); h != hid.end()) h->second.colour = s.colour;
+  }
   for (auto& [k, s] : hid) hidden.series.push_back(s);
   f.panels = {eff, hidden};
   return f;
@@ -126,7 +168,11 @@ Figure allreduce_figure(const std::vector<Records>& files) {
       by_algo[key].x.push_back(number(j, "bytes"));
       by_algo[key].y.push_back(number(j, "busbw_GBps"));
     }
-  for (auto& [k, s] : by_algo) bw.series.push_back(s);
+  int colour = 0;
+  for (auto& [k, s] : by_algo) {
+    s.colour = colour++;
+    bw.series.push_back(s);
+  }
   f.panels = {bw};
   return f;
 }

@@ -1,6 +1,7 @@
 // tandem-plot's inputs: JSON-lines files read into named series, by kind: a run's metrics
-// (tandem-train --metrics: epoch records), bench/scaling's lines (weak-scaling efficiency per world
-// size) or bench/allreduce's lines (busbw per message size and algorithm).
+// (tandem-train --metrics: epoch records, step records with --metrics-every), bench/scaling's lines
+// (weak-scaling efficiency per world size) or bench/allreduce's lines (busbw per message size and
+// algorithm).
 #pragma once
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@ enum class Kind { metrics, scaling, allreduce };
 struct Series {
   std::string title;
   std::vector<double> x, y;
+  int colour = 0;       // the run's (or model's, algorithm's) index: the same colour in every panel
+  bool dashed = false;  // a run's second series in one panel (test loss beside train loss)
 };
 
 // One chart: its series (several runs overlaid, or one per algorithm or model).
