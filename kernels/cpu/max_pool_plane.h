@@ -1,5 +1,5 @@
 // Max pooling of one [h, w] plane, forward and backward: the CPU max_pool2d kernels run it per
-// (image, channel) plane, and batch norm's fused epilogue (kernels/cpu/norm.cpp) runs it on each
+// (image, channel) plane, and batch norm's fused epilogue (kernels/cpu/batch_norm.cpp) runs it on each
 // plane it has just normalised, while the plane is still in cache.
 #pragma once
 #include <algorithm>

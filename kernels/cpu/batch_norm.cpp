@@ -1,0 +1,334 @@
+// CPU batch norm: the four stages of runtime/backend/norm.h and the fused forward and backward
+// (normalise, relu and max pool in one pass). Statistics are accumulated in the statistics dtype (f64
+// for f64, f32 otherwise) in a fixed order, one channel per OpenMP iteration, so results do not depend
+// on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/lanes.h"
+#include "kernels/cpu/max_pool_plane.h"
+#include "kernels/cpu/norm_params.h"
+#include "runtime/backend/common/welford.h"
+#include "runtime/backend/core.h"
+#include "runtime/backend/norm.h"
+
+namespace tandem::kernels {
+namespace {
+
+using cpu_norm::store;
+using cpu_norm::vec;
+using cpu_norm::with_types;
+
+// Channel geometry of x [N, C, inner...].
+struct Nci {
+  int64_t n, c, inner;
+};
+Nci nci_of(const Tensor& x) {
+  const int64_t n = x.size(0), c = x.size(1);
+  return {n, c, n * c == 0 ? 0 : x.numel() / (n * c)};
+}
+
+// Statistics of channel c: two passes over each [inner] plane, then Chan's merge into the channel's
+// running statistics (shared by the staged and the fused forward, so both give identical numbers).
+// A channel's planes lie C * H * W apart, each only a few cache lines long (the cnn's second block:
+// 13), too short for the hardware prefetcher to run ahead: so the loops over a channel's planes ask
+// for the next plane's lines (prefetch_lines) while they work on this one.
+template <class T, class S>
+Welford<S> channel_stats(const T* px, const Nci& g, int64_t c) {
+  Welford<S> acc;
+  for (int64_t n = 0; n < g.n; ++n) {
+    const T* p = px + (n * g.c + c) * g.inner;
+    if (n + 1 < g.n) prefetch_lines(p + g.c * g.inner, g.inner);
+    const S sum = sum_of<S>(p, g.inner);
+    Welford<S> part;
+    part.count = g.inner;
+    part.mean = g.inner ? sum / static_cast<S>(g.inner) : S(0);
+    part.m2 = sum_sq_dev<S>(p, g.inner, part.mean);
+    welford_merge(acc, part);
+  }
+  return acc;
+}
+
+// Stage (2) of one value, and relu of it, shared by the fused forward and the fused backward's
+// recomputation so that both see the same bits (the backward's mask must be the forward's).
+template <class T, class S>
+inline T bn_affine(T x, S scale, S shift) {
+  return T(static_cast<S>(x) * scale + shift);
+}
+template <class T, class S>
+inline T relu_of(T v) {
+  return static_cast<S>(v) < S(0) ? T(0) : v;  // NaN stays NaN, as ops::relu
+}
+
+void cpu_bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
+  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    const T* px = static_cast<const T*>(x.data_ptr());
+    std::vector<S> mv(static_cast<size_t>(g.c)), m2v(static_cast<size_t>(g.c));
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t c = 0; c < g.c; ++c) {
+      const Welford<S> acc = channel_stats<T, S>(px, g, c);
+      mv[static_cast<size_t>(c)] = acc.mean;
+      m2v[static_cast<size_t>(c)] = acc.m2;
+    }
+    store(mv, mean);
+    store(m2v, m2);
+  });
+}
+
+void cpu_bn_finalize(const Tensor& mean, const Tensor& m2, int64_t count, double eps, double momentum,
+                     Tensor& invstd, Tensor& running_mean, Tensor& running_var) {
+  const int64_t c = mean.numel();
+  std::vector<double> mv = vec<double>(mean, c, 0), m2v = vec<double>(m2, c, 0);
+  // invstd in the statistics dtype: compute in S so f32 matches a native f32 computation.
+  with_types(invstd.dtype() == DType::f64 ? DType::f64 : DType::f32, "batch_norm", [&](auto, auto s) {
+    using S = decltype(s);
+    std::vector<S> m2s = vec<S>(m2, c, 0), out(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i)
+      out[size_t(i)] = S(1) / std::sqrt(m2s[size_t(i)] / static_cast<S>(count) + static_cast<S>(eps));
+    store(out, invstd);
+  });
+  if (running_mean.defined()) {
+    std::vector<double> rm = vec<double>(running_mean, c, 0);
+    for (int64_t i = 0; i < c; ++i) rm[size_t(i)] = (1 - momentum) * rm[size_t(i)] + momentum * mv[size_t(i)];
+    store(rm, running_mean);
+  }
+  if (running_var.defined()) {
+    std::vector<double> rv = vec<double>(running_var, c, 0);
+    const double denom = count > 1 ? double(count - 1) : 1.0;
+    for (int64_t i = 0; i < c; ++i)
+      rv[size_t(i)] = (1 - momentum) * rv[size_t(i)] + momentum * m2v[size_t(i)] / denom;
+    store(rv, running_var);
+  }
+}
+
+void cpu_bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                  const Tensor& bias, Tensor& y) {
+  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1),
+                   b = vec<S>(bias, g.c, 0);
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* py = static_cast<T*>(y.data_ptr());
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t p = 0; p < g.n * g.c; ++p) {
+      const size_t c = static_cast<size_t>(p % g.c);
+      const S scale = iv[c] * w[c], shift = b[c] - mv[c] * scale;
+      const T* in = px + p * g.inner;
+      T* out = py + p * g.inner;
+      for (int64_t i = 0; i < g.inner; ++i) out[i] = bn_affine(in[i], scale, shift);
+    }
+  });
+}
+
+void cpu_bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                            Tensor& sum_dy, Tensor& sum_dy_xmu, Tensor& grad_weight, Tensor& grad_bias) {
+  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1);
+    std::vector<S> sd(static_cast<size_t>(g.c)), sdx(static_cast<size_t>(g.c));
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pd = static_cast<const T*>(dy.data_ptr());
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t c = 0; c < g.c; ++c) {
+      const S m = mv[size_t(c)];
+      S a = 0, b = 0;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const T* xi = px + (n * g.c + c) * g.inner;
+        const T* di = pd + (n * g.c + c) * g.inner;
+        S pa, pb;  // per-plane partial sums keep the rounding error small
+        sum_dy_dyxmu<S>(di, xi, g.inner, m, pa, pb);
+        a += pa;
+        b += pb;
+      }
+      sd[size_t(c)] = a;
+      sdx[size_t(c)] = b;
+    }
+    store(sd, sum_dy);
+    store(sdx, sum_dy_xmu);
+    if (grad_weight.defined()) {
+      std::vector<S> gw(static_cast<size_t>(g.c));
+      for (int64_t c = 0; c < g.c; ++c) gw[size_t(c)] = sdx[size_t(c)] * iv[size_t(c)];
+      store(gw, grad_weight);
+    }
+    store(sd, grad_bias);
+  });
+}
+
+void cpu_bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                           const Tensor& weight, const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count,
+                           Tensor& dx) {
+  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    const bool batch_stats = sum_dy.defined();
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1),
+                   sd = vec<S>(sum_dy, g.c, 0), sdx = vec<S>(sum_dy_xmu, g.c, 0);
+    const S inv_count = count > 0 ? S(1) / static_cast<S>(count) : S(0);
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pd = static_cast<const T*>(dy.data_ptr());
+    T* pdx = static_cast<T*>(dx.data_ptr());
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t p = 0; p < g.n * g.c; ++p) {
+      const size_t c = static_cast<size_t>(p % g.c);
+      const S scale = iv[c] * w[c];
+      const T* xi = px + p * g.inner;
+      const T* di = pd + p * g.inner;
+      T* o = pdx + p * g.inner;
+      if (!batch_stats) {
+        for (int64_t i = 0; i < g.inner; ++i) o[i] = T(static_cast<S>(di[i]) * scale);
+        continue;
+      }
+      const S mean_dy = sd[c] * inv_count, k = iv[c] * iv[c] * sdx[c] * inv_count, m = mv[c];
+      for (int64_t i = 0; i < g.inner; ++i)
+        o[i] = T((static_cast<S>(di[i]) - mean_dy - (static_cast<S>(xi[i]) - m) * k) * scale);
+    }
+  });
+}
+
+void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                          const BatchNormEpilogue& epi, Tensor& y, Tensor& argmax, Tensor& mean, Tensor& m2,
+                          Tensor& invstd) {
+  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    std::vector<S> w = vec<S>(weight, g.c, 1), b = vec<S>(bias, g.c, 0);
+    std::vector<S> mv(static_cast<size_t>(g.c)), m2v(static_cast<size_t>(g.c)), iv(static_cast<size_t>(g.c));
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* py = static_cast<T*>(y.data_ptr());
+    int32_t* parg = epi.max_pool ? argmax.data<int32_t>() : nullptr;
+    const int64_t out_inner = epi.max_pool ? epi.pool.ho * epi.pool.wo : g.inner;
+    const S count = static_cast<S>(g.n * g.inner);
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t c = 0; c < g.c; ++c) {
+      const size_t ci = static_cast<size_t>(c);
+      const Welford<S> st = channel_stats<T, S>(px, g, c);
+      const S inv = S(1) / std::sqrt(st.m2 / count + static_cast<S>(eps));  // as cpu_bn_finalize
+      mv[ci] = st.mean;
+      m2v[ci] = st.m2;
+      iv[ci] = inv;
+      const S scale = inv * w[ci], shift = b[ci] - st.mean * scale;
+      // With a pool, each normalised plane goes to a cache-resident scratch plane and is pooled from there.
+      T* plane = epi.max_pool ? thread_scratch<T>(Scratch::NormPlane, g.inner) : nullptr;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const T* in = px + (n * g.c + c) * g.inner;
+        T* out = epi.max_pool ? plane : py + (n * g.c + c) * g.inner;
+        if (epi.relu) {
+          for (int64_t i = 0; i < g.inner; ++i) out[i] = relu_of<T, S>(bn_affine(in[i], scale, shift));
+        } else {
+          for (int64_t i = 0; i < g.inner; ++i) out[i] = bn_affine(in[i], scale, shift);
+        }
+        if (epi.max_pool) {
+          T* pooled = py + (n * g.c + c) * out_inner;
+          int32_t* arg = parg + (n * g.c + c) * out_inner;
+          cpu_pool::max_pool_plane(plane, pooled, arg, epi.pool);
+          // The pooled value is relu's output at arg, so it alone decides relu's gradient there: an
+          // output that is not positive drops its gradient (arg ~i), and the backward needs no mask pass.
+          if (epi.relu)
+            for (int64_t q = 0; q < out_inner; ++q) arg[q] = static_cast<S>(pooled[q]) > S(0) ? arg[q] : ~arg[q];
+        }
+      }
+    }
+    store(mv, mean);
+    store(m2v, m2);
+    store(iv, invstd);
+  });
+}
+
+void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor& x, const Tensor& mean,
+                           const Tensor& invstd, const Tensor& weight, const Tensor& bias, const BatchNormEpilogue& epi,
+                           Tensor& dx, Tensor& grad_weight, Tensor& grad_bias) {
+  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    const Nci g = nci_of(x);
+    std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1),
+                   bv = vec<S>(bias, g.c, 0);
+    std::vector<S> sd(static_cast<size_t>(g.c)), sdx(static_cast<size_t>(g.c));
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pd = static_cast<const T*>(dy.data_ptr());
+    const int32_t* parg = epi.max_pool ? argmax.data<int32_t>() : nullptr;
+    const int64_t dy_inner = epi.max_pool ? epi.pool.ho * epi.pool.wo : g.inner;
+    T* pdx = dx.defined() ? static_cast<T*>(dx.data_ptr()) : nullptr;
+    const S inv_count = S(1) / static_cast<S>(std::max<int64_t>(g.n * g.inner, 1));
+    const bool epilogue = epi.relu || epi.max_pool;
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
+    for (int64_t c = 0; c < g.c; ++c) {
+      const size_t ci = static_cast<size_t>(c);
+      const S m = mv[ci], scale = iv[ci] * w[ci];
+      // The epilogue's backward (unpool, relu mask) makes the channel's dy of batch norm once, into a
+      // per-thread scratch of N * H * W values that both passes below read (cache-resident, like x).
+      T* local = nullptr;
+      if (epilogue) {
+        local = thread_scratch<T>(Scratch::NormChannel, g.n * g.inner);
+        const S shift = bv[ci] - m * scale;  // the forward's stage (2)
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* xi = px + (n * g.c + c) * g.inner;
+          const T* di = pd + (n * g.c + c) * dy_inner;
+          T* o = local + n * g.inner;
+          if (n + 1 < g.n) {
+            prefetch_lines(di + g.c * dy_inner, dy_inner);
+            if (epi.max_pool) prefetch_lines(parg + ((n + 1) * g.c + c) * dy_inner, dy_inner);
+            if (epi.relu && !epi.max_pool) prefetch_lines(xi + g.c * g.inner, g.inner);
+          }
+          if (epi.max_pool) {  // relu's mask is already in the argmax (see the forward)
+            cpu_pool::max_unpool_plane(di, parg + (n * g.c + c) * dy_inner, o, epi.pool);
+            continue;
+          }
+          if (epi.relu) {
+            for (int64_t i = 0; i < g.inner; ++i)
+              o[i] = static_cast<S>(bn_affine(xi[i], scale, shift)) > S(0) ? di[i] : T(0);
+          }
+        }
+      }
+      auto dy_plane = [&](int64_t n) { return epilogue ? local + n * g.inner : pd + (n * g.c + c) * g.inner; };
+      S a = 0, bsum = 0;
+      for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_reduce
+        const T* xi = px + (n * g.c + c) * g.inner;
+        if (n + 1 < g.n) prefetch_lines(xi + g.c * g.inner, g.inner);
+        S pa, pb;
+        sum_dy_dyxmu<S>(dy_plane(n), xi, g.inner, m, pa, pb);
+        a += pa;
+        bsum += pb;
+      }
+      sd[ci] = a;
+      sdx[ci] = bsum;
+      if (!pdx) continue;
+      const S mean_dy = a * inv_count, k = iv[ci] * iv[ci] * bsum * inv_count;
+      for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_elemt
+        const T* xi = px + (n * g.c + c) * g.inner;
+        const T* di = dy_plane(n);
+        T* o = pdx + (n * g.c + c) * g.inner;
+        if (n + 1 < g.n) prefetch_lines(o + g.c * g.inner, g.inner, /*for_write=*/true);
+        for (int64_t i = 0; i < g.inner; ++i)
+          o[i] = T((static_cast<S>(di[i]) - mean_dy - (static_cast<S>(xi[i]) - m) * k) * scale);
+      }
+    }
+    if (grad_weight.defined()) {
+      std::vector<S> gw(static_cast<size_t>(g.c));
+      for (int64_t c = 0; c < g.c; ++c) gw[size_t(c)] = sdx[size_t(c)] * iv[size_t(c)];
+      store(gw, grad_weight);
+    }
+    store(sd, grad_bias);
+  });
+}
+
+TANDEM_REGISTER_KERNEL(batch_norm_forward_fused, DeviceKind::CPU, cpu_bn_forward_fused);
+TANDEM_REGISTER_KERNEL(batch_norm_backward_fused, DeviceKind::CPU, cpu_bn_backward_fused);
+TANDEM_REGISTER_KERNEL(batch_norm_stats, DeviceKind::CPU, cpu_bn_stats);
+TANDEM_REGISTER_KERNEL(batch_norm_finalize, DeviceKind::CPU, cpu_bn_finalize);
+TANDEM_REGISTER_KERNEL(batch_norm_apply, DeviceKind::CPU, cpu_bn_apply);
+TANDEM_REGISTER_KERNEL(batch_norm_backward_reduce, DeviceKind::CPU, cpu_bn_backward_reduce);
+TANDEM_REGISTER_KERNEL(batch_norm_backward_elemt, DeviceKind::CPU, cpu_bn_backward_elemt);
+
+}  // namespace
+}  // namespace tandem::kernels
