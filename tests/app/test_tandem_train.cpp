@@ -89,6 +89,9 @@ TEST(TandemTrain, MissingDatasetNamesTheFile) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(dir.file("nowhere") + "/train-images-idx3-ubyte.gz"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << "a source location in a user's message: " << r.err;
+  r = run_train("--data-dir " + dir.file("nowhere") + " --threads 1 --log-level debug", dir);
+  EXPECT_NE(r.err.find("(thrown at runtime/data/idx.cpp:"), std::string::npos) << r.err;  // for us, when asked
 }
 
 TEST(TandemTrain, TinyRunWritesMetricsWithDoneRecord) {
