@@ -31,6 +31,7 @@ TEST(MpiThreads, CommunicatorSharesTheNodesCpusUnlessTheProgramChose) {
   c = make_mpi_communicator(MPI_COMM_WORLD);
   EXPECT_EQ(omp_get_max_threads(), 3);
 
+  c.reset();  // no communicator thread alive while the environment changes
   set_num_threads(0);  // so does the user's OMP_NUM_THREADS
   ::setenv("OMP_NUM_THREADS", "7", 1);
   omp_set_num_threads(7);
