@@ -28,6 +28,7 @@
 #include "runtime/ops.h"
 #include "runtime/random.h"
 #include "runtime/tensor.h"
+#include "runtime/threads.h"
 #include "runtime/trace.h"
 #if defined(TANDEM_HAVE_MPI)
 #include "comm/mpi/mpi_comm.h"
