@@ -259,12 +259,7 @@ void run(const GemmArgs& g, const KernelTable<Pk>* kernels) {
 
 }  // namespace
 
-bool has_f32() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                         cpu_isa_allows(CpuIsa::avx512);
-  return ok;
-}
+bool has_f32() { return cpu_isa_usable(CpuIsa::avx512); }
 
 bool has_bf16() {
   static const bool ok = has_f32() && __builtin_cpu_supports("avx512bf16");

@@ -28,13 +28,18 @@ bool cpu_isa_allows(CpuIsa isa) { return static_cast<int>(isa) <= static_cast<in
 
 const char* cpu_isa_cap() { return read_variable() == 1 ? "avx2" : "avx512"; }
 
+bool cpu_isa_usable(CpuIsa isa) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                             cpu_isa_allows(CpuIsa::avx512);
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return isa == CpuIsa::avx512 ? avx512 : avx2;
+}
+
 const char* cpu_isa_in_use() {
   read_variable();  // throws for a bad value
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx512 && cpu_isa_allows(CpuIsa::avx512)) return "avx512";
-  return avx2 ? "avx2" : "x86-64";
+  if (cpu_isa_usable(CpuIsa::avx512)) return "avx512";
+  return cpu_isa_usable(CpuIsa::avx2) ? "avx2" : "x86-64";
 }
 
 }  // namespace tandem

@@ -14,12 +14,16 @@ enum class CpuIsa { avx2 = 1, avx512 = 2 };
 // Says nothing of what the CPU has.
 bool cpu_isa_allows(CpuIsa isa);
 
+// Whether the kernels may run `isa` here: the CPU has it (cpuid; avx512: F/BW/VL/DQ, what the AVX-512
+// kernels need; avx2: AVX2 + FMA) and TANDEM_CPU_ISA allows it. Checked once; never throws.
+bool cpu_isa_usable(CpuIsa isa);
+
 // The cap as its TANDEM_CPU_ISA spelling ("avx512" or "avx2"); an unknown value throws ValueError
 // naming the variable and the values it takes.
 const char* cpu_isa_cap();
 
-// The widest ISA that both the CPU has (cpuid) and the cap allows, for logs and benchmark records:
-// "avx512" (F/BW/VL/DQ, what the AVX-512 kernels need), "avx2" (AVX2 + FMA) or "x86-64" (neither).
+// The widest usable ISA (cpu_isa_usable), for logs and benchmark records: "avx512", "avx2" or
+// "x86-64" (neither).
 // Throws as cpu_isa_cap: tandem-train and the C API's model creation call it before any kernel.
 const char* cpu_isa_in_use();
 
