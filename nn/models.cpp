@@ -1,7 +1,9 @@
 // The mlp and cnn of tandem-train, and their FLOP counts.
 #include "nn/models.h"
 
+#include "nn/config/run_config.h"
 #include "nn/layers.h"
+#include "nn/model_registry.h"
 
 namespace tandem::nn {
 
@@ -44,16 +46,15 @@ double gemm(double m, double n, double k) { return 2.0 * m * n * k; }
 double conv(double ho, double wo, double cin, double cout, double k) { return gemm(ho * wo, cout, cin * k * k); }
 }  // namespace
 
-double model_flops_per_sample(const std::string& name) {
-  double forward = 0.0;
-  if (name == "mlp") {
-    forward = gemm(1, 512, 784) + gemm(1, 512, 512) + gemm(1, 10, 512);
-  } else if (name == "cnn") {
-    forward = conv(28, 28, 1, 32, 3) + conv(14, 14, 32, 64, 3) + gemm(1, 128, 3136) + gemm(1, 10, 128);
-  } else {
-    TANDEM_FAIL(Value, "model_flops_per_sample: unknown model '{}'; choose mlp or cnn", name);
-  }
+double cnn_flops_per_sample() {
+  const double forward = conv(28, 28, 1, 32, 3) + conv(14, 14, 32, 64, 3) + gemm(1, 128, 3136) + gemm(1, 10, 128);
   return 3.0 * forward;  // forward + backward (2x forward)
+}
+
+double model_flops_per_sample(const std::string& name) {
+  const ModelEntry& e = model_entry(name);
+  TANDEM_CHECK(static_cast<bool>(e.flops_per_sample), "model_flops_per_sample: model type {} has no FLOP count", e.type);
+  return e.flops_per_sample(default_model_config(name));
 }
 
 }  // namespace tandem::nn

@@ -22,6 +22,8 @@ std::shared_ptr<Sequential> make_model(const std::string& name, Generator& gen);
 // need). Not counted: bias adds, BN, ReLU, pooling, softmax/loss, optimizer (all O(activations)).
 // mlp: 3 * 2*(784*512 + 512*512 + 512*10) = 4,012,032
 // cnn: 3 * 2*(784*32*9 + 196*64*288 + 3136*128 + 128*10) = 25,446,912
+// `name`: a registered type with a FLOP count (nn/model_registry.h), in tandem-train's shape.
 double model_flops_per_sample(const std::string& name);
+double cnn_flops_per_sample();
 
 }  // namespace tandem::nn

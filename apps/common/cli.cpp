@@ -2,6 +2,8 @@
 #include "apps/common/cli.h"
 
 #include <iostream>
+
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -10,19 +12,38 @@
 #include "apps/common/gpt_cli.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/operations.h"
+#include "nn/model_registry.h"
 #include "runtime/spelling.h"
 #include "tandem/version.h"
 
 namespace tandem::app {
 
+namespace {
+
+// The registered models tandem-train has data for (nn/model_registry.h).
+std::vector<std::string> trainable_model_types() {
+  std::vector<std::string> types = nn::model_types("fashion-mnist");
+  for (const std::string& t : nn::model_types("text")) types.push_back(t);
+  return types;
+}
+
+std::string model_flag_help() {
+  std::string help = "model (a --config file sets a model's own parameters):";
+  for (const std::string& t : trainable_model_types()) {
+    const nn::ModelEntry& e = nn::model_entry(t);
+    help += fmt::format("\n  {} - {} [{}]", t, e.summary, e.dataset == "text" ? "text of --text-dir" : e.dataset);
+  }
+  return help;
+}
+
+}  // namespace
+
 void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--config", cfg.config_path,
                  "a run-config YAML file (model, loss, optimizer, lr_scheduler, training and ddp blocks, "
                  "TorchFort's layout); flags given on the command line override it");
-  app.add_option("--model", cfg.model,
-                 "model: mlp (784-512-512-10) or cnn (2 conv + 2 linear) on Fashion-MNIST, or gpt (byte-level, "
-                 "on --text-dir)")
-      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}))
+  app.add_option("--model", cfg.model, model_flag_help())
+      ->check(CLI::IsMember(trainable_model_types()))
       ->capture_default_str();
   app.add_option("--epochs", cfg.epochs, "epochs over the training set")
       ->check(kPositive)

@@ -1,8 +1,11 @@
 // --config: a run-config file's settings under the command line's flags.
 #include "apps/common/config_file.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
+#include "nn/model_registry.h"
 #include "runtime/error.h"
 
 namespace tandem::app {
@@ -10,6 +13,13 @@ namespace tandem::app {
 namespace {
 
 using nn::config::RunConfig;
+
+// The registered Fashion-MNIST models but the mlp (whose shape tandem-train fixes).
+std::vector<std::string> other_fashion_mnist_types() {
+  std::vector<std::string> types = nn::model_types("fashion-mnist");
+  types.erase(std::remove(types.begin(), types.end(), "mlp"), types.end());
+  return types;
+}
 
 // tandem-train's data is Fashion-MNIST (784 pixels, 10 classes) for its own two models, or text for
 // its gpt; a file describing another model is an error, not a silent swap.
@@ -24,16 +34,17 @@ std::string trainable_model(const RunConfig& rc) {
     return "gpt";
   }
   if (m.type == "mlp" && m.layer_sizes == std::vector<int64_t>{784, 512, 512, 10} && m.dropout == 0.0) return "mlp";
+  if (m.type != "mlp" && nn::model_entry(m.type).dataset == "fashion-mnist") return m.type;  // its own parameters
   const std::string what =
       m.type == "mlp" ? fmt::format("an mlp with layer_sizes [{}]{}", fmt::join(m.layer_sizes, ", "),
                                     m.dropout > 0.0 ? fmt::format(" and dropout {}", m.dropout) : std::string())
                       : fmt::format("a sequential model of {} layers", m.layers.size());
   nn::config::config_error(rc, "model",
                            fmt::format("tandem-train trains only its Fashion-MNIST models (type mlp with layer_sizes "
-                                       "[784, 512, 512, 10] and no dropout, or type cnn) and type gpt; this file has "
+                                       "[784, 512, 512, 10] and no dropout, or type {}) and type gpt; this file has "
                                        "{}. Train other models through the library (nn::config::build_model), or "
                                        "give --model",
-                                       what));
+                                       nn::join_types(other_fashion_mnist_types()), what));
 }
 
 }  // namespace
@@ -55,6 +66,8 @@ void apply_config_file(const CLI::App& app, TrainConfig& cfg) {
   };
 
   if (app.count("--model") == 0) cfg.model = trainable_model(rc);
+  // A model with parameters of its own (resmlp, ...): the file's, where the file names that model.
+  if (rc.model.type == cfg.model && !nn::model_entry(cfg.model).parameters.empty()) cfg.model_config = rc.model;
   if (rc.model.type == "gpt" && cfg.model == "gpt") {  // the file's shape under the command line's flags
     if (from_file("model.parameters.n_layer", "--n-layer")) cfg.gpt.n_layer = rc.model.gpt.n_layer;
     if (from_file("model.parameters.n_head", "--n-head")) cfg.gpt.n_head = rc.model.gpt.n_head;

@@ -9,7 +9,7 @@
 #include "nn/gpt.h"
 #include "nn/gpt_hf.h"
 #include "nn/layers/sequential.h"
-#include "nn/models.h"
+#include "nn/model_registry.h"
 #include "runtime/data/bpe_tokenizer.h"
 #include "runtime/error.h"
 #include "runtime/random.h"
@@ -47,9 +47,8 @@ std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
     nn::load_hf_gpt2(*gpt, cfg.gpt.init_from);
     return gpt;
   }
-  auto model = nn::make_model(cfg.model, gen);
-  model->fuse_batchnorm_epilogues();  // same names and results, fewer passes over the activations
-  return model;
+  // The registry's builder (cnn fuses its BatchNorm epilogues: same names and results, fewer passes).
+  return nn::config::build_model(cfg.model_config ? *cfg.model_config : nn::default_model_config(cfg.model), gen);
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {

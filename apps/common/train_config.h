@@ -14,7 +14,10 @@ namespace tandem::app {
 
 struct TrainConfig {
   // model and data
-  std::string model = "mlp";  // mlp | cnn | gpt
+  std::string model = "mlp";  // a registered type tandem-train trains (nn/model_registry.h): mlp, cnn, gpt, ...
+  // --config's model block when it describes a registered model other than mlp, cnn and gpt (their
+  // own shapes are tandem-train's); empty: the type's defaults (nn::default_model_config).
+  std::optional<nn::config::ModelConfig> model_config;
   std::string data_dir = data::kFashionMnistDir;
   GptRunConfig gpt;           // --model gpt: shape, text, validation, sample (gpt_config.h)
   // optimisation (the README defaults: they reach mlp >= 0.88 and cnn >= 0.91 in 5 epochs)

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "apps/common/lr_schedule.h"
+#include "nn/model_registry.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "runtime/autograd.h"
 #include "runtime/memory_budget.h"
@@ -53,7 +54,7 @@ std::unique_ptr<data::BatchSource> Trainer::image_batches(const TrainConfig& con
                                                           const World& world, bool train) {
   data::LoaderOptions opt;
   opt.batch_size = train ? config.batch_size : config.eval_batch_size;
-  opt.layout = config.model == "cnn" ? data::Layout::Image : data::Layout::Flat;
+  opt.layout = nn::model_entry(config.model).input == nn::ModelInput::Image ? data::Layout::Image : data::Layout::Flat;
   const int64_t n = set.size();
   if (!train) {
     // Evaluation: contiguous unpadded shards, so the summed counts cover every test sample once.

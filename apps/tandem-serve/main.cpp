@@ -18,10 +18,10 @@
 #include "apps/common/cli_checks.h"
 #include "apps/common/factory.h"
 #include "apps/common/loopback.h"
-#include "apps/tandem-serve/assets.h"
 #include "apps/tandem-serve/auth.h"
 #include "apps/tandem-serve/job_manager.h"
 #include "apps/tandem-serve/job_schema.h"
+#include "apps/tandem-serve/openapi.h"
 #include "apps/tandem-serve/process.h"
 #include "apps/tandem-serve/routes.h"
 #include "apps/tandem-serve/serve_config.h"
@@ -72,7 +72,7 @@ int serve_main(const ServeConfig& cfg) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  JobSchema schema(nlohmann::json::parse(asset("openapi.json")));
+  JobSchema schema(openapi_document());
   JobManager jobs(mo, store);
   jobs.start();
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "apps/tandem-serve/assets.h"
+#include "apps/tandem-serve/openapi.h"
 #include "apps/common/loopback.h"
 #include "apps/common/monitor_json.h"
 #include "apps/tandem-serve/http_error.h"
@@ -199,9 +200,8 @@ void install_routes(httplib::Server& server, ApiContext& ctx) {
     auto js = asset("dashboard/dashboard.js");
     res.set_content(js.data(), js.size(), "text/javascript; charset=utf-8");
   });
-  server.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) {
-    auto doc = asset("openapi.json");
-    res.set_content(doc.data(), doc.size(), kJson);
+  server.Get("/openapi.json", [doc = openapi_document().dump(1)](const httplib::Request&, httplib::Response& res) {
+    res.set_content(doc, kJson);
   });
   server.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
     ManagerStats s = ctx.jobs.stats();

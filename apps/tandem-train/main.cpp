@@ -51,6 +51,9 @@ int train(app::TrainConfig cfg) {
            cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer.type,
            cfg.optimizer.learning_rate, cfg.optimizer.momentum, cfg.optimizer.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads.count,
            threads.count > 1 ? "s" : "", threads.reason, cpu_isa);
+  int64_t weights = 0;
+  for (const Tensor& p : model->parameters()) weights += p.numel();
+  log.debug("model {}: {} parameters in {} tensors", cfg.model, weights, model->parameters().size());
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
              cfg.lr_schedule);
@@ -80,7 +83,7 @@ int train(app::TrainConfig cfg) {
 
 int main(int argc, char** argv) {
   app::TrainConfig cfg;
-  CLI::App cli{"tandem-train: data-parallel training of a Fashion-MNIST classifier (mlp, cnn) or a GPT on text", "tandem-train"};
+  CLI::App cli{"tandem-train: data-parallel training of a Fashion-MNIST classifier or a GPT on text (--model)", "tandem-train"};
   app::add_train_flags(cli, cfg);
   if (auto rc = app::parse_cli(cli, argc, argv)) return *rc;
 

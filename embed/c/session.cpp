@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "nn/model_registry.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/device_query.h"
@@ -63,7 +64,7 @@ Tensor Session::to_model(const ArrayRef& a, DType dtype) const {
   return t.to(device_);
 }
 
-bool Session::tokens_in() const { return config_.model.type == "gpt"; }  // parsed: lower-case
+bool Session::tokens_in() const { return nn::model_entry(config_.model.type).input == nn::ModelInput::Tokens; }
 
 Tensor Session::model_input(const ArrayRef& input) const {
   if (!tokens_in()) return to_model(input, DType::f32);

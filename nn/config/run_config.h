@@ -32,7 +32,7 @@ struct LayerConfig {
 };
 
 struct ModelConfig {
-  std::string type = "mlp";          // mlp | cnn | sequential | gpt
+  std::string type = "mlp";          // a registered type (nn/model_registry.h): mlp, cnn, sequential, gpt, ...
   std::vector<int64_t> layer_sizes;  // mlp: [in, hidden..., out] (linear layers, ReLU between)
   double dropout = 0.0;              // mlp: dropout after each hidden activation
   std::vector<LayerConfig> layers;   // sequential
@@ -40,6 +40,10 @@ struct ModelConfig {
   // gpt (nn::GPT, GPT-2's blocks): input token ids [N, T], output logits [N, T, vocab_size]; the file
   // sets n_layer, n_head, n_embd, context and vocab_size (GPTConfig's defaults: tandem-train's shape).
   GPTConfig gpt;
+  // Any other registered type: its numbers (ModelEntry::parameters) by name, as the file or the
+  // program set them; value() gives the default of one not set.
+  std::map<std::string, double> values;
+  double value(const std::string& name) const;
 };
 
 struct LossConfig {

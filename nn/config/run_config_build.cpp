@@ -4,7 +4,7 @@
 #include "nn/config/checks.h"
 #include "nn/config/layer_specs.h"
 #include "nn/layers.h"
-#include "nn/models.h"
+#include "nn/model_registry.h"
 #include "nn/optim.h"
 #include "nn/optim/fused_adam.h"
 #include "nn/optim/fused_sgd.h"
@@ -21,20 +21,6 @@ namespace {
 // The builders' checks fail with the key path; a parsed config has passed them already, with lines.
 const ConfigFail kThrow = [](const std::string& path, const std::string& what) {
   TANDEM_FAIL(Value, "{}: {}", path, what);
-};
-
-// TorchFort's mlp flattens [N, ...] inputs to [N, -1]. A Sequential that does so first keeps the
-// children's names those of nn::make_mlp ("0.weight", "2.weight", ...), which a Flatten child would
-// shift.
-class FlattenedSequential final : public Sequential {
- public:
-  Tensor forward(const Tensor& x) override { return Sequential::forward(x.dim() > 2 ? ops::flatten(x, 1, -1) : x); }
-  std::string type_name() const override { return "FlattenedSequential"; }
-  std::shared_ptr<Module> clone() const override {
-    auto copy = std::make_shared<FlattenedSequential>(*this);
-    copy->deep_copy_state();
-    return copy;
-  }
 };
 
 // One group with the options' decay, or the matrices with it and the rest without (each group's lr
@@ -62,30 +48,7 @@ ops::Reduction reduction_of(const std::string& name) {
 
 std::shared_ptr<Module> build_model(const ModelConfig& model, Generator& gen) {
   check_model(model, kThrow);
-  const std::string type = lower(model.type);
-  if (type == "cnn") {
-    auto cnn = make_cnn(gen);
-    cnn->fuse_batchnorm_epilogues();
-    return cnn;
-  }
-  if (type == "gpt") return std::make_shared<GPT>(model.gpt, gen);
-  if (type == "sequential") {
-    auto seq = std::make_shared<Sequential>();
-    for (const LayerConfig& layer : model.layers) seq->push_back(make_layer(layer, gen));
-    seq->fuse_batchnorm_epilogues();
-    return seq;
-  }
-  // mlp: as nn::make_mlp (same layers, names and draws from gen for its sizes), plus dropout.
-  std::shared_ptr<Sequential> mlp =
-      model.flatten_non_batch_dims ? std::make_shared<FlattenedSequential>() : std::make_shared<Sequential>();
-  const std::vector<int64_t>& sizes = model.layer_sizes;
-  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-    mlp->emplace_back<Linear>(sizes[i], sizes[i + 1], true, gen);
-    if (i + 2 == sizes.size()) break;  // no activation after the output layer
-    mlp->emplace_back<ReLU>();
-    if (model.dropout > 0.0) mlp->emplace_back<Dropout>(model.dropout, default_generator());
-  }
-  return mlp;
+  return model_entry(model.type).build(model, gen);
 }
 
 AdamOptions adam_options(const OptimizerConfig& o) {

@@ -7,6 +7,8 @@
 
 #include "nn/config/checks.h"
 #include "nn/config/layer_specs.h"
+#include "nn/model_registry.h"
+#include "runtime/spelling.h"
 #include "runtime/error.h"
 
 namespace tandem::nn::config {
@@ -30,6 +32,27 @@ bool one_of(const std::string& v, std::initializer_list<const char*> names) {
   for (const char* n : names)
     if (v == n) return true;
   return false;
+}
+
+// A registered model's numbers: each one declared, in range, whole where it must be.
+void check_model_values(const ModelEntry& entry, const ModelConfig& model, const ConfigFail& fail) {
+  for (const auto& [name, v] : model.values) {
+    const std::string path = "model.parameters." + name;
+    const ModelParameter* p = nullptr;
+    std::vector<std::string> names;
+    for (const ModelParameter& q : entry.parameters) {
+      names.push_back(q.name);
+      if (q.name == name) p = &q;
+    }
+    if (p == nullptr) {
+      const std::string near = closest_spelling(name, names);
+      report(fail, path, fmt::format("unknown key for model type {} (expected one of {}){}", entry.type,
+                                     fmt::join(names, ", "), near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+    }
+    if (!std::isfinite(v) || v < p->min || v > p->max)
+      report(fail, path, fmt::format("must be in [{}, {}], got {}", p->min, p->max, v));
+    if (p->integer && v != std::floor(v)) report(fail, path, fmt::format("must be a whole number, got {}", v));
+  }
 }
 
 }  // namespace
@@ -73,8 +96,9 @@ void check_model(const ModelConfig& model, const ConfigFail& fail) {
     if (g.n_head >= 1 && g.n_embd % g.n_head != 0)
       report(fail, "model.parameters.n_head", fmt::format("must divide n_embd ({}), got {}", g.n_embd, g.n_head));
   } else if (type != "cnn") {
-    report(fail, "model.type",
-           fmt::format("unknown model type '{}' (expected mlp, cnn, sequential or gpt)", model.type));
+    const ModelEntry* entry = find_model_entry(type);
+    if (entry == nullptr) report(fail, "model.type", unknown_model_type(model.type));
+    check_model_values(*entry, model, fail);
   }
 }
 

@@ -23,6 +23,7 @@
 #include "nn/config/checks.h"
 #include "nn/config/layer_specs.h"
 #include "nn/config/torchfort_keys.h"
+#include "nn/model_registry.h"
 #include "runtime/error.h"
 #include "runtime/spelling.h"
 
@@ -310,7 +311,7 @@ LayerConfig parse_layer(RunConfig& out, const YAML::Node& node, const std::strin
 void parse_model(RunConfig& out, const Block& m) {
   m.only({"type", "parameters"});
   ModelConfig& model = out.model;
-  model.type = type_of(m, "mlp, cnn, sequential or gpt");
+  model.type = type_of(m, join_types(model_types()));
   const Block p = m.block("parameters");
   if (model.type == "mlp") {
     p.only({"layer_sizes", "dropout", "flatten_non_batch_dims"}, "model type mlp");
@@ -344,8 +345,15 @@ void parse_model(RunConfig& out, const Block& m) {
     p.get("vocab_size", model.gpt.vocab_size);
   } else if (model.type == "torchscript") {
     m.fail("type", "TorchScript models are not supported; describe the layers with type: sequential");
+  } else if (const ModelEntry* entry = find_model_entry(model.type)) {
+    // A registered model: its numbers, declared by its entry (checked by validate()).
+    std::vector<std::string> names;
+    for (const ModelParameter& q : entry->parameters) names.push_back(q.name);
+    p.only(names, "model type " + model.type);
+    for (const std::string& name : names)
+      if (double v = 0; p.get(name, v)) model.values[name] = v;
   } else {
-    m.fail("type", fmt::format("unknown model type '{}' (expected mlp, cnn, sequential or gpt)", model.type));
+    m.fail("type", unknown_model_type(model.type));
   }
 }
 

@@ -202,6 +202,10 @@ def test_api(args):
               "GPU samples")
         doc = srv.json("GET", "/openapi.json")
         check(doc["openapi"].startswith("3.") and "/jobs/{id}" in doc["paths"], "openapi")
+        # JobRequest.model's choices are the model registry's (resmlp: a model added by its file alone).
+        models = doc["components"]["schemas"]["JobRequest"]["properties"]["model"]["enum"]
+        check({"mlp", "cnn", "gpt", "resmlp"} <= set(models), "model enum %s" % models)
+        srv.json("POST", "/jobs", {"ranks": 1, "model": "resmlpx"}, expect=400)
         check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
     finally:
         srv.stop()
