@@ -1,4 +1,4 @@
-// The CUDA norm kernels' shared host helpers (batch_norm.cu, layer_norm.cu): the statistics dtype S
+// The CUDA norm kernels' shared host helpers (batch_norm.cu, layer_norm_forward.cu, layer_norm_backward.cu): the statistics dtype S
 // (f64 for f64 input, f32 otherwise), small parameter tensors cast to it and results written back,
 // and the block size for a row or channel of `work` elements.
 #pragma once
