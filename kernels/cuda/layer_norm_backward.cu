@@ -304,7 +304,7 @@ void ln_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Te
                  Tensor& dx, Tensor& dweight, Tensor& dbias, kernels::LayerNormGradAdds adds) {
   const Device dev = x.device();
   check_on_device("layer_norm backward", dev, {&dy, &x, &mean, &rstd, &weight, &dx, &dweight, &dbias});
-  with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const DType sd = dtype_v<S>;

@@ -165,7 +165,7 @@ __global__ void ln_forward_row_kernel(const T* __restrict__ x, Y* __restrict__ y
 // `sum` and normalised from there.
 void ln_forward_rows(const Tensor& x, const Tensor& branch, const Tensor& weight, const Tensor& bias, double eps,
                      Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd) {
-  with_types(x.dtype(), "layer_norm", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "layer_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const DType sd = dtype_v<S>;
