@@ -18,7 +18,6 @@ namespace {
 
 using cpu_norm::store;
 using cpu_norm::vec;
-using cpu_norm::with_types;
 
 // Channel geometry of x [N, C, inner...].
 struct Nci {
@@ -62,7 +61,7 @@ inline T relu_of(T v) {
 }
 
 void cpu_bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
-  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
@@ -84,7 +83,7 @@ void cpu_bn_finalize(const Tensor& mean, const Tensor& m2, int64_t count, double
   const int64_t c = mean.numel();
   std::vector<double> mv = vec<double>(mean, c, 0), m2v = vec<double>(m2, c, 0);
   // invstd in the statistics dtype: compute in S so f32 matches a native f32 computation.
-  with_types(invstd.dtype() == DType::f64 ? DType::f64 : DType::f32, "batch_norm", [&](auto, auto s) {
+  dispatch_norm_types(invstd.dtype() == DType::f64 ? DType::f64 : DType::f32, "batch_norm", [&](auto, auto s) {
     using S = decltype(s);
     std::vector<S> m2s = vec<S>(m2, c, 0), out(static_cast<size_t>(c));
     for (int64_t i = 0; i < c; ++i)
@@ -107,7 +106,7 @@ void cpu_bn_finalize(const Tensor& mean, const Tensor& m2, int64_t count, double
 
 void cpu_bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
                   const Tensor& bias, Tensor& y) {
-  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
@@ -128,7 +127,7 @@ void cpu_bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, con
 
 void cpu_bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                             Tensor& sum_dy, Tensor& sum_dy_xmu, Tensor& grad_weight, Tensor& grad_bias) {
-  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
@@ -165,7 +164,7 @@ void cpu_bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mea
 void cpu_bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                            const Tensor& weight, const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count,
                            Tensor& dx) {
-  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
@@ -197,7 +196,7 @@ void cpu_bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean
 void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                           const BatchNormEpilogue& epi, Tensor& y, Tensor& argmax, Tensor& mean, Tensor& m2,
                           Tensor& invstd) {
-  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
@@ -247,7 +246,7 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
 void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor& x, const Tensor& mean,
                            const Tensor& invstd, const Tensor& weight, const Tensor& bias, const BatchNormEpilogue& epi,
                            Tensor& dx, Tensor& grad_weight, Tensor& grad_bias) {
-  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "runtime/backend/dtype_dispatch.h"
 #include "runtime/backend/embedding.h"
 
 namespace tandem::kernels {
@@ -19,20 +20,13 @@ void for_each_index(const Tensor& indices, int64_t vocab, F&& f) {
   }
 }
 
-template <class F>
-void with_index_type(const Tensor& indices, F&& f) {
-  if (indices.dtype() == DType::i32) f(int32_t{});
-  else if (indices.dtype() == DType::i64) f(int64_t{});
-  else TANDEM_FAIL(Value, "embedding: indices must be i32 or i64, got {}", dtype_name(indices.dtype()));
-}
-
 // Checks the indices whether or not `checked`: on the host that costs no wait.
 void cpu_embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out, bool /*checked*/) {
   const int64_t V = weight.size(0), D = weight.size(1);
   const size_t row = static_cast<size_t>(D) * weight.element_size();
   const char* w = static_cast<const char*>(weight.data_ptr());
   char* o = static_cast<char*>(out.data_ptr());
-  with_index_type(indices, [&](auto itag) {
+  dispatch_index_type(indices, "embedding: indices", [&](auto itag) {
     using I = decltype(itag);
     for_each_index<I>(indices, V, [&](int64_t i, int64_t v) {
       std::copy(w + v * row, w + (v + 1) * row, o + i * row);
@@ -47,7 +41,7 @@ void cpu_embedding_backward(const Tensor& indices, const Tensor& dy, Tensor& dwe
     using A = acc_t<T>;
     std::vector<A> acc(static_cast<size_t>(V * D), A(0));
     const T* g = static_cast<const T*>(dy.data_ptr());
-    with_index_type(indices, [&](auto itag) {
+    dispatch_index_type(indices, "embedding: indices", [&](auto itag) {
       using I = decltype(itag);
       for_each_index<I>(indices, V, [&](int64_t i, int64_t v) {
         A* dst = acc.data() + v * D;
@@ -76,6 +70,6 @@ void fail_embedding_index(int64_t v, int64_t i, int64_t V) {
 }
 
 void check_embedding_indices(const Tensor& indices, int64_t V) {
-  with_index_type(indices, [&](auto itag) { for_each_index<decltype(itag)>(indices, V, [](int64_t, int64_t) {}); });
+  dispatch_index_type(indices, "embedding: indices", [&](auto itag) { for_each_index<decltype(itag)>(indices, V, [](int64_t, int64_t) {}); });
 }
 }  // namespace tandem::kernels

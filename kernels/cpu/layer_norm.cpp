@@ -15,7 +15,6 @@ namespace {
 
 using cpu_norm::store;
 using cpu_norm::vec;
-using cpu_norm::with_types;
 
 // t += v (a parameter's .grad, in the statistics' dtype S).
 template <class S>
@@ -76,7 +75,7 @@ void cpu_ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, d
     convert_host(full.data_ptr(), full.dtype(), y.data_ptr(), y.dtype(), y.numel());
     return;
   }
-  with_types(x.dtype(), "layer_norm", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "layer_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const int64_t M = mean.numel(), D = M ? x.numel() / M : 0;
@@ -115,7 +114,7 @@ void cpu_ln_backward(const Tensor& dy_in, const Tensor& x, const Tensor& mean, c
   check_layer_norm_output_dtype("layer_norm backward", x.dtype(), dy_in.dtype());
   const Tensor dy = in_dtype_of(dy_in, x.dtype());
   check_layer_norm_dx_extras("layer_norm backward", x, dx, adds);
-  with_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "layer_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     // With no rows (M = 0) the normalised size comes from the parameter gradients, which are zeros.

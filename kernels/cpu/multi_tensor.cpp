@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "runtime/backend/dtype_dispatch.h"
 #include "runtime/backend/multi_tensor.h"
 
 namespace tandem::kernels {
@@ -125,14 +126,6 @@ double cpu_sum_squares_check(const std::vector<Tensor>& grads, Tensor& found_inf
   return total;
 }
 
-// Calls f with the C++ types of the parameter (T) and of the gradient (G).
-template <class F>
-void dispatch_pg(DType param, DType grad, const char* what, F&& f) {
-  dispatch_floating(param, what, [&](auto pt) {
-    dispatch_floating(grad, what, [&](auto gt) { f(pt, gt); });
-  });
-}
-
 // Runs f(chunk, tensor index, T tag, G tag) over every chunk of `params`, chunks in parallel; T and G
 // are the C++ types of the parameter and of its gradient.
 template <class F>
@@ -143,7 +136,7 @@ void for_each_param_chunk(const std::vector<Tensor>& params, const std::vector<T
   for (size_t c = 0; c < chunks.size(); ++c) {
     const TensorChunk& ch = chunks[c];
     const size_t t = static_cast<size_t>(ch.tensor);
-    dispatch_pg(params[t].dtype(), grads[t].dtype(), what, [&](auto pt, auto gt) { f(ch, t, pt, gt); });
+    dispatch_floating_pair(params[t].dtype(), grads[t].dtype(), what, [&](auto pt, auto gt) { f(ch, t, pt, gt); });
   }
 }
 

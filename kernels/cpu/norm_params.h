@@ -1,10 +1,11 @@
 // The CPU norm kernels' shared helpers (batch_norm.cpp, layer_norm.cpp): parameter vectors in the
-// statistics dtype S, and the (T, S) dispatch: f64 input computes in f64, everything else in f32.
+// statistics dtype S (the (T, S) dispatch, dispatch_norm_types, is runtime/backend/dtype_dispatch.h's).
 #pragma once
 #include <type_traits>
 #include <vector>
 
 #include "runtime/backend/core.h"
+#include "runtime/backend/dtype_dispatch.h"
 #include "runtime/tensor.h"
 
 namespace tandem::kernels::cpu_norm {
@@ -19,16 +20,6 @@ inline std::vector<S> vec(const Tensor& t, int64_t n, S dflt) {
 template <class S>
 inline void store(const std::vector<S>& v, Tensor& t) {
   if (t.defined()) convert_host(v.data(), dtype_v<S>, t.data_ptr(), t.dtype(), t.numel());
-}
-
-template <class F>
-inline void with_types(DType dt, const char* what, F&& f) {
-  dispatch_floating(dt, what, [&](auto tag) {
-    using T = decltype(tag);
-    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
-      f(T{}, S{});
-  });
 }
 
 }  // namespace tandem::kernels::cpu_norm

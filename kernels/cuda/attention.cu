@@ -14,7 +14,7 @@
 // (future) item adds nothing, not even 0 * inf.
 //
 // bf16 and f16 inputs of head dimension 16, 32, 64 or 128 take the tensor-core kernels of
-// attention_mma.cu instead; the rest (f32, f64, other head dimensions) stay here.
+// attention_mma_*.cu instead; the rest (f32, f64, other head dimensions) stay here.
 #include <cmath>
 #include <type_traits>
 

@@ -1,5 +1,6 @@
-// Causal attention on tensor cores (attention_mma.cu): the path attention.cu takes for bf16 and f16
-// inputs whose head dimension is 16, 32, 64 or 128. Other calls keep the SIMT kernels.
+// Causal attention on tensor cores (attention_mma_forward.cu, attention_mma_backward.cu): the path
+// attention.cu takes for bf16 and f16 inputs whose head dimension is 16, 32, 64 or 128. Other calls
+// keep the SIMT kernels.
 #pragma once
 #include "runtime/backend/attention.h"
 #include "runtime/backend/cuda/platform.cuh"

@@ -140,7 +140,7 @@ __global__ void bn_backward_elemt_kernel(const T* __restrict__ dy, const T* __re
 
 void bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
   check_on_device("batch_norm", x.device(), {&x, &mean, &m2});
-  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
@@ -173,7 +173,7 @@ void bn_finalize(const Tensor& mean, const Tensor& m2, int64_t count, double eps
   check_on_device("batch_norm", dev, {&mean, &m2, &invstd, &running_mean, &running_var});
   const int64_t C = mean.numel();
   if (C == 0) return;
-  with_types(invstd.dtype() == DType::f64 ? DType::f64 : DType::f32, "batch_norm", [&](auto, auto s) {
+  dispatch_norm_types(invstd.dtype() == DType::f64 ? DType::f64 : DType::f32, "batch_norm", [&](auto, auto s) {
     using S = decltype(s);
     Tensor ms = as_stat(mean, dtype_v<S>), m2s = as_stat(m2, dtype_v<S>), iv = stat_out(invstd, dtype_v<S>);
     const DType rdt = running_mean.defined() ? running_mean.dtype() : running_var.defined() ? running_var.dtype() : dtype_v<S>;
@@ -181,7 +181,7 @@ void bn_finalize(const Tensor& mean, const Tensor& m2, int64_t count, double eps
                  "batch_norm: running_mean {} and running_var {} differ in dtype", dtype_name(running_mean.dtype()),
                  dtype_name(running_var.dtype()));
     const double denom = count > 1 ? double(count - 1) : 1.0;
-    with_types(rdt, "batch_norm running stats", [&](auto r, auto) {
+    dispatch_norm_types(rdt, "batch_norm running stats", [&](auto r, auto) {
       using R = decltype(r);
       TANDEM_LAUNCH(bn_finalize_kernel<S, R>, grid_for(C, kBlock), kBlock, 0, stream_for(dev),
                     static_cast<const S*>(ms.data_ptr()), static_cast<const S*>(m2s.data_ptr()), C,
@@ -196,7 +196,7 @@ void bn_finalize(const Tensor& mean, const Tensor& m2, int64_t count, double eps
 void bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight, const Tensor& bias,
               Tensor& y) {
   check_on_device("batch_norm", x.device(), {&x, &mean, &invstd, &weight, &bias, &y});
-  with_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const DType sd = dtype_v<S>;
@@ -214,7 +214,7 @@ void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, c
                         Tensor& sum_dy_xmu, Tensor& grad_weight, Tensor& grad_bias) {
   const Device dev = x.device();
   check_on_device("batch_norm backward", dev, {&dy, &x, &mean, &invstd, &sum_dy, &sum_dy_xmu, &grad_weight, &grad_bias});
-  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const DType sd = dtype_v<S>;
@@ -254,7 +254,7 @@ void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, c
 void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                        const Tensor& weight, const Tensor& sum_dy, const Tensor& sum_dy_xmu, int64_t count, Tensor& dx) {
   check_on_device("batch_norm backward", x.device(), {&dy, &x, &mean, &invstd, &weight, &sum_dy, &sum_dy_xmu, &dx});
-  with_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+  dispatch_norm_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const DType sd = dtype_v<S>;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
+#include "runtime/backend/dtype_dispatch.h"
 #include "runtime/backend/embedding.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -42,13 +43,6 @@ __global__ void embedding_backward_kernel(const T* __restrict__ dy, const int64_
   }
 }
 
-template <class F>
-void with_index_type(const Tensor& indices, F&& f) {
-  if (indices.dtype() == DType::i32) f(int32_t{});
-  else if (indices.dtype() == DType::i64) f(int64_t{});
-  else TANDEM_FAIL(Value, "embedding: indices must be i32 or i64, got {}", dtype_name(indices.dtype()));
-}
-
 void embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out, bool checked) {
   const Device dev = weight.device();
   check_on_device("embedding", dev, {&indices, &weight, &out});
@@ -56,7 +50,7 @@ void embedding_forward(const Tensor& indices, const Tensor& weight, Tensor& out,
   if (n == 0 || D == 0) return;
   // Unchecked indices: the first bad position, n for none, found by the kernel; the host waits for it.
   Tensor bad = checked ? Tensor() : Tensor::full({1}, static_cast<double>(n), DType::i64, dev);
-  with_index_type(indices, [&](auto itag) {
+  dispatch_index_type(indices, "embedding: indices", [&](auto itag) {
     using I = decltype(itag);
     dispatch(weight.dtype(), [&](auto tag) {
       using T = decltype(tag);

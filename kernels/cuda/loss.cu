@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
+#include "runtime/backend/dtype_dispatch.h"
 #include "runtime/backend/env_switch.h"
 #include "runtime/backend/loss.h"
 
@@ -306,13 +307,6 @@ void softmax_backward(const Tensor& gy, const Tensor& y, Tensor& gx, int64_t out
   });
 }
 
-template <class F>
-void with_index_type(const Tensor& target, F&& f) {
-  if (target.dtype() == DType::i64) f(int64_t{});
-  else if (target.dtype() == DType::i32) f(int32_t{});
-  else TANDEM_FAIL(Value, "cross_entropy: target must be i32 or i64, got {}", dtype_name(target.dtype()));
-}
-
 // cross_entropy, and with grad_logits defined (Sum or Mean) cross_entropy_with_grad: the rows in one
 // kernel either way, then the loss; throws for a target outside [0, C) that is not ignore_index.
 void run_cross_entropy(const char* what, const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
@@ -326,7 +320,7 @@ void run_cross_entropy(const char* what, const Tensor& logits, const Tensor& tar
     using T = decltype(tag);
     using X = acc_t<T>;
     if constexpr (std::is_floating_point_v<X>) kernels::with_loss_type<T>(loss.dtype(), [&](auto ltag) {
-      with_index_type(target, [&](auto itag) {
+      dispatch_index_type(target, "cross_entropy: target", [&](auto itag) {
         using L = decltype(ltag);
         using I = decltype(itag);
         Stream stream = stream_for(dev);
@@ -390,7 +384,7 @@ void cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const
     using T = decltype(tag);
     using X = acc_t<T>;
     if constexpr (std::is_floating_point_v<X>) kernels::with_loss_type<T>(grad_loss.dtype(), [&](auto ltag) {
-      with_index_type(target, [&](auto itag) {
+      dispatch_index_type(target, "cross_entropy: target", [&](auto itag) {
         using L = decltype(ltag);
         using I = decltype(itag);
         Stream stream = stream_for(dev);

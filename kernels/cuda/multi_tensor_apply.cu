@@ -12,6 +12,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "runtime/backend/common/adam_step.h"
+#include "runtime/backend/dtype_dispatch.h"
 #include "runtime/backend/multi_tensor.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -214,7 +215,6 @@ struct DeviceArray {
   DeviceArray& operator=(const DeviceArray&) = delete;
 };
 
-
 // The tensors among `tensors` (all on `dev`) that `pick` selects, as one-pointer lists for
 // for_each_launch. False when there are none.
 template <class Pick>
@@ -252,18 +252,6 @@ void zero(const std::vector<Tensor>& tensors) {
   run(uint64_t{});
 }
 
-// f(P{}, G{}) for the C++ types of two floating dtypes (parameter and gradient, source and destination).
-template <class F>
-void dispatch_pg(DType param, DType grad, const char* what, F&& f) {
-  dispatch_floating(param, what, [&](auto pt) {
-    using P = decltype(pt);  // named here: decltype(pt) inside the inner lambda is not P under g++
-    dispatch_floating(grad, what, [&](auto gt) {
-      using G = decltype(gt);
-      if constexpr (is_floating_type_v<P> && is_floating_type_v<G>) f(P{}, G{});
-    });
-  });
-}
-
 void cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) {
   kernels::check_multi_tensor_cast(src, dst);
   if (src.empty()) return;
@@ -275,7 +263,7 @@ void cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) {
     ptrs.push_back({src[i].data_ptr(), dst[i].data_ptr()});
     numels.push_back(src[i].numel());
   }
-  dispatch_pg(src[0].dtype(), dst[0].dtype(), "multi_tensor_cast", [&](auto st, auto dt) {
+  dispatch_floating_pair(src[0].dtype(), dst[0].dtype(), "multi_tensor_cast", [&](auto st, auto dt) {
     using S = decltype(st);
     using D = decltype(dt);
     for_each_launch<2>(ptrs, numels, [&](const ListMeta<2>& m, int blocks) {
@@ -352,7 +340,7 @@ void adam(const kernels::MultiTensorAdamArgs& a) {
       sub.push_back(a.hypers[i]);
     }
     DeviceArray<AdamHyper> hypers(sub, dev);
-    dispatch_pg(pd, gd, "multi_tensor_adam", [&](auto pt, auto gt) {
+    dispatch_floating_pair(pd, gd, "multi_tensor_adam", [&](auto pt, auto gt) {
       using T = decltype(pt);
       using G = decltype(gt);
       for_each_launch<5>(ptrs, numels, [&](const ListMeta<5>& m, int blocks) {
@@ -388,7 +376,7 @@ void sgd(const kernels::MultiTensorSgdArgs& a) {
       sub.push_back(a.hypers[i]);
     }
     DeviceArray<SgdHyper> hypers(sub, dev);
-    dispatch_pg(pd, gd, "multi_tensor_sgd", [&](auto pt, auto gt) {
+    dispatch_floating_pair(pd, gd, "multi_tensor_sgd", [&](auto pt, auto gt) {
       using T = decltype(pt);
       using G = decltype(gt);
       for_each_launch<4>(ptrs, numels, [&](const ListMeta<4>& m, int blocks) {

@@ -1,26 +1,16 @@
-// The CUDA norm kernels' shared host helpers (batch_norm.cu, layer_norm.cu): the statistics dtype S
-// (f64 for f64 input, f32 otherwise), small parameter tensors cast to it and results written back,
+// The CUDA norm kernels' shared host helpers (batch_norm.cu, layer_norm_forward.cu,
+// layer_norm_backward.cu): small parameter tensors cast to the statistics dtype S (f64 for f64 input,
+// f32 otherwise; dispatch_norm_types, runtime/backend/dtype_dispatch.h) and results written back,
 // and the block size for a row or channel of `work` elements.
 #pragma once
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
 #include "runtime/backend/core.h"
+#include "runtime/backend/dtype_dispatch.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {
-
-template <class T>
-using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// Floating T with its statistics type S.
-template <class F>
-inline void with_types(DType dt, const char* what, F&& f) {
-  dispatch_floating(dt, what, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<acc_t<T>>) f(T{}, stat_t<T>{});
-  });
-}
 
 // t converted to S on its device (undefined stays undefined).
 inline Tensor as_stat(const Tensor& t, DType s) {

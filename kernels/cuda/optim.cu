@@ -4,6 +4,7 @@
 #include "kernels/cuda/adam_elements.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
+#include "runtime/backend/dtype_dispatch.h"
 #include "runtime/backend/optim.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -55,20 +56,13 @@ void check_same(const Tensor& a, const Tensor& b, const char* what, const char* 
                shape_str(b.shape()), b.device().str(), dtype_name(a.dtype()), shape_str(a.shape()), a.device().str());
 }
 
-template <class F>
-void floating(DType dt, const char* what, F&& f) {
-  dispatch_floating(dt, what, [&](auto tag) {
-    if constexpr (std::is_floating_point_v<acc_t<decltype(tag)>>) f(tag);
-  });
-}
-
 void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdHyper& h) {
   check_on_device("sgd_step", param.device(), {&param, &grad});
   check_same(param, grad, "sgd_step", "grad");
   if (h.momentum != 0.0) check_same(param, buf, "sgd_step", "momentum_buffer");
   const int64_t n = param.numel();
   if (n == 0) return;
-  floating(param.dtype(), "sgd_step", [&](auto tag) {
+  dispatch_floating_only(param.dtype(), "sgd_step", [&](auto tag) {
     using T = decltype(tag);
     TANDEM_LAUNCH(sgd_kernel<T>, grid_for(n, kBlock), kBlock, 0, stream_for(param.device()),
                   static_cast<T*>(param.data_ptr()), static_cast<const T*>(grad.data_ptr()),
@@ -83,7 +77,7 @@ void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_a
   check_same(param, exp_avg_sq, "adam_step", "exp_avg_sq");
   const int64_t n = param.numel();
   if (n == 0) return;
-  floating(param.dtype(), "adam_step", [&](auto tag) {
+  dispatch_floating_only(param.dtype(), "adam_step", [&](auto tag) {
     using T = decltype(tag);
     TANDEM_LAUNCH(adam_kernel<T>, grid_for(n, kBlock * kPackWidth<T>), kBlock, 0, stream_for(param.device()),
                   static_cast<T*>(param.data_ptr()), static_cast<const T*>(grad.data_ptr()),
@@ -98,7 +92,7 @@ double sum_squares(const Tensor& x) {
   if (n == 0) return 0.0;
   const unsigned blocks = grid_for(n, kBlock);
   Tensor partial = Tensor::empty({blocks}, DType::f64, dev), total = Tensor::empty({1}, DType::f64, dev);
-  floating(x.dtype(), "sum_squares", [&](auto tag) {
+  dispatch_floating_only(x.dtype(), "sum_squares", [&](auto tag) {
     using T = decltype(tag);
     TANDEM_LAUNCH(sum_squares_kernel<T>, blocks, kBlock, 0, stream_for(dev), static_cast<const T*>(x.data_ptr()), n,
                   static_cast<double*>(partial.data_ptr()));
@@ -112,7 +106,7 @@ void scale(Tensor& x, double factor) {
   check_on_device("scale", x.device(), {&x});
   const int64_t n = x.numel();
   if (n == 0) return;
-  floating(x.dtype(), "scale", [&](auto tag) {
+  dispatch_floating_only(x.dtype(), "scale", [&](auto tag) {
     using T = decltype(tag);
     TANDEM_LAUNCH(scale_kernel<T>, grid_for(n, kBlock), kBlock, 0, stream_for(x.device()),
                   static_cast<T*>(x.data_ptr()), n, static_cast<acc_t<T>>(factor));

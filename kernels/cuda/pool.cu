@@ -2,6 +2,7 @@
 // gathers, one thread per input pixel, over the windows that cover it in increasing output order,
 // so no atomics are needed and the sums are added in the CPU's order (bitwise equal).
 #include "kernels/cuda/common.cuh"
+#include "runtime/backend/dtype_dispatch.h"
 #include "runtime/backend/pool.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -99,20 +100,12 @@ __global__ void avg_pool_backward_kernel(const T* __restrict__ dy, T* __restrict
   }
 }
 
-template <class F>
-void floating(DType dt, const char* what, F&& f) {
-  dispatch_floating(dt, what, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<acc_t<T>>) f(tag);
-  });
-}
-
 void max_pool2d_forward(const Tensor& x, Tensor& y, Tensor& argmax, const Pool2dGeometry& g) {
   check_on_device("max_pool2d", x.device(), {&x, &y, &argmax});
   TANDEM_CHECK(argmax.dtype() == DType::i32, "max_pool2d: argmax must be i32, got {}", dtype_name(argmax.dtype()));
   const int64_t total = g.n * g.c * g.ho * g.wo;
   if (total == 0) return;
-  floating(x.dtype(), "max_pool2d", [&](auto tag) {
+  dispatch_floating_only(x.dtype(), "max_pool2d", [&](auto tag) {
     using T = decltype(tag);
     TANDEM_LAUNCH(max_pool_forward_kernel<T>, grid_for(total, kBlock), kBlock, 0, stream_for(x.device()),
                   static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()),
@@ -124,7 +117,7 @@ void max_pool2d_backward(const Tensor& dy, const Tensor& argmax, Tensor& dx, con
   check_on_device("max_pool2d backward", dy.device(), {&dy, &argmax, &dx});
   const int64_t total = g.n * g.c * g.h * g.w;
   if (total == 0) return;
-  floating(dy.dtype(), "max_pool2d backward", [&](auto tag) {
+  dispatch_floating_only(dy.dtype(), "max_pool2d backward", [&](auto tag) {
     using T = decltype(tag);
     TANDEM_LAUNCH(max_pool_backward_kernel<T>, grid_for(total, kBlock), kBlock, 0, stream_for(dy.device()),
                   static_cast<const T*>(dy.data_ptr()), static_cast<const int32_t*>(argmax.data_ptr()),
@@ -136,7 +129,7 @@ void avg_pool2d_forward(const Tensor& x, Tensor& y, const Pool2dGeometry& g) {
   check_on_device("avg_pool2d", x.device(), {&x, &y});
   const int64_t total = g.n * g.c * g.ho * g.wo;
   if (total == 0) return;
-  floating(x.dtype(), "avg_pool2d", [&](auto tag) {
+  dispatch_floating_only(x.dtype(), "avg_pool2d", [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
     TANDEM_LAUNCH(avg_pool_forward_kernel<T>, grid_for(total, kBlock), kBlock, 0, stream_for(x.device()),
@@ -149,7 +142,7 @@ void avg_pool2d_backward(const Tensor& dy, Tensor& dx, const Pool2dGeometry& g) 
   check_on_device("avg_pool2d backward", dy.device(), {&dy, &dx});
   const int64_t total = g.n * g.c * g.h * g.w;
   if (total == 0) return;
-  floating(dy.dtype(), "avg_pool2d backward", [&](auto tag) {
+  dispatch_floating_only(dy.dtype(), "avg_pool2d backward", [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
     TANDEM_LAUNCH(avg_pool_backward_kernel<T>, grid_for(total, kBlock), kBlock, 0, stream_for(dy.device()),
