@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/env_settings.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
@@ -81,13 +83,8 @@ constexpr size_t kFiberStack = 128 * 1024;
 enum class RunOrder { Forward, Reverse, Shuffle };
 
 namespace detail {
-inline RunOrder run_order_from_env() {
-  const char* v = std::getenv("TANDEM_SIMT_ORDER");
-  const std::string s = v ? v : "forward";
-  if (s == "forward") return RunOrder::Forward;
-  if (s == "reverse") return RunOrder::Reverse;
-  if (s == "shuffle") return RunOrder::Shuffle;
-  throw KernelError("TANDEM_SIMT_ORDER=" + s + ": expected forward, reverse or shuffle");
+inline RunOrder run_order_from_env() {  // the values' order in runtime/env_settings.cpp
+  return static_cast<RunOrder>(tandem::env::choice("TANDEM_SIMT_ORDER"));
 }
 inline RunOrder& run_order_setting() {
   static RunOrder order = run_order_from_env();
