@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "runtime/env_settings.h"
+
 namespace tandem::comm {
 
 Work::~Work() = default;
@@ -22,20 +24,11 @@ const char* reduce_op_name(ReduceOp op) {
 
 Options Options::with_env() const {
   Options o = *this;
-  if (const char* t = std::getenv("TANDEM_COMM_TIMEOUT"); t && *t) {
-    char* end = nullptr;
-    double v = std::strtod(t, &end);
-    TANDEM_CHECK(end != t && v > 0, "TANDEM_COMM_TIMEOUT='{}' is not a positive number of seconds", t);
-    o.timeout_s = v;
-  }
-  if (const char* d = std::getenv("TANDEM_DEBUG_DESYNC"); d && *d && std::string(d) != "0")
-    o.debug_desync = true;
-  if (const char* a = std::getenv("TANDEM_COMM_ALGO"); a && *a) {
-    std::string s(a);
-    TANDEM_CHECK(s == "ring" || s == "native", "TANDEM_COMM_ALGO='{}': use ring or native", s);
-    o.algo = s == "ring" ? Algo::Ring : Algo::Native;
-  }
-  if (const char* m = std::getenv("TANDEM_COMM_SHM"); m && *m) o.shared_memory = std::string(m) != "0";
+  // Each variable overrides its option only where it is set (an unset one leaves the caller's choice).
+  if (const std::optional<double> t = env::number("TANDEM_COMM_TIMEOUT")) o.timeout_s = *t;
+  if (env::flag("TANDEM_DEBUG_DESYNC")) o.debug_desync = true;
+  if (env::is_set("TANDEM_COMM_ALGO")) o.algo = env::choice("TANDEM_COMM_ALGO") == 0 ? Algo::Ring : Algo::Native;
+  if (env::is_set("TANDEM_COMM_SHM")) o.shared_memory = env::flag("TANDEM_COMM_SHM");
   TANDEM_CHECK(o.timeout_s > 0, "Options::timeout_s must be positive, got {}", o.timeout_s);
   return o;
 }

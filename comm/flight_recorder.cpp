@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/env_settings.h"
+
 namespace tandem::comm {
 
 void dump_identified_recorders();
@@ -161,8 +163,8 @@ std::string FlightRecorder::json(int rank, int size) const {
 }
 
 std::string FlightRecorder::dump(int rank, int size, const std::string& suffix) const {
-  const char* dir = std::getenv("TANDEM_FLIGHT_DIR");
-  std::string path = fmt::format("{}/tandem-flight-rank{}{}.json", dir && *dir ? dir : ".", rank, suffix);
+  const std::string dir = env::text("TANDEM_FLIGHT_DIR").value_or(".");
+  std::string path = fmt::format("{}/tandem-flight-rank{}{}.json", dir, rank, suffix);
   std::string text = json(rank, size);
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return "";

@@ -10,7 +10,7 @@
 #include "runtime/autograd_nodes.h"
 #include "runtime/backend/core.h"
 #include "runtime/backend/elementwise.h"
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 
 namespace tandem {
 
@@ -68,7 +68,7 @@ namespace {
 // engine's sum), "leaves" only leaves' .grad, "on" (the default) both (A/B runs). Read once.
 enum class SinkPolicy { kAll, kLeaves, kOff };
 SinkPolicy sink_policy() {
-  static const SinkPolicy policy = static_cast<SinkPolicy>(env_switch("TANDEM_GRAD_SINK", {"on", "leaves", "off"}));
+  static const SinkPolicy policy = static_cast<SinkPolicy>(env::choice("TANDEM_GRAD_SINK"));
   return policy;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "runtime/env_settings.h"
 #include "runtime/error.h"
 
 namespace tandem::fault {
@@ -47,7 +48,10 @@ int64_t Spec::value(const std::string& key, int64_t fallback) const {
 }
 
 const Spec* spec() {
-  static const Spec* s = parse(std::getenv("TANDEM_FAULT"));
+  static const Spec* s = [] {
+    const std::optional<std::string> text = env::text("TANDEM_FAULT");
+    return parse(text ? text->c_str() : nullptr);
+  }();
   return s;
 }
 

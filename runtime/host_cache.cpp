@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/env_settings.h"
 #include "runtime/error.h"
 #include "runtime/memory_budget.h"
 #include "runtime/storage.h"
@@ -40,15 +41,7 @@ size_t block_size(size_t nbytes) {
   return lines < kMinCached ? lines : (lines + kPage - 1) / kPage * kPage;
 }
 
-size_t limit_from_environment() {
-  const char* text = std::getenv("TANDEM_HOST_CACHE");
-  if (text == nullptr || *text == '\0') return kDefaultLimit;
-  try {
-    return memory::parse_size(text);
-  } catch (const ValueError& e) {
-    TANDEM_FAIL(Value, "TANDEM_HOST_CACHE={}: not a size ({})", text, e.what());
-  }
-}
+size_t limit_from_environment() { return env::size("TANDEM_HOST_CACHE").value_or(kDefaultLimit); }
 
 class BlockCache {
  public:

@@ -9,6 +9,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/env_settings.h"
 #include "runtime/error.h"
 
 namespace tandem::app::logging {
@@ -117,3 +118,15 @@ void draw_status_line(const std::string& line) { state().sink->status(line); }
 void end_status_line() { state().sink->end_status(); }
 
 }  // namespace tandem::app::logging
+
+namespace tandem::app {
+
+void log_environment(const Logger& log) {
+  if (log.rank() == 0)
+    for (const std::string& line : env::unknown_variables()) log.warn("{}", line);
+  std::string set;
+  for (const auto& [name, value] : env::non_default()) set += fmt::format("{}{}={}", set.empty() ? "" : " ", name, value);
+  log.debug("environment: {}", set.empty() ? "every TANDEM_* setting at its default" : set);
+}
+
+}  // namespace tandem::app

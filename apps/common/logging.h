@@ -62,4 +62,8 @@ class Logger {
   bool quiet_;
 };
 
+// The environment's TANDEM_* variables in the run log: a warning (rank 0) for each that tandem does
+// not read (a typo: "did you mean ...?"), and at debug level the settings not at their defaults.
+void log_environment(const Logger& log);
+
 }  // namespace tandem::app

@@ -9,6 +9,7 @@
 #include "nn/model_registry.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "runtime/autograd.h"
+#include "runtime/env_settings.h"
 #include "runtime/memory_budget.h"
 #include "runtime/ops.h"
 #include "runtime/trace.h"
@@ -272,6 +273,8 @@ TrainResult Trainer::fit() {
                       {"peak_rss_mb", peak_rss_mb()}};
   if (stop_) done["stopped"] = true;  // request_stop() ended it before the last step (e.g. SIGTERM)
   fill_done_record(done);
+  done["env"] = nlohmann::json::object();  // the TANDEM_* settings not at their defaults
+  for (const auto& [name, value] : env::non_default()) done["env"][name] = value;
   done["micro_batch_size"] = micro_batch_size();
   done["accumulation_steps"] = effective_accumulation_steps();  // in force at the end
   done["oom_recoveries"] = oom_recoveries_;

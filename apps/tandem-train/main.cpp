@@ -17,6 +17,7 @@
 #include "apps/common/train_features.h"
 #include "runtime/backend/cpu_isa.h"
 #include "runtime/data/dataset.h"
+#include "runtime/env_settings.h"
 #ifdef TANDEM_HAVE_MPI
 #include "comm/mpi/mpi_comm.h"
 #endif
@@ -28,7 +29,8 @@ namespace {
 int train(app::TrainConfig cfg) {
   app::keep_freed_host_memory();
   const app::ThreadChoice threads = app::apply_threads(cfg.threads);  // before any parallel region
-  const char* cpu_isa = cpu_isa_in_use();  // a bad TANDEM_CPU_ISA stops the run here, before any kernel
+  env::check();                            // a bad TANDEM_* value stops the run here, before any kernel
+  const char* cpu_isa = cpu_isa_in_use();
   const app::ModeDecision mode = app::decide_mode_here(cfg);  // --mode auto: single, dp or ddp, and why
   cfg.mode = mode.mode;
   cfg.devices = mode.devices;
@@ -44,6 +46,7 @@ int train(app::TrainConfig cfg) {
   app::Logger log(ps.rank(), cfg.quiet);
   app::apply_loop_settings(cfg, ps, pc.device, log);  // --log-level, --memory-limit
   if (!mode.warning.empty()) log.warn("{}", mode.warning);
+  app::log_environment(log);  // TANDEM_* typos warned about; the non-default settings at debug level
   log.info("mode {}: {}", mode.mode, mode.reason);
   app::scale_lr_with_world(cfg, ps.world_size());  // --lr-scale-with-world
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "

@@ -15,6 +15,7 @@
 #include "comm/mpi/mpi_check.h"
 #include "comm/mpi/shared_window.h"
 #include "comm/transport.h"
+#include "runtime/env_settings.h"
 
 namespace tandem::comm {
 
@@ -38,8 +39,7 @@ ShmChannels::ShmChannels(MPI_Comm comm, int rank, int size, Doorbells& bells, si
   MPI_CHECK(MPI_Barrier(comm));  // every header constructed before anyone uses it
 
   // Cross-memory attach: usable when every rank can read a word of every other rank.
-  const char* env = std::getenv("TANDEM_COMM_CMA");
-  int want = !(env && std::string(env) == "0");
+  int want = env::flag("TANDEM_COMM_CMA") ? 1 : 0;
   int pid = static_cast<int>(getpid());
   static const uint64_t probe = 0x74616e64656d;  // "tandem"
   uint64_t addr = reinterpret_cast<uint64_t>(&probe);

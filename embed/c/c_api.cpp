@@ -16,6 +16,7 @@
 #include "embed/c/backend_result.h"
 #include "embed/c/session.h"
 #include "runtime/backend/cpu_isa.h"
+#include "runtime/env_settings.h"
 #include "runtime/error.h"
 #include "runtime/random.h"
 #if defined(TANDEM_HAVE_CUDA)
@@ -128,7 +129,8 @@ tandem_result_t create(const char* function, tandem_model_t* model, const char* 
   if (model) *model = nullptr;
   return guarded(function, [&] {
     TANDEM_CHECK(model != nullptr, "the model pointer is NULL (pass the address of a tandem_model_t)");
-    tandem::cpu_isa_in_use();  // a bad TANDEM_CPU_ISA is this call's error (the kernels ignore it)
+    tandem::env::check();      // a bad TANDEM_* value is this call's error (the kernels ignore some)
+    tandem::cpu_isa_in_use();
     const std::string config = text_arg("config_file", config_file), name = text_arg("device", device);
     std::shared_ptr<tandem::comm::Communicator> c;
     if (comm) {

@@ -16,6 +16,7 @@
 #include "kernels/cpu/gemm_tiles.h"
 
 #include "runtime/backend/gemm.h"
+#include "runtime/env_settings.h"
 #include "runtime/tensor.h"
 
 namespace tandem::kernels {
@@ -79,10 +80,13 @@ void gemm_eigen(const GemmArgs& g) {
   for (int64_t item = 0; item < items; ++item) one(item);
 }
 
-// TANDEM_CPU_GEMM, read at every call (cheap) so that a test can switch paths within one process.
-bool cpu_gemm_forced(const char* path) {
-  const char* v = std::getenv("TANDEM_CPU_GEMM");
-  return v && std::strcmp(v, path) == 0;
+// TANDEM_CPU_GEMM's path (auto, eigen, avx512: the values' order in runtime/env_settings.cpp), read
+// once; each call loads it, so a test switches paths with env::ScopedValue. GEMMs run in parallel
+// regions too: a bad value counts as auto here and is env::check's error, which the programs call first.
+enum class ForcedPath { Auto, Eigen, Avx512 };
+bool cpu_gemm_forced(ForcedPath path) {
+  static const env::Switch gemm_path("TANDEM_CPU_GEMM");
+  return gemm_path.index_or_default() == static_cast<int>(path);
 }
 
 // Rows through convert_host: AVX-512 where the CPU has it, bit-identical to the scalar conversions
@@ -154,7 +158,7 @@ void cpu_gemm(Device, const GemmArgs& g) {
 // The product alone: C = alpha op(A) op(B) + beta C.
 void gemm_product(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
-  if (!cpu_gemm_forced("eigen")) {
+  if (!cpu_gemm_forced(ForcedPath::Eigen)) {
     if (g.dtype == DType::bf16 || (g.dtype == DType::f32 && g.bf16_products)) {
       const std::string_view path = cpu_bf16_gemm_path();
       if (path == "amx-bf16") return avx512::gemm_bf16_amx(g);
@@ -176,11 +180,11 @@ TANDEM_REGISTER_KERNEL(gemm, DeviceKind::CPU, cpu_gemm);
 
 }  // namespace
 
-bool cpu_f32_gemm_ours() { return !cpu_gemm_forced("eigen") && avx512::has_f32(); }
+bool cpu_f32_gemm_ours() { return !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32(); }
 
 const char* cpu_bf16_gemm_path() {
-  if (cpu_gemm_forced("eigen") || !avx512::has_bf16()) return "fp32";
-  return avx512::has_amx() && !cpu_gemm_forced("avx512") ? "amx-bf16" : "avx512-bf16";
+  if (cpu_gemm_forced(ForcedPath::Eigen) || !avx512::has_bf16()) return "fp32";
+  return avx512::has_amx() && !cpu_gemm_forced(ForcedPath::Avx512) ? "amx-bf16" : "avx512-bf16";
 }
 
 }  // namespace tandem::kernels

@@ -3,7 +3,7 @@
 // the scheme); and attention_mma_fits, the check attention.cu asks before taking this path.
 #include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_mma_common.cuh"
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 
 namespace tandem::TANDEM_CUDA_NS {
 namespace {
@@ -133,9 +133,10 @@ bool attention_mma_fits(const kernels::AttentionShape& s, std::initializer_list<
 }
 
 // TANDEM_ATTENTION_FORWARD_ROWS: the rows a warp owns in the forward, 16 (default) or 32 (D <= 64;
-// 16 beyond), for A/B runs on a GPU. Read at each call (a string compare beside a kernel).
+// 16 beyond), for A/B runs on a GPU. Read once; each call loads the value (tests change it in-process).
 int forward_row_tiles(int64_t d) {
-  const bool rows_32 = env_switch("TANDEM_ATTENTION_FORWARD_ROWS", {"16", "32"}) == 1;
+  static const env::Switch rows("TANDEM_ATTENTION_FORWARD_ROWS");
+  const bool rows_32 = rows.index() == 1;
   return rows_32 && d <= 64 ? 2 : 1;
 }
 

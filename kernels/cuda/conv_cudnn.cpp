@@ -17,7 +17,7 @@
 #include "kernels/cuda/conv_im2col.h"
 #include "runtime/backend/conv.h"
 #include "runtime/backend/cuda/check.h"
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 #include "runtime/backend/reduce.h"
 
 namespace tandem::cuda {
@@ -28,13 +28,19 @@ using kernels::Conv2dGeometry;
 // Algorithms needing more workspace than this are passed over (the pool would have to grow for them).
 constexpr size_t kMaxWorkspace = size_t(1) << 30;
 
-// ---- the switch: cuDNN (default) or im2col + cuBLAS. Read per call so a test or tool can flip it.
-bool use_im2col() { return env_switch("TANDEM_CONV", {"cudnn", "im2col"}) == 1; }
+// ---- the switch: cuDNN (default) or im2col + cuBLAS. Read once; a test flips it with env::ScopedValue.
+bool use_im2col() {
+  static const env::Switch conv("TANDEM_CONV");
+  return conv.index() == 1;
+}
 // Algorithms come from cuDNN's heuristics (cudnnGet*_v7) by default: the same choice in every process,
 // so reruns and a resumed run give the same bits. TANDEM_CUDNN_SEARCH=benchmark times them instead
 // (cudnnFind*, like PyTorch's cudnn.benchmark): sometimes faster, but the winner, and so the
 // rounding, can change from one process to the next.
-bool heuristic_search() { return env_switch("TANDEM_CUDNN_SEARCH", {"heuristic", "benchmark"}) == 0; }
+bool heuristic_search() {
+  static const env::Switch search("TANDEM_CUDNN_SEARCH");
+  return search.index() == 0;
+}
 
 // ---- one cuDNN handle per device, bound to the device's stream; calls on it are serialised.
 struct HandleSlot {

@@ -1,7 +1,7 @@
 // GEMM for the CUDA backend: cuBLAS strided-batched GEMM (tensor-op math for f16/bf16, f32
 // accumulation) on the device's stream. A GEMM with an epilogue (bias, GELU, a bias gradient, GELU's
 // backward; see GemmArgs) runs as one cuBLASLt matmul with the matching fused epilogue (GELU's
-// backward with its column sums: the matmul with DGELU, then our sums; see dgelu_way); where
+// backward with its column sums: the matmul with DGELU, then our sums; see gemm); where
 // cuBLASLt has no algorithm for the case, the product and then our epilogue kernels below.
 // TANDEM_GEMM_SEARCH=benchmark runs every product of batch 1 through cuBLASLt with an algorithm
 // timed among the heuristic's candidates (search_way). Under the emulator the CPU GEMM stands in for
@@ -9,7 +9,7 @@
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/gelu.cuh"
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 #include "runtime/backend/gemm.h"
 #ifndef TANDEM_SIMT_EMULATOR
 #include "kernels/cuda/cublas_loader.h"
@@ -226,10 +226,9 @@ constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;  // what cuBLAS asks for 
 //     can change from one process to the next; DDP's ranks still end every step with the same weights,
 //     their gradients being reduced);
 //   "benchmark-verbose": the same, each search's result on a line to stderr.
-enum class Search { Heuristic, Benchmark, BenchmarkVerbose };  // in the order of the names below
+enum class Search { Heuristic, Benchmark, BenchmarkVerbose };  // in the order of the values in env_settings.cpp
 Search search_way() {
-  static const auto way =
-      static_cast<Search>(env_switch("TANDEM_GEMM_SEARCH", {"heuristic", "benchmark", "benchmark-verbose"}));
+  static const auto way = static_cast<Search>(env::choice("TANDEM_GEMM_SEARCH"));
   return way;
 }
 constexpr int kSearchCandidates = 16;
@@ -260,7 +259,7 @@ cublasLtEpilogue_t lt_epilogue(const kernels::GemmArgs& a) {
   if (!a.has_epilogue()) return CUBLASLT_EPILOGUE_DEFAULT;  // a searched plain product
   if (a.a_row_sums) return CUBLASLT_EPILOGUE_BGRADB;  // our op(A) is cuBLAS's B (the operands swap)
   // Our C [m, n] is cuBLAS's D [n, m]: its bias gradient (over D's columns) is our column sums.
-  if (a.dgelu_pre) return a.c_col_sums ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+  if (a.dgelu_pre) return CUBLASLT_EPILOGUE_DGELU;  // its column sums are ours (gemm), never DGELU_BGRAD
   if (a.gelu) {
     if (a.pre) return a.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     return a.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
@@ -378,19 +377,13 @@ bool lt_gemm(Device device, const kernels::GemmArgs& a) {
   return true;
 }
 
-// How GELU's backward with its column sums (the MLP's c_fc bias gradient) runs; TANDEM_GEMM_DGELU,
-// read once, picks another for A/B runs ([8192, 3072] in each of GPT-2 124M's 12 layers at batch 8):
-//   "lt" (default): cuBLASLt's DGELU epilogue in the product, then our column sums of the result;
-//   "ours": the product by cuBLAS, then DGeluColumnSum's one pass (~0.1 ms a layer on an H100;
-//     also what "lt" falls back to where cuBLASLt has no algorithm);
-//   "lt-bgrad": cuBLASLt's DGELU_BGRAD, whose sums ran as a kernel of their own at ~0.18 ms a layer.
-// GPT-2 124M bf16 steps, measured side by side at batch 8 / 16: on an H100 lt 22.3 / 39.6 ms, ours
-// 22.5 / 40.4, lt-bgrad 23.4 / 41.9; on an H200 19.8 / 35.6, 19.9 / 36.7, 20.9 / 37.9.
-enum class DGeluWay { Lt, Ours, LtBgrad };  // in the order of the names below
-DGeluWay dgelu_way() {
-  static const auto way = static_cast<DGeluWay>(env_switch("TANDEM_GEMM_DGELU", {"lt", "ours", "lt-bgrad"}));
-  return way;
-}
+// GELU's backward with its column sums (the MLP's c_fc bias gradient; [8192, 3072] in each of GPT-2
+// 124M's 12 layers at batch 8): cuBLASLt's DGELU epilogue in the product, then our column sums of
+// the result; where cuBLASLt has no algorithm, cuBLAS's product and then DGeluColumnSum's one pass.
+// GPT-2 124M bf16 steps at batch 8 / 16 (docs/transformers.md, 2026-11-27): on an H100 22.3 / 39.6
+// ms, the fallback forced 22.5 / 40.4, cuBLASLt's DGELU_BGRAD (its sums a kernel of their own at
+// ~0.18 ms a layer) 23.4 / 41.9; on an H200 19.8 / 35.6, 19.9 / 36.7, 20.9 / 37.9. The switch that
+// kept the other two ways (TANDEM_GEMM_DGELU) is retired.
 
 // A product without an epilogue: cuBLAS's, or with the search on (batch 1) a searched cuBLASLt matmul
 // (cuBLAS where cuBLASLt has no algorithm for it).
@@ -408,11 +401,11 @@ void gemm(Device device, const kernels::GemmArgs& a) {
   const bool can_lt = a.n > 0 && a.k > 0;
   // cuBLASLt's bias-gradient epilogues write the operands' dtype: sums added into an f32 .grad
   // (sums_add) are ours.
-  if (a.dgelu_pre && a.c_col_sums && (dgelu_way() != DGeluWay::LtBgrad || a.sums_add)) {
-    // GELU's backward by cuBLASLt ("lt"), the column sums by us; else (ours) both after the product.
+  if (a.dgelu_pre && a.c_col_sums) {
+    // GELU's backward by cuBLASLt, the column sums by us; else both after the product.
     kernels::GemmArgs dgelu = a;
     dgelu.c_col_sums = nullptr;
-    if (dgelu_way() == DGeluWay::Lt && can_lt && lt_gemm(device, dgelu)) {
+    if (can_lt && lt_gemm(device, dgelu)) {
       dispatch_floating(a.dtype, "gemm dgelu sums", [&](auto tag) {
         using T = decltype(tag);
         if constexpr (is_floating_type_v<T>)

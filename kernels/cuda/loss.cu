@@ -6,7 +6,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "runtime/backend/dtype_dispatch.h"
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 #include "runtime/backend/loss.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -271,7 +271,7 @@ __global__ void cross_entropy_rows_kernel(const T* __restrict__ logits, const I*
 // again, for A/B runs on a GPU.
 constexpr int64_t kRowsInFlightBytes = int64_t(24) << 20;
 bool all_rows_in_flight() {
-  static const bool all = env_switch("TANDEM_CE_ROWS", {"l2", "all"}) == 1;
+  static const bool all = env::choice("TANDEM_CE_ROWS") == 1;
   return all;
 }
 unsigned rows_grid(int64_t rows, int64_t row_bytes, bool read_twice) {

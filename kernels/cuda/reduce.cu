@@ -10,7 +10,7 @@
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/strided_gather.cuh"
 #include "runtime/backend/elementwise.h"
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 #include "runtime/backend/reduce.h"
 
 namespace tandem::TANDEM_CUDA_NS {
@@ -24,7 +24,7 @@ __global__ void zero_arrivals_kernel(unsigned* __restrict__ arrivals, int64_t n)
 }  // namespace
 
 unsigned* column_arrivals(Device dev, int64_t groups) {
-  static const bool two_pass = env_switch("TANDEM_COLUMN_SUMS", {"one-launch", "two-pass"}) == 1;
+  static const bool two_pass = env::choice("TANDEM_COLUMN_SUMS") == 1;
   if (two_pass || groups > kArrivalGroups) return nullptr;
   static std::mutex mutex;
   // By device index, kept for the process: never destroyed, so that the arrays stay reachable from

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda/backend.h"
+#include "runtime/env_settings.h"
 #include "runtime/memory_budget.h"
 #include "runtime/storage.h"
 
@@ -50,8 +51,9 @@ namespace {
 // "host-wait:", written to FILE at exit ("count site" a line, the most first): what a step launches
 // and waits for, and from where, on a machine without a GPU (scripts/sim-launches).
 void count_site(const std::string& site) {
-  static const char* const path = std::getenv("TANDEM_SIM_LAUNCHES");
-  if (!path) return;
+  static const std::optional<std::string> file = env::text("TANDEM_SIM_LAUNCHES");
+  if (!file) return;
+  static const char* const path = file->c_str();
   static std::mutex mutex;
   static std::map<std::string, long>* const counts = [] {
     auto* c = new std::map<std::string, long>;  // never freed: read by the exit handler

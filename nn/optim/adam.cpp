@@ -7,7 +7,7 @@
 
 #include "nn/optim/per_device.h"
 #include "runtime/autograd.h"
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 #include "runtime/backend/multi_tensor.h"
 #include "runtime/backend/optim.h"
 
@@ -58,7 +58,7 @@ void Adam::update(const ParamGroup& group, size_t index, Tensor& param, const Te
 // dtype, shape and device (set_grad's check); multi_tensor_adam checks the lists again.
 // TANDEM_ADAM=per-tensor keeps one launch a parameter on a GPU too (A/B runs).
 void Adam::step() {
-  static const bool per_tensor = env_switch("TANDEM_ADAM", {"multi-tensor", "per-tensor"}) == 1;
+  static const bool per_tensor = env::choice("TANDEM_ADAM") == 1;
   NoGradGuard no_grad;
   PerDevice<kernels::MultiTensorAdamArgs> lists;
   size_t index = 0;

@@ -1,24 +1,18 @@
 #include "runtime/backend/cpu_isa.h"
 
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 #include "runtime/error.h"
 
 namespace tandem {
 namespace {
 
-// The values in env_switch's order: the first is the default when the variable is unset.
-int read_variable() { return env_switch("TANDEM_CPU_ISA", {"avx512", "avx2"}); }
+// TANDEM_CPU_ISA's index among its values (avx512, avx2); throws for a bad value.
+int read_variable() { return env::choice("TANDEM_CPU_ISA"); }
 
 // Kernels ask from inside parallel regions, where a throw would end the process: a bad value counts
 // as unset here, and is the error of cpu_isa_cap and cpu_isa_in_use, which the programs call first.
 CpuIsa cap() {
-  static const CpuIsa isa = [] {
-    try {
-      return read_variable() == 1 ? CpuIsa::avx2 : CpuIsa::avx512;
-    } catch (const Error&) {
-      return CpuIsa::avx512;
-    }
-  }();
+  static const CpuIsa isa = env::Switch("TANDEM_CPU_ISA").index_or_default() == 1 ? CpuIsa::avx2 : CpuIsa::avx512;
   return isa;
 }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/env_settings.h"
 #include "runtime/monitor/nvml_api.h"
 
 namespace tandem::monitor::nvml {
@@ -33,8 +34,7 @@ bool bind(void* handle, const char* symbol, Fn& fn, const std::string& path, std
 }
 
 void open(Library& lib) {
-  const char* env = std::getenv("TANDEM_NVML_LIBRARY");
-  const std::string path = env && *env ? env : "libnvidia-ml.so.1";
+  const std::string path = env::text("TANDEM_NVML_LIBRARY").value_or("libnvidia-ml.so.1");
   lib.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib.handle) {
     const char* err = dlerror();

@@ -5,7 +5,7 @@
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
-#include "runtime/backend/env_switch.h"
+#include "runtime/env_settings.h"
 #include "runtime/backend/loss.h"
 #include "runtime/ops/elementwise.h"
 #include "runtime/ops/op_checks.h"
@@ -35,7 +35,7 @@ Tensor softmax_entry(const char* name, const Tensor& x_in, int64_t dim, bool log
 // TANDEM_CE_GRAD=backward makes cross_entropy's gradient in its backward always (A/B runs); by
 // default a scalar loss makes it in its forward for loss.backward() (read once).
 bool ce_grad_in_forward() {
-  static const bool forward = env_switch("TANDEM_CE_GRAD", {"forward", "backward"}) == 0;
+  static const bool forward = env::choice("TANDEM_CE_GRAD") == 0;
   return forward;
 }
 

@@ -33,9 +33,10 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-ProcessResult run_train(const std::string& args, const TempDir& dir) {
+// tandem-train with `args`, under the environment assignments `env` ("NAME=value ..." or empty).
+ProcessResult run_train(const std::string& args, const TempDir& dir, const std::string& env = "") {
   std::string out = dir.file("stdout"), err = dir.file("stderr");
-  std::string cmd = std::string(TANDEM_TRAIN_EXE) + " " + args + " >" + out + " 2>" + err;
+  std::string cmd = env + " " + std::string(TANDEM_TRAIN_EXE) + " " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());
   ProcessResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -129,6 +130,34 @@ TEST(TandemTrain, TinyRunWritesMetricsWithDoneRecord) {
   if (check_rss) {
     EXPECT_LT(done["peak_rss_mb"].get<double>(), 150.0);
   }
+}
+
+// TANDEM_* settings in the run: a typo warned about with a suggestion, the settings not at their
+// defaults in the debug log and in the done record's "env", a bad value the run's error.
+TEST(TandemTrain, DoneRecordListsTheNonDefaultSettings) {
+  TempDir dir;
+  ProcessResult bad = run_train("--threads 1", dir, "TANDEM_COMM_SHM=maybe");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("TANDEM_COMM_SHM=maybe: expected on or off"), std::string::npos) << bad.err;
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string metrics = dir.file("metrics.jsonl");
+  ProcessResult r = run_train("--model mlp --max-steps 2 --no-eval --threads 1 --log-level debug --metrics " + metrics,
+                              dir, "TANDEM_COLUMN_SUMS=two-pass TANDEM_COMM_SHM=1 TANDEM_COMM_SHMM=0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("TANDEM_COMM_SHMM is not a variable tandem reads (did you mean TANDEM_COMM_SHM?)"),
+            std::string::npos) << r.err;
+  // TANDEM_COMM_SHM=1 is its default (on): not listed.
+  const size_t line = r.out.find("environment: ");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  const std::string listed = r.out.substr(line, r.out.find('\n', line) - line);
+  EXPECT_NE(listed.find("TANDEM_COLUMN_SUMS=two-pass"), std::string::npos) << listed;
+  EXPECT_EQ(listed.find("TANDEM_COMM_SHM"), std::string::npos) << listed;
+  auto records = read_jsonl(metrics);
+  ASSERT_FALSE(records.empty());
+  const auto& done = records.back();
+  EXPECT_EQ(done["event"], "done");
+  EXPECT_EQ(done["env"].value("TANDEM_COLUMN_SUMS", ""), "two-pass") << done.dump();
+  EXPECT_FALSE(done["env"].contains("TANDEM_COMM_SHM")) << done.dump();
 }
 
 TEST(TandemTrain, NoEvalLeavesTestAccNull) {

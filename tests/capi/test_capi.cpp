@@ -13,6 +13,7 @@
 
 #include "embed/c/backend_result.h"
 #include "runtime/error.h"
+#include "runtime/env_settings.h"
 #include "tandem/tandem_c.h"
 #include "tests/capi/capi_test_util.h"
 
@@ -83,13 +84,12 @@ TEST(CApi, BackendErrorsAreCodedByTheFailedCall) {
 TEST(CApi, BadCpuIsaIsInvalidUsage) {
   TempDir dir;
   const std::string cfg = dir.write("run.yaml", mlp_config());
-  const char* before = std::getenv("TANDEM_CPU_ISA");
-  const std::string kept = before ? before : "";
-  ::setenv("TANDEM_CPU_ISA", "avx3", 1);
+  tandem_result_t got;
   tandem_model_t m = nullptr;
-  const tandem_result_t got = tandem_model_create(&m, cfg.c_str(), "cpu");
-  if (before) ::setenv("TANDEM_CPU_ISA", kept.c_str(), 1);
-  else ::unsetenv("TANDEM_CPU_ISA");
+  {
+    tandem::env::ScopedValue isa("TANDEM_CPU_ISA", "avx3");
+    got = tandem_model_create(&m, cfg.c_str(), "cpu");
+  }
   EXPECT_TRUE(fails_with(got, TANDEM_INVALID_USAGE, {"tandem_model_create", "TANDEM_CPU_ISA=avx3", "avx2"}));
   EXPECT_EQ(m, nullptr);
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "tests/comm/mpi_test_env.h"
+#include "runtime/env_settings.h"
 
 namespace tandem::comm::test {
 namespace {
@@ -73,11 +74,13 @@ TEST(CommMpiFaults, DesyncCheckNamesTheRankThatDiffers) {
 TEST(CommMpiFaults, DesyncFromEnvironmentCatchesCountMismatch) {
   const int n = world_size(), r = world_rank();
   if (n == 1) GTEST_SKIP() << "needs 2 ranks";
-  setenv("TANDEM_DEBUG_DESYNC", "1", 1);
-  Options o;
-  o.timeout_s = 20;
-  auto c = make_mpi_communicator(MPI_COMM_WORLD, o);
-  unsetenv("TANDEM_DEBUG_DESYNC");
+  std::shared_ptr<Communicator> c;
+  {
+    env::ScopedValue desync("TANDEM_DEBUG_DESYNC", "1");
+    Options o;
+    o.timeout_s = 20;
+    c = make_mpi_communicator(MPI_COMM_WORLD, o);
+  }
   std::vector<double> v(100, 1.0);
   const int64_t count = r == 0 ? 100 : 99;  // rank 0 is the odd one out (for n == 2, a tie: rank 0 wins)
   std::string msg;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tests/comm/comm_test_util.h"
+#include "runtime/env_settings.h"
 #include "tests/comm/mpi_test_env.h"
 
 namespace tandem::comm::test {
@@ -146,7 +147,7 @@ TEST(CommMpiShared, BackToBackOverTwoBuffersNeverMistakesTheNextArrival) {
   Communicator& c = world();
   const int n = c.size(), r = c.rank();
   Tensor a = c.make_buffer(1418, DType::f32), b = c.make_buffer(777, DType::f32);
-  const int iterations = std::getenv("TANDEM_TEST_STRESS") ? std::atoi(std::getenv("TANDEM_TEST_STRESS")) : 3000;
+  const int iterations = static_cast<int>(env::number("TANDEM_TEST_STRESS").value_or(3000));
   for (int i = 0; i < iterations; ++i) {
     Tensor& t = i % 2 ? b : a;
     t.fill_(r + 1);

@@ -9,6 +9,7 @@
 
 #include "nn/config/layer_specs.h"
 #include "nn/config/run_config.h"
+#include "runtime/env_settings.h"
 #include "runtime/random.h"
 
 using namespace tandem;
@@ -49,8 +50,7 @@ TEST(RunConfigDocs, LayerTableIsTheCodes) {
   const std::string doc = read_doc();
   const std::string table = between(doc, kBegin, kEnd);
   const std::string expected = layer_table_markdown();
-  const char* update = std::getenv("TANDEM_UPDATE_DOCS");
-  if (table != expected && update && std::string(update) == "1") {
+  if (table != expected && env::flag("TANDEM_UPDATE_DOCS")) {
     const size_t at = doc.find(kBegin) + kBegin.size();
     std::ofstream(kDoc, std::ios::binary) << doc.substr(0, at) << expected << doc.substr(at + table.size());
     GTEST_SKIP() << "rewrote the layer table of " << kDoc;

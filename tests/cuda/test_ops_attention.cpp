@@ -9,6 +9,7 @@
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
 #include "runtime/backend/attention.h"
+#include "runtime/env_settings.h"
 #include "runtime/ops.h"
 #include "tests/cuda/backend_test.h"
 
@@ -86,9 +87,8 @@ TEST_P(AttentionOps, TensorCoreKernelsMatchCpu) {
 // the same. T = 1, within one block, across blocks and not a multiple of 64 or 128, head dims 16 to
 // 64 (and 128, which keeps 16 rows), bf16 and f16, B*H > 1; then the token-major path GPT takes.
 TEST_P(AttentionOps, ForwardWithThirtyTwoRowsAWarpGivesTheSameBits) {
-  struct RowsEnv {  // sets the switch for the calls in its scope
-    explicit RowsEnv(const char* rows) { setenv("TANDEM_ATTENTION_FORWARD_ROWS", rows, 1); }
-    ~RowsEnv() { unsetenv("TANDEM_ATTENTION_FORWARD_ROWS"); }
+  struct RowsEnv : env::ScopedValue {  // sets the switch for the calls in its scope
+    explicit RowsEnv(const char* rows) : env::ScopedValue("TANDEM_ATTENTION_FORWARD_ROWS", rows) {}
   };
   for (DType dt : {DType::bf16, DType::f16})
     for (Shape s : {Shape{1, 1, 1, 64}, Shape{2, 1, 13, 16}, Shape{1, 2, 100, 64}, Shape{1, 1, 129, 32},
@@ -112,7 +112,7 @@ TEST_P(AttentionOps, ForwardWithThirtyTwoRowsAWarpGivesTheSameBits) {
   const Tensor sixteen = self_attention();
   RowsEnv rows("32");
   expect_close(self_attention(), sixteen, 0, "causal_self_attention, 32 rows a warp");
-  setenv("TANDEM_ATTENTION_FORWARD_ROWS", "64", 1);
+  RowsEnv bad("64");
   EXPECT_THROW(self_attention(), Error);
 }
 

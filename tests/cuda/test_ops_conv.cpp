@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "runtime/backend/conv.h"
+#include "runtime/env_settings.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {
@@ -102,20 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, ConvOps,
                                             ::testing::ValuesIn(kCases)),
                          conv_param_name);
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using ScopedEnv = env::ScopedValue;  // sets an environment variable for one scope
 
 // On a GPU: cuDNN and TANDEM_CONV=im2col agree, a repeated (cached-plan) call gives the same bits,
 // and a wrong TANDEM_CONV is reported.

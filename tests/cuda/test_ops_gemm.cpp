@@ -85,7 +85,7 @@ std::pair<Tensor, Tensor> run_gemm(Device d, Case c, DType dt, int64_t m, int64_
 }
 
 // 16-bit column sums of C (m rows): each of C's values may differ from the CPU's by a rounding or
-// two (the GPU applies GELU's derivative to the f32 accumulator, cuBLASLt's DGELU_BGRAD sums
+// two (the GPU applies GELU's derivative to the f32 accumulator; cuBLASLt's epilogues sum
 // unrounded values), so a sum may differ by that relative error of the sum of its terms' magnitudes,
 // which cancellation can make far larger than the sum itself.
 void expect_column_sums_close(const Tensor& got, const Tensor& want, const Tensor& c_cpu, double rel, double rtol,

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/flight_recorder.h"
+#include "runtime/env_settings.h"
 
 namespace tandem::comm {
 namespace {
@@ -45,11 +46,13 @@ TEST(FlightRecorder, KeepsTheLastNInCallOrderWithTheirStates) {
 
 TEST(FlightRecorder, DumpWritesToTheFlightDir) {
   std::string dir = ::testing::TempDir();
-  ::setenv("TANDEM_FLIGHT_DIR", dir.c_str(), 1);
-  FlightRecorder fr;
-  fr.started(fr.enqueued("barrier", 0, DType::f32), 1);
-  std::string path = fr.dump(2, 4);
-  ::unsetenv("TANDEM_FLIGHT_DIR");
+  std::string path;
+  {
+    env::ScopedValue flight_dir("TANDEM_FLIGHT_DIR", dir.c_str());
+    FlightRecorder fr;
+    fr.started(fr.enqueued("barrier", 0, DType::f32), 1);
+    path = fr.dump(2, 4);
+  }
   ASSERT_EQ(path, dir + "/tandem-flight-rank2.json");
   std::ifstream in(path);
   std::stringstream text;
@@ -68,7 +71,7 @@ namespace {
 
 TEST(FlightRecorder, Sigusr1DumpsEveryIdentifiedRecorder) {
   std::string dir = ::testing::TempDir();
-  ::setenv("TANDEM_FLIGHT_DIR", dir.c_str(), 1);
+  env::ScopedValue flight_dir("TANDEM_FLIGHT_DIR", dir.c_str());
   std::string path = dir + "/tandem-flight-rank5.json";
   std::remove(path.c_str());
   FlightRecorder fr;
@@ -83,7 +86,6 @@ TEST(FlightRecorder, Sigusr1DumpsEveryIdentifiedRecorder) {
     s << in.rdbuf();
     if (s.str().find("]}") != std::string::npos) text = s.str();
   }
-  ::unsetenv("TANDEM_FLIGHT_DIR");
   ASSERT_FALSE(text.empty()) << "no dump at " << path << " after SIGUSR1";
   auto j = nlohmann::json::parse(text);
   EXPECT_EQ(j["rank"], 5);

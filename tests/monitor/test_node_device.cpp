@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/device_choice.h"
+#include "runtime/env_settings.h"
 
 using namespace tandem;
 
@@ -32,7 +33,7 @@ void set_free(int index, unsigned long long bytes) {
 }  // namespace
 
 TEST(NodeDevice, RanksDecideOnLocalRankZerosFigures) {
-  setenv("TANDEM_NVML_LIBRARY", FAKE_NVML_PATH, 1);  // before the first NVML use in this process
+  env::ScopedValue nvml("TANDEM_NVML_LIBRARY", FAKE_NVML_PATH);  // before the first NVML use in this process
   unsetenv("CUDA_VISIBLE_DEVICES");
   const int rank = world_rank();
   monitor::query_gpus();  // opens the fake

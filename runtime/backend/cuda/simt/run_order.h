@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime/backend/cuda/simt/cuda_names.h"
+#include "runtime/env_settings.h"
 
 namespace tandem::simt {
 
@@ -20,13 +21,8 @@ namespace tandem::simt {
 enum class RunOrder { Forward, Reverse, Shuffle };
 
 namespace detail {
-inline RunOrder run_order_from_env() {
-  const char* v = std::getenv("TANDEM_SIMT_ORDER");
-  const std::string s = v ? v : "forward";
-  if (s == "forward") return RunOrder::Forward;
-  if (s == "reverse") return RunOrder::Reverse;
-  if (s == "shuffle") return RunOrder::Shuffle;
-  throw KernelError("TANDEM_SIMT_ORDER=" + s + ": expected forward, reverse or shuffle");
+inline RunOrder run_order_from_env() {  // the values' order in runtime/env_settings.cpp
+  return static_cast<RunOrder>(tandem::env::choice("TANDEM_SIMT_ORDER"));
 }
 inline RunOrder& run_order_setting() {
   static RunOrder order = run_order_from_env();
