@@ -25,13 +25,16 @@ std::vector<Tensor> grad_params(const Module& m) {
   return out;
 }
 
-// The gathered output's grad_fn. Holds the replicas' outputs (and so their graphs) until released.
+// The gathered outputs' grad_fn (one node for all of them: each replica runs one backward over
+// all its outputs). Holds the replicas' outputs (and so their graphs) until released.
 class GatherNode final : public Node {
  public:
-  GatherNode(TensorMeta out_meta, std::vector<Tensor> outs, std::vector<std::pair<int64_t, int64_t>> ranges,
-             std::vector<Device> devices, std::vector<std::shared_ptr<Module>> replicas,
-             std::vector<std::shared_ptr<comm::Communicator>> group, std::shared_ptr<DeviceWorkers> workers)
-      : Node("DataParallelGather", {}, {}, {std::move(out_meta)}),
+  // outs[k][i]: replica k's output i (undefined for a replica that got no rows).
+  GatherNode(std::vector<TensorMeta> out_meta, std::vector<std::vector<Tensor>> outs,
+             std::vector<std::pair<int64_t, int64_t>> ranges, std::vector<Device> devices,
+             std::vector<std::shared_ptr<Module>> replicas, std::vector<std::shared_ptr<comm::Communicator>> group,
+             std::shared_ptr<DeviceWorkers> workers)
+      : Node("DataParallelGather", {}, {}, std::move(out_meta)),
         outs_(std::move(outs)),
         ranges_(std::move(ranges)),
         devices_(std::move(devices)),
@@ -42,12 +45,17 @@ class GatherNode final : public Node {
   std::vector<Tensor> apply(const std::vector<Tensor>& grads) override {
     TANDEM_CHECK(!outs_.empty(), "DataParallel: backward through the gathered output a second time; pass "
                  "retain_graph=true to the first backward");
-    const Tensor& g = grads[0];  // [B, ...] on devices[0]
-    // 1. Every replica's backward on its own thread (the graphs are kept: the engine may retain ours).
+    // 1. Every replica's backward on its own thread, from its rows of each output's gradient
+    // ([B, ...] on devices[0]); the graphs are kept: the engine may retain ours.
     workers_->run([&](size_t k) {
-      if (!outs_[k].defined() || !outs_[k].requires_grad()) return;
-      Tensor gk = g.narrow0(ranges_[k].first, ranges_[k].second).to(devices_[k]);
-      run_backward({outs_[k]}, {gk}, /*retain_graph=*/true);
+      std::vector<Tensor> roots, root_grads;
+      for (size_t i = 0; i < outs_[k].size(); ++i) {
+        const Tensor& o = outs_[k][i];
+        if (!o.defined() || !o.requires_grad() || !grads[i].defined()) continue;
+        roots.push_back(o);
+        root_grads.push_back(grads[i].narrow0(ranges_[k].first, ranges_[k].second).to(devices_[k]));
+      }
+      if (!roots.empty()) run_backward(roots, root_grads, /*retain_graph=*/true);
     });
     // 2. Sum the gradients over the replicas; a replica without data contributes zeros.
     workers_->run([&](size_t k) {
@@ -64,7 +72,7 @@ class GatherNode final : public Node {
   void release() override { outs_.clear(); }
 
  private:
-  std::vector<Tensor> outs_;
+  std::vector<std::vector<Tensor>> outs_;
   std::vector<std::pair<int64_t, int64_t>> ranges_;
   std::vector<Device> devices_;
   std::vector<std::shared_ptr<Module>> replicas_;
@@ -154,18 +162,39 @@ void DataParallel::sync_replicas() {
   });
 }
 
-Tensor DataParallel::forward(const Tensor& x_in) {
-  TANDEM_CHECK(x_in.defined() && x_in.dim() >= 1, "DataParallel: the input must have a batch dimension");
+Tensor DataParallel::forward(const Tensor& x) {
+  std::vector<Tensor> out = forward_many({x});
+  TANDEM_CHECK(out.size() == 1,
+               "DataParallel: forward(x) returns one tensor, but the module's forward_many returned {}; call "
+               "forward_many", out.size());
+  return out[0];
+}
+
+std::vector<Tensor> DataParallel::forward_many(const std::vector<Tensor>& inputs_in) {
+  TANDEM_CHECK(!inputs_in.empty(), "DataParallel: forward_many got no inputs");
+  for (size_t i = 0; i < inputs_in.size(); ++i) {
+    const Tensor& x = inputs_in[i];
+    TANDEM_CHECK(x.defined() && x.dim() >= 1, "DataParallel: input {} must have a batch dimension{}", i,
+                 x.defined() ? ", got shape " + shape_str(x.shape()) : std::string(" (it is undefined)"));
+    TANDEM_CHECK(x.size(0) == inputs_in[0].size(0),
+                 "DataParallel: input {} has {} rows but input 0 has {}; every input is split along dim 0 into the "
+                 "same rows per device", i, x.size(0), inputs_in[0].size(0));
+  }
   const size_t n = replicas_.size();
-  if (n == 1) return replicas_[0]->forward(x_in.to(devices_[0]));  // x itself when it is on devices[0]
+  if (n == 1) {  // the inputs themselves when they are on devices[0]
+    std::vector<Tensor> moved;
+    for (const Tensor& x : inputs_in) moved.push_back(x.to(devices_[0]));
+    return replicas_[0]->forward_many(moved);
+  }
   sync_replicas();
-  const int64_t batch = x_in.size(0);
+  const int64_t batch = inputs_in[0].size(0);
   const auto ranges = split_sizes(batch, n);
-  const Tensor x = x_in.detach();
+  std::vector<Tensor> inputs;
+  for (const Tensor& x : inputs_in) inputs.push_back(x.detach());
   const bool grad_mode = GradMode::is_enabled();
   const std::optional<DType> autocast = autocast_dtype();
 
-  std::vector<Tensor> outs(n);
+  std::vector<std::vector<Tensor>> outs(n);  // [replica][output]
   workers_->run([&](size_t k) {
     if (ranges[k].second == 0 && k > 0) return;  // fewer rows than devices
     const bool prev = GradMode::is_enabled();
@@ -173,7 +202,9 @@ Tensor DataParallel::forward(const Tensor& x_in) {
     std::optional<AutocastGuard> ac;
     if (autocast) ac.emplace(*autocast);
     try {
-      outs[k] = replicas_[k]->forward(x.narrow0(ranges[k].first, ranges[k].second).to(devices_[k]));
+      std::vector<Tensor> shard;
+      for (const Tensor& x : inputs) shard.push_back(x.narrow0(ranges[k].first, ranges[k].second).to(devices_[k]));
+      outs[k] = replicas_[k]->forward_many(shard);
     } catch (...) {
       GradMode::set_enabled(prev);
       throw;
@@ -181,32 +212,44 @@ Tensor DataParallel::forward(const Tensor& x_in) {
     GradMode::set_enabled(prev);
   });
 
-  // Gather on devices[0].
-  const Tensor& first = outs[0];
-  TANDEM_CHECK(first.dim() >= 1, "DataParallel: the module's output must have a batch dimension, got {}",
-               shape_str(first.shape()));
-  Shape shape = first.shape();
-  shape[0] = batch;
-  Tensor out = Tensor::empty(shape, first.dtype(), devices_[0]);
+  // Gather each output on devices[0].
+  const std::vector<Tensor>& first = outs[0];
+  std::vector<Tensor> gathered;
+  std::vector<TensorMeta> metas;
   bool any_grad = false;
-  for (size_t k = 0; k < n; ++k) {
-    if (!outs[k].defined()) continue;
-    TANDEM_CHECK(outs[k].dim() == first.dim() && outs[k].size(0) == ranges[k].second && outs[k].dtype() == first.dtype(),
-                 "DataParallel: replica {} returned {} {} for {} rows; replica 0 returned {} {}", k,
-                 shape_str(outs[k].shape()), dtype_name(outs[k].dtype()), ranges[k].second, shape_str(first.shape()),
-                 dtype_name(first.dtype()));
-    if (ranges[k].second > 0) out.narrow0(ranges[k].first, ranges[k].second).copy_(outs[k]);
-    any_grad = any_grad || outs[k].requires_grad();
+  for (size_t i = 0; i < first.size(); ++i) {
+    const Tensor& f = first[i];
+    TANDEM_CHECK(f.defined() && f.dim() >= 1,
+                 "DataParallel: the module's output {} must have a batch dimension, got {}", i,
+                 f.defined() ? shape_str(f.shape()) : std::string("an undefined tensor"));
+    Shape shape = f.shape();
+    shape[0] = batch;
+    Tensor out = Tensor::empty(shape, f.dtype(), devices_[0]);
+    for (size_t k = 0; k < n; ++k) {
+      if (outs[k].empty()) continue;
+      TANDEM_CHECK(outs[k].size() == first.size(), "DataParallel: replica {} returned {} outputs, replica 0 {}", k,
+                   outs[k].size(), first.size());
+      const Tensor& o = outs[k][i];
+      TANDEM_CHECK(o.defined() && o.dim() == f.dim() && o.size(0) == ranges[k].second && o.dtype() == f.dtype(),
+                   "DataParallel: replica {} returned {} {} as output {} for {} rows; replica 0 returned {} {}", k,
+                   o.defined() ? shape_str(o.shape()) : "undefined", o.defined() ? dtype_name(o.dtype()) : "", i,
+                   ranges[k].second, shape_str(f.shape()), dtype_name(f.dtype()));
+      if (ranges[k].second > 0) out.narrow0(ranges[k].first, ranges[k].second).copy_(o);
+      any_grad = any_grad || o.requires_grad();
+    }
+    metas.push_back(TensorMeta{out.shape(), out.dtype(), out.device()});
+    gathered.push_back(std::move(out));
   }
   if (grad_mode && any_grad) {
-    auto node = std::make_shared<GatherNode>(TensorMeta{out.shape(), out.dtype(), out.device()}, outs, ranges,
-                                             devices_, replicas_, group_, workers_);
-    TensorImpl* impl = out.impl();
-    impl->requires_grad = true;
-    impl->grad_fn = std::move(node);
-    impl->output_nr = 0;
+    auto node = std::make_shared<GatherNode>(metas, outs, ranges, devices_, replicas_, group_, workers_);
+    for (size_t i = 0; i < gathered.size(); ++i) {
+      TensorImpl* impl = gathered[i].impl();
+      impl->requires_grad = true;
+      impl->grad_fn = node;
+      impl->output_nr = static_cast<int>(i);
+    }
   }
-  return out;
+  return gathered;
 }
 
 }  // namespace tandem::nn::parallel

@@ -29,6 +29,9 @@ class DataParallel final : public Module {
 
   // x [B, ...] anywhere; returns [B, ...] on devices[0]. Gradients flow to the parameters, not to x.
   Tensor forward(const Tensor& x) override;
+  // Every input [B, ...] anywhere, split into the same rows per device; returns each output
+  // [B, ...] on devices[0] (every output of the module must have the batch as its dim 0).
+  std::vector<Tensor> forward_many(const std::vector<Tensor>& inputs) override;
   std::string type_name() const override { return "DataParallel"; }
   std::shared_ptr<Module> clone() const override;
 

@@ -134,6 +134,15 @@ void DistributedDataParallel::sync_buffers() {
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& x) {
+  std::vector<Tensor> out = forward_many({x});
+  TANDEM_CHECK(out.size() == 1,
+               "DistributedDataParallel: forward(x) returns one tensor, but the module's forward_many returned {}; "
+               "call forward_many",
+               out.size());
+  return out[0];
+}
+
+std::vector<Tensor> DistributedDataParallel::forward_many(const std::vector<Tensor>& inputs) {
   reducer_->check_finished();  // the previous backward must have reduced every bucket
   // Only a forward whose backward will be reduced is collective (as PyTorch's): evaluation under
   // NoGradGuard, or accumulation under no_sync(), may run a different number of forwards per rank.
@@ -142,8 +151,8 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   if (sync && options_.broadcast_buffers && comm_->size() > 1) sync_buffers();
   if (sync) phase_ = SyncPhase::buffers_synced;
   if (!sync) reducer_->expect_no_hooks();
-  Tensor out = module_->forward(x);
-  if (sync) reducer_->prepare_for_backward({out});
+  std::vector<Tensor> out = module_->forward_many(inputs);
+  if (sync) reducer_->prepare_for_backward(out);
   if (sync) phase_ = SyncPhase::prepared;
   return out;
 }

@@ -8,6 +8,10 @@
 //   Tensor loss = ops::cross_entropy(ddp(x), y);
 //   loss.backward();          // gradients are averaged over ranks when this returns
 //   optimizer.step();
+//
+// A module taking several inputs (or returning several outputs) overrides Module::forward_many;
+// ddp.forward_many({a, b}) runs it with the same synchronisation, and the Reducer watches every
+// output's graph.
 #pragma once
 #include <memory>
 #include <string>
@@ -27,7 +31,8 @@ class DistributedDataParallel final : public Module {
   DistributedDataParallel(std::shared_ptr<Module> module, std::shared_ptr<comm::Communicator> comm,
                           DDPOptions options = {});
 
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x) override;  // forward_many({x}), which must give one output
+  std::vector<Tensor> forward_many(const std::vector<Tensor>& inputs) override;
   std::string type_name() const override { return "DistributedDataParallel"; }
   // Replicas are made by constructing DDP on every rank, not by cloning.
   std::shared_ptr<Module> clone() const override;

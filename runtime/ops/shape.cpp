@@ -1,5 +1,6 @@
 // Shape op entries. reshape/flatten/slice0 are views whose backward reshapes or pads the gradient;
-// transpose/permute/concat copy through the backend's kernels; cast and to_device move back.
+// transpose/permute/concat (and slice along an inner dim) copy through the backend's kernels; cast
+// and to_device move back.
 #include "runtime/ops/shape.h"
 
 #include "runtime/autograd.h"
@@ -147,6 +148,37 @@ Tensor slice0(const Tensor& a, int64_t start, int64_t end) {
     rows.copy_(g[0]);
     return std::vector<Tensor>{gx};
   });
+}
+
+Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end) {
+  detail::check_defined(a, "slice", "a");
+  TANDEM_CHECK(a.dim() >= 1, "slice: needs at least one dim, got a 0-dim tensor");
+  const int64_t d = detail::normalize_dim(dim, a.dim(), "slice");
+  const detail::DimSplit s = detail::split_at(a.shape(), d);  // a as [outer, n, inner]
+  TANDEM_CHECK(0 <= start && start <= end && end <= s.n,
+               "slice: [{}, {}) is not a range within dim {} (of size {}) of shape {}; expected 0 <= start <= end <= {}",
+               start, end, dim, s.n, shape_str(a.shape()), s.n);
+  Shape out_shape = a.shape();
+  out_shape[static_cast<size_t>(d)] = end - start;
+  // Only size-1 dims before d: the slice is one contiguous run of a, a view as slice0's.
+  if (s.outer == 1) return reshape(slice0(reshape(a, {s.n, s.inner}), start, end), out_shape);
+
+  // As matrices [outer, n * inner]: the output is the column range [start * inner, end * inner).
+  const int64_t outer = s.outer, in_cols = s.n * s.inner, cols = (end - start) * s.inner, col0 = start * s.inner;
+  Tensor out = Tensor::empty(out_shape, a.dtype(), a.device());
+  if (cols > 0 && outer > 0) kernels::copy_block(a.device())(a, col0, in_cols, out, 0, cols, outer, cols);
+  if (!needs_grad({&a})) return out;
+  const Shape in_shape = a.shape();
+  return record("SliceBackward", {a}, out, [=](const std::vector<Tensor>& g) {
+    Tensor gx = Tensor::zeros(in_shape, g[0].dtype(), g[0].device());
+    if (cols > 0 && outer > 0) kernels::copy_block(gx.device())(g[0], 0, cols, gx, col0, in_cols, outer, cols);
+    return std::vector<Tensor>{gx};
+  });
+}
+
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  TANDEM_CHECK(length >= 0, "narrow: length {} must be >= 0", length);
+  return slice(a, dim, start, start + length);
 }
 
 Tensor cast(const Tensor& a, DType dtype) {
