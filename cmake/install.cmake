@@ -2,7 +2,8 @@
 # find_package(tandem 0.1 REQUIRED) + target_link_libraries(app tandem::tandem):
 #   P/lib/libtandem.so*                      the library
 #   P/include/tandem/tandem.h, version.h     the C++ umbrella header
-#   P/include/tandem/{runtime,nn,comm}/...   the public headers it includes (same paths as in the tree)
+#   P/include/tandem/{runtime,nn,comm}/...   the public headers it includes (cmake/public_headers.txt; same
+#                                            paths as in the tree, including each other as "tandem/...")
 #   P/lib/cmake/tandem/                      tandemConfig.cmake, its version file, the exported targets
 #   P/lib/pkgconfig/tandem.pc                for builds without CMake (its Libs carry an rpath to P/lib)
 #   P/bin/tandem-train, tandem-serve, tandem-plot   the programs (each app's CMakeLists installs its
@@ -23,26 +24,21 @@ file(RELATIVE_PATH _tandem_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTA
 set_target_properties(tandem-train tandem-serve tandem-plot PROPERTIES INSTALL_RPATH "$ORIGIN/${_tandem_bin_to_lib}")
 
 set(_tandem_headers ${CMAKE_INSTALL_INCLUDEDIR}/tandem)
-install(DIRECTORY runtime nn DESTINATION ${_tandem_headers}
-        FILES_MATCHING PATTERN "*.h"
-        PATTERN "backend" EXCLUDE         # kernel tables, registry, CUDA plug-in platform
-        PATTERN "op_checks.h" EXCLUDE     # the op entries' shared argument checks
-        PATTERN "gemm_call.h" EXCLUDE     # the op entries' GEMM call (backend arguments)
-        PATTERN "per_device.h" EXCLUDE    # nn/optim's lists split by device
-        PATTERN "json_integer.h" EXCLUDE  # the checkpoint and job readers' nlohmann-json helper
-        PATTERN "spelling.h" EXCLUDE      # "did you mean": the flags' and configs' messages
-        PATTERN "nvml_api.h" EXCLUDE)     # the monitor's own NVML declarations
-# DType's 16-bit storage types (runtime/dtype.h includes them).
-install(FILES runtime/backend/common/half.h runtime/backend/common/host_device.h
-        DESTINATION ${_tandem_headers}/runtime/backend/common)
-install(FILES comm/communicator.h DESTINATION ${_tandem_headers}/comm)
-if(TANDEM_MPI)
-  install(FILES comm/mpi/mpi_comm.h DESTINATION ${_tandem_headers}/comm/mpi)
-endif()
+# The public headers: an explicit list (cmake/public_headers.txt, the closure of <tandem/tandem.h>,
+# kept so by scripts/check-public-headers), each under include/tandem/ at its path in the tree.
+file(STRINGS cmake/public_headers.txt _tandem_public REGEX "^[^#]")
+foreach(_h ${_tandem_public})
+  get_filename_component(_dir ${_h} DIRECTORY)
+  install(FILES ${_h} DESTINATION ${_tandem_headers}/${_dir})
+endforeach()
 if(TANDEM_CUDA)
   install(FILES comm/nccl/nccl_comm.h DESTINATION ${_tandem_headers}/comm/nccl)
 endif()
 install(FILES include/tandem/tandem.h ${PROJECT_BINARY_DIR}/include/tandem/version.h DESTINATION ${_tandem_headers})
+# Installed, the headers include each other as "tandem/runtime/tensor.h": a consumer's include path
+# is P/include alone, and no top-level runtime/, nn/ or comm/ of ours shadows its own.
+install(CODE "set(TANDEM_INSTALLED_HEADERS \"${_tandem_headers}\")")
+install(SCRIPT cmake/prefix_includes.cmake)
 
 set(_tandem_cmake ${CMAKE_INSTALL_LIBDIR}/cmake/tandem)
 install(EXPORT tandemTargets NAMESPACE tandem:: DESTINATION ${_tandem_cmake})

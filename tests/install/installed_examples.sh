@@ -28,9 +28,16 @@ for must in include/tandem/tandem.h include/tandem/version.h include/tandem/runt
 done
 for mustnot in include/tandem/runtime/backend/registry.h include/tandem/kernels include/tandem/comm/ring.h \
                include/tandem/runtime/ops/op_checks.h include/tandem/nn/optim/per_device.h \
-               include/tandem/runtime/serialization/json_integer.h; do
+               include/tandem/runtime/serialization/json_integer.h include/tandem/runtime/autograd_nodes.h \
+               include/tandem/runtime/fault.h include/tandem/nn/parallel/device_workers.h \
+               include/tandem/runtime/data/dataset.h include/tandem/nn/config/checks.h; do
   [[ ! -e $prefix/$mustnot ]] || { echo "internal header installed: $mustnot" >&2; exit 1; }
 done
+# Installed headers name each other "tandem/...": nothing includes a bare "runtime/", "nn/" or "comm/".
+if grep -rlE '#include "(runtime|nn|comm)/' "$prefix/include/tandem"; then
+  echo "installed headers above include without the tandem/ prefix" >&2
+  exit 1
+fi
 
 # The programs, from the prefix: --help; a 1-step run and its chart where the data set and gnuplot
 # are installed; tandem-serve starts and picks the tandem-train beside it.
