@@ -52,7 +52,7 @@ install(FILES ${PROJECT_BINARY_DIR}/tandemConfig.cmake ${PROJECT_BINARY_DIR}/tan
 
 # pkg-config: the flags of the library and its public dependencies (MPI through its own .pc:
 # mpi-cxx, the name Debian's MPI alternatives give whichever MPI is installed, Open MPI or MPICH).
-set(_tandem_pc_requires "fmt")
+set(_tandem_pc_requires "fmt nlohmann_json")
 if(TANDEM_MPI)
   string(APPEND _tandem_pc_requires " mpi-cxx")
 endif()

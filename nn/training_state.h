@@ -49,7 +49,7 @@ std::string save_training_state(const std::string& dir, const TrainComponents& c
 // offset is restored. A different world size is accepted when the global batch is kept.
 TrainProgress load_training_state(const std::string& path, const TrainComponents& c,
                                   int64_t expected_global_batch = 0);
-// The same from a checkpoint already read (e.g. broadcast from rank 0: apps/common/checkpoint_broadcast.h).
+// The same from a checkpoint already read (e.g. broadcast from rank 0: train/checkpoint_broadcast.h).
 TrainProgress load_training_state(const serialization::LoadedCheckpoint& checkpoint, const TrainComponents& c,
                                   int64_t expected_global_batch = 0);
 

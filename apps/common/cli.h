@@ -1,11 +1,12 @@
 // The command line of the training apps (CLI11): flags for every TrainConfig field, and parsing
 // that prints usage and returns exit code 2 on a bad flag.
 #pragma once
+#include "apps/common/engine.h"
 #include <optional>
 
 #include <CLI/CLI.hpp>
 
-#include "apps/common/train_config.h"
+#include "train/train_config.h"
 
 namespace tandem::app {
 

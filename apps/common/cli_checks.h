@@ -2,6 +2,7 @@
 // NonNegativeNumber are ranges up to the largest double and say "--lr: Value -1 not in range
 // 0.000000 to 1797693134862315708...", 309 digits of it; these say "--lr: must be > 0, got -1".
 #pragma once
+#include "apps/common/engine.h"
 #include <cmath>
 #include <cstdlib>
 #include <string>

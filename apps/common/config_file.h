@@ -2,9 +2,10 @@
 // defaults. Precedence: a flag given on the command line > the file > the flag's default; the file
 // applies only the keys it writes.
 #pragma once
+#include "apps/common/engine.h"
 #include <CLI/CLI.hpp>
 
-#include "apps/common/train_config.h"
+#include "train/train_config.h"
 
 namespace tandem::app {
 

@@ -1,9 +1,10 @@
 // tandem-train's gpt flags (shape, text, validation, sample, warmup) and the gpt defaults that
 // replace the Fashion-MNIST ones where the command line did not set them.
 #pragma once
+#include "apps/common/engine.h"
 #include <CLI/CLI.hpp>
 
-#include "apps/common/train_config.h"
+#include "train/train_config.h"
 
 namespace tandem::app {
 

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "apps/common/factory.h"
+#include "train/factory.h"
 #include "apps/common/run_services.h"
-#include "apps/common/train_features.h"
+#include "train/train_features.h"
 #include "nn/gpt.h"
 #include "runtime/data/bpe_tokenizer.h"
 #include "runtime/data/gpt2_pretokenize.h"

@@ -4,11 +4,12 @@
 // --eval-every steps ("eval" metrics records, val_loss in nats per byte or per token, as their
 // loss_unit says) and a text sample printed by rank 0 at the end.
 #pragma once
+#include "apps/common/engine.h"
 #include <memory>
 #include <vector>
 
-#include "apps/common/parallel_setup.h"
-#include "apps/common/train_config.h"
+#include "train/parallel_setup.h"
+#include "train/train_config.h"
 #include "nn/optim.h"
 
 namespace tandem::app {

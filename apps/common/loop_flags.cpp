@@ -2,7 +2,7 @@
 #include "apps/common/loop_flags.h"
 
 #include "apps/common/cli_checks.h"
-#include "apps/common/logging.h"
+#include "train/logging.h"
 #include "runtime/memory_budget.h"
 
 namespace tandem::app {

@@ -1,11 +1,12 @@
 // The flags of issue 18 (DDP and optimizer options, schedules, and the self-managing loop's settings),
 // registered beside add_train_flags: each binds to the library's own config field.
 #pragma once
+#include "apps/common/engine.h"
 #include <CLI/CLI.hpp>
 
-#include "apps/common/metrics.h"
-#include "apps/common/parallel_setup.h"
-#include "apps/common/train_config.h"
+#include "train/metrics.h"
+#include "train/parallel_setup.h"
+#include "train/train_config.h"
 #include "nn/optim/optimizer.h"
 
 namespace tandem::app {

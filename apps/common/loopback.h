@@ -1,6 +1,7 @@
 // Loopback addresses and names, for the HTTP endpoints that trust the local machine: tandem-serve's
 // reads and tandem-train's status port.
 #pragma once
+#include "apps/common/engine.h"
 #include <string>
 
 namespace tandem::app {

@@ -2,16 +2,17 @@
 // --monitor-period) and the status service they start: a monitor Sampler on every rank, the
 // StatusPublisher callback, the rank reports and, on rank 0, the HTTP server (docs/operations.md).
 #pragma once
+#include "apps/common/engine.h"
 #include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
-#include "apps/common/metrics.h"
+#include "train/metrics.h"
 #include "apps/common/status_publisher.h"
 #include "apps/common/status_server.h"
-#include "apps/common/train_config.h"
-#include "apps/common/trainer.h"
+#include "train/train_config.h"
+#include "train/trainer.h"
 
 namespace tandem::app {
 

@@ -6,6 +6,7 @@
 // on their own communicator, from the training thread (MPI_THREAD_MULTIPLE, or the only thread that
 // calls MPI where the library runs its collectives inline).
 #pragma once
+#include "apps/common/engine.h"
 #include <memory>
 #include <vector>
 

@@ -1,10 +1,10 @@
 // The services every tandem-train run attaches (run_services.h), in the order the loop needs them.
 #include "apps/common/run_services.h"
 
-#include "apps/common/progress.h"
-#include "apps/common/step_metrics.h"
-#include "apps/common/stop_signal.h"
-#include "apps/common/trace_run.h"
+#include "train/progress.h"
+#include "train/step_metrics.h"
+#include "train/stop_signal.h"
+#include "train/trace_run.h"
 
 namespace tandem::app {
 

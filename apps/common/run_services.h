@@ -3,12 +3,13 @@
 // (tandem-serve's cancel) and the live status server (--status-port). One place, so that a new kind
 // of run (the gpt one) cannot take these flags and silently do nothing with them.
 #pragma once
+#include "apps/common/engine.h"
 #include <memory>
 #include <string>
 
-#include "apps/common/logging.h"
+#include "train/logging.h"
 #include "apps/common/operations.h"
-#include "apps/common/train_features.h"
+#include "train/train_features.h"
 
 namespace tandem::app {
 

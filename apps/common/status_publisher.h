@@ -3,6 +3,7 @@
 // thread (status_server.h) only reads the board. Per-rank figures come from each rank's monitor
 // Sampler and reach rank 0 through RankReports, without a collective or a wait in the step.
 #pragma once
+#include "apps/common/engine.h"
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -10,7 +11,7 @@
 
 #include "apps/common/rank_reports.h"
 #include "apps/common/status_snapshot.h"
-#include "apps/common/trainer.h"
+#include "train/trainer.h"
 #include "runtime/monitor/sampler.h"
 
 namespace tandem::app {

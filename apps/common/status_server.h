@@ -5,6 +5,7 @@
 // methods on known paths a JSON 405 with Allow; bound to loopback, it answers requests by a loopback
 // Host name only (403 otherwise: DNS rebinding).
 #pragma once
+#include "apps/common/engine.h"
 #include <memory>
 #include <string>
 

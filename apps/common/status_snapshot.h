@@ -3,6 +3,7 @@
 // figures). Read by the status server (status_server.h) and by anything else that shows progress;
 // plain data, so readers copy or share it without touching the loop.
 #pragma once
+#include "apps/common/engine.h"
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -16,7 +16,7 @@
 #include <httplib.h>
 
 #include "apps/common/cli_checks.h"
-#include "apps/common/factory.h"
+#include "train/factory.h"
 #include "apps/common/loopback.h"
 #include "apps/tandem-serve/auth.h"
 #include "apps/tandem-serve/job_manager.h"

@@ -6,15 +6,15 @@
 
 #include "apps/common/cli.h"
 #include "apps/common/config_file.h"
-#include "apps/common/factory.h"
+#include "train/factory.h"
 #include "apps/common/gpt_train.h"
-#include "apps/common/host_memory.h"
+#include "train/host_memory.h"
 #include "apps/common/loop_flags.h"
-#include "apps/common/lr_schedule.h"
-#include "apps/common/mode_auto.h"
+#include "train/lr_schedule.h"
+#include "train/mode_auto.h"
 #include "apps/common/run_services.h"
-#include "apps/common/threads.h"
-#include "apps/common/train_features.h"
+#include "train/threads.h"
+#include "train/train_features.h"
 #include "runtime/backend/cpu_isa.h"
 #include "runtime/data/dataset.h"
 #include "runtime/env_settings.h"
@@ -26,7 +26,7 @@ using namespace tandem;
 
 namespace {
 
-int train(app::TrainConfig cfg) {
+int run_training(app::TrainConfig cfg) {
   app::keep_freed_host_memory();
   const app::ThreadChoice threads = app::apply_threads(cfg.threads);  // before any parallel region
   env::check();                            // a bad TANDEM_* value stops the run here, before any kernel
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
 #ifdef TANDEM_HAVE_MPI
     // A dead or desynchronised peer: end the whole job, or mpirun waits on the others forever.
     try {
-      return train(cfg);
+      return run_training(cfg);
     } catch (const CommError& e) {
       comm::abort_job(std::string("tandem-train: communication error: ") + e.what());
     } catch (const Error& e) {
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       throw;
     }
 #else
-    return train(cfg);
+    return run_training(cfg);
 #endif
   });
 }

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "apps/common/amp_config.h"
+#include "train/amp_config.h"
 #include "nn/checkpoint_sequential.h"
 #include "nn/models.h"
 #include "nn/optim/adam.h"
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   app.add_flag("--checkpoint-activations", ckpt);
   CLI11_PARSE(app, argc, argv);
 
-  app::AmpConfig amp = app::AmpConfig::parse(amp_flag);
+  train::AmpConfig amp = train::AmpConfig::parse(amp_flag);
   manual_seed(0);
   Generator init(0);
   auto model = nn::make_model(model_name, init);
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<nn::Optimizer> opt;
   if (fused) opt = std::make_unique<nn::FusedAdam>(model->parameters(), ao);
   else opt = std::make_unique<nn::Adam>(model->parameters(), ao);
-  nn::GradScaler scaler = app::make_grad_scaler(amp);
+  nn::GradScaler scaler = train::make_grad_scaler(amp);
   int64_t skipped = 0;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     auto t0 = std::chrono::steady_clock::now();

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/common/cli_checks.h"
-#include "apps/common/host_memory.h"
+#include "train/host_memory.h"
 #include "comm/mpi/mpi_check.h"
 #include "comm/mpi/mpi_comm.h"
 #include "nn/config/run_config.h"

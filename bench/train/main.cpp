@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/common/cli_checks.h"
-#include "apps/common/host_memory.h"
+#include "train/host_memory.h"
 #ifdef TANDEM_HAVE_CUDA
 #include "kernels/cuda/backend.h"
 #endif

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "apps/common/threads.h"
+#include "train/threads.h"
 #include "comm/communicator.h"
 
-namespace tandem::app {
+namespace tandem::train {
 namespace {
 
 TEST(Threads, NodeCpusSharedAmongItsRanks) {
@@ -86,4 +86,4 @@ TEST(Threads, LauncherWorldSize) {
 }
 
 }  // namespace
-}  // namespace tandem::app
+}  // namespace tandem::train

@@ -5,14 +5,14 @@
 
 #include <numeric>
 
-#include "apps/common/factory.h"
-#include "apps/common/threads.h"
-#include "apps/common/trainer.h"
+#include "train/factory.h"
+#include "train/threads.h"
+#include "train/trainer.h"
 #include "runtime/random.h"
 #include "tests/support/synthetic_images.h"
 
 using namespace tandem;
-using namespace tandem::app;
+using namespace tandem::train;
 
 namespace {
 

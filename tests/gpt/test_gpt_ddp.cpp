@@ -27,7 +27,7 @@ std::vector<uint8_t> text() {
 
 // `steps` AdamW steps (decay groups as tandem-train, clipping at 1) of `model` (the DDP wrapper or
 // a bare GPT) on the windows of `rank` of `world` with `batch` windows each.
-void train(nn::Module& model, int world, int rank, int64_t batch, int steps) {
+void train_steps(nn::Module& model, int world, int rank, int64_t batch, int steps) {
   app::TrainConfig cfg;
   cfg.optimizer.type = "adamw";
   cfg.optimizer.learning_rate = 3e-3;
@@ -63,8 +63,8 @@ TEST(GptDdp, NRanksEqualOneRankWithTheGlobalBatch) {
   auto model = std::make_shared<GPT>(GPTConfig::preset("tiny"), g1);
   auto reference = std::make_shared<GPT>(GPTConfig::preset("tiny"), g2);
   DistributedDataParallel ddp(model, comm);
-  train(ddp, n, comm->rank(), 2, 4);
-  train(*reference, 1, 0, 2 * n, 4);
+  train_steps(ddp, n, comm->rank(), 2, 4);
+  train_steps(*reference, 1, 0, 2 * n, 4);
   tandem::testing::expect_same_parameters(*model, *reference, 1e-5, "rank " + std::to_string(comm->rank()));
 }
 

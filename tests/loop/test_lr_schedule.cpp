@@ -5,11 +5,11 @@
 
 #include <cmath>
 
-#include "apps/common/factory.h"
-#include "apps/common/lr_schedule.h"
+#include "train/factory.h"
+#include "train/lr_schedule.h"
 
 using namespace tandem;
-using namespace tandem::app;
+using namespace tandem::train;
 
 namespace {
 

@@ -2,10 +2,10 @@
 // --devices, MPI in the build) -> mode, devices, and whether it warns; plus the explicit-ddp error.
 #include <gtest/gtest.h>
 
-#include "apps/common/mode_auto.h"
+#include "train/mode_auto.h"
 
 using namespace tandem;
-using namespace tandem::app;
+using namespace tandem::train;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Out-of-memory recovery of the training loop (apps/common/trainer_step.cpp) on 1..N ranks: a step
+// Out-of-memory recovery of the training loop (train/trainer_step.cpp) on 1..N ranks: a step
 // that fails on one rank only (in forward, or inside backward after the other ranks launched their
 // bucket all-reduces) or under a memory budget on that rank is redone by every rank with half the
 // micro-batch and twice the accumulation, and the run ends with the parameters of a run started
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "apps/common/factory.h"
-#include "apps/common/stop_signal.h"
-#include "apps/common/train_features.h"
+#include "train/factory.h"
+#include "train/stop_signal.h"
+#include "train/train_features.h"
 #include "nn/layers/sequential.h"
 #include "runtime/autograd.h"
 #include "runtime/memory_budget.h"
@@ -23,7 +23,7 @@
 #include "tests/support/synthetic_images.h"
 
 using namespace tandem;
-using namespace tandem::app;
+using namespace tandem::train;
 
 namespace {
 
@@ -80,7 +80,7 @@ class CountingComm final : public tandem::testing::ForwardingComm {
 // comes after the later layers' buckets were launched), trained for `steps` steps on the synthetic
 // images. With `counting`, the run goes through it and trains with the SIGTERM stop as tandem-train
 // --save does: all three features with a share in the step agreement.
-RunResult train(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> plan,
+RunResult run_training(int64_t batch, int64_t accumulation, std::shared_ptr<FailPlan> plan,
                 nn::parallel::DDPOptions ddp = {}, Device device = kCPU, int64_t steps = 3,
                 std::shared_ptr<CountingComm> counting = nullptr, const std::string& model_name = "cnn") {
   std::shared_ptr<comm::Communicator> comm = tandem::testing::world();
@@ -147,23 +147,23 @@ void expect_recovered(const RunResult& got, const RunResult& want) {
 }  // namespace
 
 TEST(OomRecovery, FailureInsideBackwardOnOneRankIsRedoneWithHalfTheMicroBatch) {
-  const RunResult want = train(16, 2, no_failure());
+  const RunResult want = run_training(16, 2, no_failure());
   auto plan = fail_on_last_rank(1, /*in_backward=*/true);
-  expect_recovered(train(32, 1, plan), want);
+  expect_recovered(run_training(32, 1, plan), want);
   EXPECT_EQ(plan->fired, tandem::testing::world()->rank() == plan->rank ? 1 : 0);
 }
 
 TEST(OomRecovery, FailureInForwardOnOneRank) {
-  const RunResult want = train(16, 2, no_failure());
-  expect_recovered(train(32, 1, fail_on_last_rank(1, false)), want);
+  const RunResult want = run_training(16, 2, no_failure());
+  expect_recovered(run_training(32, 1, fail_on_last_rank(1, false)), want);
 }
 
 // A batch cut into unequal pieces (5 into 3 and 2) still gives the whole batch's gradient: each
 // piece weighs its share of the samples (3/5, 2/5), not 1/2. The mlp has no BatchNorm, so the cut
 // run equals the uncut one to rounding (not bitwise: the sums are ordered otherwise).
 TEST(OomRecovery, UnequalPiecesWeighTheirSamples) {
-  const RunResult whole = train(5, 1, no_failure(), {}, kCPU, 3, nullptr, "mlp");
-  const RunResult cut = train(5, 1, fail_on_last_rank(1, false), {}, kCPU, 3, nullptr, "mlp");
+  const RunResult whole = run_training(5, 1, no_failure(), {}, kCPU, 3, nullptr, "mlp");
+  const RunResult cut = run_training(5, 1, fail_on_last_rank(1, false), {}, kCPU, 3, nullptr, "mlp");
   EXPECT_EQ(cut.micro, 3);
   EXPECT_EQ(cut.accumulation, 2);
   EXPECT_EQ(cut.recoveries, 1);
@@ -178,8 +178,8 @@ TEST(OomRecovery, UnequalPiecesWeighTheirSamples) {
 TEST(OomRecovery, FailureInTheSecondStepsLastMicroBatchWithAccumulation) {
   // Step 1 runs at micro-batch 16 x 2; step 2 fails in the forward of its second micro-batch (the
   // synchronised one); from there 8 x 4. The reference: the same first step, then 8 x 4.
-  const RunResult plain = train(16, 2, no_failure());
-  const RunResult got = train(16, 2, fail_on_last_rank(4, false));
+  const RunResult plain = run_training(16, 2, no_failure());
+  const RunResult got = run_training(16, 2, fail_on_last_rank(4, false));
   EXPECT_NE(got.hash, plain.hash);  // step 1 at 16 x 2, steps 2 and 3 at 8 x 4: not the plain run
   EXPECT_EQ(got.micro, 8);
   EXPECT_EQ(got.accumulation, 4);
@@ -190,8 +190,8 @@ TEST(OomRecovery, FailureInsideBackwardWithBucketViewsAndUnusedParameterSearch) 
   nn::parallel::DDPOptions o;
   o.gradient_as_bucket_view = true;
   o.find_unused_parameters = true;
-  const RunResult want = train(16, 2, no_failure(), o);
-  expect_recovered(train(32, 1, fail_on_last_rank(1, true), o), want);
+  const RunResult want = run_training(16, 2, no_failure(), o);
+  expect_recovered(run_training(32, 1, fail_on_last_rank(1, true), o), want);
 }
 
 // The bytes of the cnn's parameters: SGD's momentum buffers, made by the first optimizer step.
@@ -209,10 +209,10 @@ TEST(OomRecovery, MemoryBudgetOnOneRank) {
   auto comm = tandem::testing::world();
   memory::reset_peak(kCPU);
   const size_t base = memory::in_use(kCPU);
-  const RunResult want = train(16, 2, no_failure());
+  const RunResult want = run_training(16, 2, no_failure());
   const size_t peak16 = memory::peak(kCPU);
   memory::reset_peak(kCPU);
-  train(32, 1, no_failure());
+  run_training(32, 1, no_failure());
   const size_t peak32 = memory::peak(kCPU);
   const size_t first_step32 = peak32 - cnn_param_bytes();
   ASSERT_GT(first_step32, peak16);
@@ -221,7 +221,7 @@ TEST(OomRecovery, MemoryBudgetOnOneRank) {
   {  // the budget on the last rank only (0: none)
     tandem::testing::ScopedMemoryLimit limit(DeviceKind::CPU,
                                              comm->rank() == comm->size() - 1 ? (peak16 + first_step32) / 2 : 0);
-    got = train(32, 1, no_failure());
+    got = run_training(32, 1, no_failure());
   }
   expect_recovered(got, want);
 }
@@ -229,7 +229,7 @@ TEST(OomRecovery, MemoryBudgetOnOneRank) {
 TEST(OomRecovery, MicroBatchOneIsAClearError) {
   // The last rank fails every forward: 4 -> 2 -> 1 -> the error, on every rank (agreed).
   try {
-    train(4, 1, fail_on_last_rank(-1, false));
+    run_training(4, 1, fail_on_last_rank(-1, false));
     FAIL() << "no error";
   } catch (const OutOfMemoryError& e) {
     EXPECT_NE(std::string(e.what()).find("at micro-batch size 1"), std::string::npos) << e.what();
@@ -241,16 +241,16 @@ TEST(OomRecovery, OnTheEmulatedCudaDevice) {
   // As MemoryBudgetOnOneRank, for 2 steps (the emulator is slow on convolutions).
   const Device sim = Device::parse("sim:0");
   memory::reset_peak(sim);
-  const RunResult want = train(16, 2, no_failure(), {}, sim, 2);
+  const RunResult want = run_training(16, 2, no_failure(), {}, sim, 2);
   const size_t peak16 = memory::peak(sim);
   memory::reset_peak(sim);
-  train(32, 1, no_failure(), {}, sim, 2);
+  run_training(32, 1, no_failure(), {}, sim, 2);
   const size_t first_step32 = memory::peak(sim) - cnn_param_bytes();
   ASSERT_GT(first_step32, peak16);
   RunResult got;
   {
     tandem::testing::ScopedMemoryLimit limit(DeviceKind::SIM, (peak16 + first_step32) / 2);
-    got = train(32, 1, no_failure(), {}, sim, 2);
+    got = run_training(32, 1, no_failure(), {}, sim, 2);
   }
   expect_recovered(got, want);
 }
@@ -261,9 +261,9 @@ TEST(OomRecovery, OneAgreementPerStepAndPerRetriedAttempt) {
   auto world = tandem::testing::world();
   const int n = world->size();
   auto plain = std::make_shared<CountingComm>(world);
-  train(32, 1, no_failure(), {}, kCPU, 3, plain);
+  run_training(32, 1, no_failure(), {}, kCPU, 3, plain);
   auto failing = std::make_shared<CountingComm>(world);
-  const RunResult got = train(32, 1, fail_on_last_rank(1, false), {}, kCPU, 3, failing);
+  const RunResult got = run_training(32, 1, fail_on_last_rank(1, false), {}, kCPU, 3, failing);
   EXPECT_EQ(got.recoveries, 1);
   if (n == 1) {
     EXPECT_TRUE(plain->f64_allreduces.empty());

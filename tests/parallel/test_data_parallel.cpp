@@ -2,7 +2,7 @@
 // replicas stay identical to the module, and a batch smaller than the device count still works.
 #include <omp.h>
 
-#include "apps/common/parallel_setup.h"
+#include "train/parallel_setup.h"
 #include "nn/parallel/device_workers.h"
 #include "tests/parallel/dp_check.h"
 
@@ -67,24 +67,24 @@ TEST(DataParallel, ChecksDevices) {
 }
 
 TEST(ParallelSetup, SingleAndDpModes) {
-  app::ParallelConfig pc;
+  train::ParallelConfig pc;
   auto model = small_mlp(1);
-  auto single = app::setup_parallel(pc, model);
+  auto single = train::setup_parallel(pc, model);
   EXPECT_EQ(single.model.get(), model.get());
   EXPECT_FALSE(single.accumulation_scope(0).has_value());
   pc.mode = "dp";
   pc.devices = "cpu:0,cpu:1,cpu:2";
-  auto dp = app::setup_parallel(pc, small_mlp(1));
+  auto dp = train::setup_parallel(pc, small_mlp(1));
   EXPECT_EQ(dp.model->type_name(), "DataParallel");
   EXPECT_EQ(dp.world_size(), 1);
   pc.mode = "fsdp";
-  EXPECT_THROW(app::setup_parallel(pc, small_mlp(1)), ValueError);
+  EXPECT_THROW(train::setup_parallel(pc, small_mlp(1)), ValueError);
   pc.mode = "dp";
   pc.sync_bn = true;
-  EXPECT_THROW(app::setup_parallel(pc, small_mlp(1)), ValueError);
+  EXPECT_THROW(train::setup_parallel(pc, small_mlp(1)), ValueError);
   pc.sync_bn = false;
   pc.accumulation_steps = 0;
-  EXPECT_THROW(app::setup_parallel(pc, small_mlp(1)), ValueError);
+  EXPECT_THROW(train::setup_parallel(pc, small_mlp(1)), ValueError);
 }
 
 }  // namespace

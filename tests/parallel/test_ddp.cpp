@@ -4,7 +4,7 @@
 // construction broadcast and cross-rank metrics. Each rank computes the single-process reference.
 #include <functional>
 
-#include "apps/common/parallel_setup.h"
+#include "train/parallel_setup.h"
 #include "nn/optim.h"
 #include "nn/parallel/ddp.h"
 #include "nn/parallel/distributed_sampler.h"
@@ -321,11 +321,11 @@ TEST(DDP, BroadcastBuffersEachForward) {
 TEST(ParallelSetup, DdpModeWithAccumulationMatchesSingleProcess) {
   auto comm = world();
   const int rank = comm->rank(), n = comm->size();
-  app::ParallelConfig pc;
+  train::ParallelConfig pc;
   pc.mode = "ddp";
   pc.accumulation_steps = 2;
   pc.sync_bn = true;
-  auto ps = app::setup_parallel(pc, small_cnn(8), comm);
+  auto ps = train::setup_parallel(pc, small_cnn(8), comm);
   ASSERT_NE(ps.ddp, nullptr);
   EXPECT_EQ(ps.world_size(), n);
   auto ref = small_cnn(8);

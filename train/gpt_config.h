@@ -1,0 +1,36 @@
+// The gpt model's settings of tandem-train (--model gpt): its shape, the text it reads, validation
+// and the closing text sample. Part of TrainConfig (train_config.h); flags in gpt_cli.h.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "runtime/data/text_corpus.h"
+
+namespace tandem::train {
+
+struct GptRunConfig {
+  // shape (defaults: the "small" GPT of nn/gpt.h)
+  int64_t n_layer = 4, n_head = 4, n_embd = 256, context = 128;
+  // data: byte-level text, the last val_fraction of it for validation
+  std::string text_dir = data::kFortunesDir;
+  // A folder with GPT-2's vocab.json and merges.txt (or tokenizer.json): the text as BPE tokens
+  // instead of bytes, the vocabulary the tokenizer's padded to a multiple of 64, val_loss in nats
+  // per token.
+  std::string tokenizer;
+  double val_fraction = 0.1;
+  // validation: every eval_every steps (0: only at epoch ends) over eval_windows evenly spaced windows
+  // of the validation bytes (0: all non-overlapping windows)
+  int64_t eval_every = 100;
+  int64_t eval_windows = 256;
+  // the sample printed by rank 0 at the end
+  int64_t sample_tokens = 256;
+  double temperature = 0.8;
+  int64_t top_k = 40;  // 0: the whole vocabulary
+  std::string prompt = "\n";
+  // Start from GPT-2 weights in Hugging Face's safetensors layout (shape from the file, n_head from
+  // --n-head); the vocabulary is padded to a multiple of 64 of at least 256 (byte tokens); with
+  // --tokenizer the file's vocabulary must be the tokenizer's (padded or not).
+  std::string init_from;
+};
+
+}  // namespace tandem::train

@@ -1,0 +1,75 @@
+// decide_mode: the table of --mode auto (tests/loop/test_mode_auto.cpp spells it out case by case).
+#include "train/mode_auto.h"
+
+#include <fmt/format.h>
+
+#include "comm/communicator.h"
+#include "runtime/device_query.h"
+#include "runtime/error.h"
+
+namespace tandem::train {
+
+ModeDecision decide_mode(const ModeInputs& in) {
+  ModeDecision d;
+  const std::string mode = in.configured.empty() ? "auto" : in.configured;
+  TANDEM_CHECK(mode == "auto" || mode == "single" || mode == "dp" || mode == "ddp",
+               "--mode must be auto, single, dp or ddp, got '{}'", mode);
+  if (mode != "auto") {
+    TANDEM_CHECK(mode != "ddp" || in.have_mpi,
+                 "--mode ddp: this build of tandem has no MPI, so it cannot start a distributed run; build with "
+                 "TANDEM_MPI=ON, or use --mode single or dp");
+    d.mode = mode;
+    d.devices = in.devices;
+    d.reason = fmt::format("--mode {} given", mode);
+    return d;
+  }
+  const bool gpu_wanted = in.device == "auto" || in.device.rfind("cuda", 0) == 0;
+  if (in.launcher_world > 1) {
+    if (!in.have_mpi) {
+      d.mode = "single";
+      d.reason = fmt::format("launched with {} ranks, but this build has no MPI", in.launcher_world);
+      d.warning = fmt::format("--mode auto: launched with {} ranks by a build without MPI: each process trains "
+                              "alone on its own device (single); build with TANDEM_MPI=ON for ddp",
+                              in.launcher_world);
+      return d;
+    }
+    d.mode = "ddp";
+    d.reason = fmt::format("launched with {} ranks: one process per rank{}", in.launcher_world,
+                           gpu_wanted && in.gpus > 0 ? " (each on a GPU of its node where it has one)" : "");
+    return d;
+  }
+  if (!in.devices.empty()) {
+    d.mode = "dp";
+    d.devices = in.devices;
+    d.reason = fmt::format("one process, --devices {}", in.devices);
+    return d;
+  }
+  if (gpu_wanted && in.gpus >= 2) {
+    d.mode = "dp";
+    for (int i = 0; i < in.gpus; ++i) d.devices += fmt::format("{}cuda:{}", i ? "," : "", i);
+    d.reason = fmt::format("one process (not launched by mpirun) and {} GPUs: DataParallel over them", in.gpus);
+    return d;
+  }
+  d.mode = "single";
+  d.reason = in.gpus == 1 && gpu_wanted ? "one process and one GPU"
+             : !gpu_wanted && in.gpus >= 2 ? fmt::format("one process on --device {}", in.device)
+                                           : "one process (not launched by mpirun), no more than one device";
+  return d;
+}
+
+ModeDecision decide_mode_here(const TrainConfig& cfg) {
+  ModeInputs in;
+  in.configured = cfg.mode;
+  in.launcher_world = comm::launcher_world_size();
+  in.gpus = cuda::device_count();
+  in.device = cfg.device;
+  in.devices = cfg.devices;
+#ifdef TANDEM_HAVE_MPI
+  in.have_mpi = true;
+#else
+  in.have_mpi = false;
+#endif
+  return decide_mode(in);
+}
+
+}  // namespace tandem::train

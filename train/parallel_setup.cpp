@@ -1,0 +1,66 @@
+// setup_parallel: the mode switch behind tandem-train's --mode, --sync-bn, --bucket-cap-mb,
+// --devices and --accumulation-steps.
+#include "train/parallel_setup.h"
+
+#include "nn/parallel/sync_batch_norm.h"
+
+namespace tandem::train {
+
+using nn::parallel::DataParallel;
+
+std::optional<DistributedDataParallel::NoSync> ParallelSetup::accumulation_scope(int64_t micro) {
+  return no_sync_unless((micro + 1) % accumulation_steps == 0);
+}
+
+std::optional<DistributedDataParallel::NoSync> ParallelSetup::no_sync_unless(bool reduce) {
+  if (!ddp || reduce) return std::nullopt;
+  return ddp->no_sync();
+}
+
+void ParallelSetup::before_optimizer_step() const {
+  if (ddp) ddp->finalize();
+}
+
+void ParallelSetup::before_evaluation() const {
+  if (ddp && ddp->options().broadcast_buffers) ddp->sync_buffers();
+}
+
+ParallelSetup setup_parallel(const ParallelConfig& config, std::shared_ptr<Module> model,
+                             std::shared_ptr<comm::Communicator> comm) {
+  TANDEM_CHECK(model != nullptr, "setup_parallel: no model given");
+  TANDEM_CHECK(config.mode == "single" || config.mode == "ddp" || config.mode == "dp",
+               "--mode must be single, ddp or dp, got '{}'", config.mode);
+  TANDEM_CHECK(config.accumulation_steps >= 1, "--accumulation-steps must be >= 1, got {}", config.accumulation_steps);
+  TANDEM_CHECK(!config.sync_bn || config.mode == "ddp",
+               "--sync-bn needs --mode ddp (it synchronises BatchNorm statistics across processes)");
+  TANDEM_CHECK(config.mode == "dp" || config.devices.empty(), "--devices is for --mode dp");
+  ParallelSetup s;
+  s.inner = model;
+  s.accumulation_steps = config.accumulation_steps;
+  s.device_reason = config.device_reason;
+  TANDEM_CHECK(config.mode != "dp" || config.device.is_cpu(),
+               "--mode dp places its replicas on --devices; the model must start on the CPU, not {}", config.device.str());
+  if (config.mode == "single") {
+    s.model = model;
+  } else if (config.mode == "dp") {
+    const auto devices = nn::parallel::parse_devices(config.devices.empty() ? "cpu:0,cpu:1" : config.devices);
+    model->to(devices[0]);  // the model starts on the CPU; DataParallel keeps replica 0 on the first device
+    s.model = std::make_shared<DataParallel>(model, devices);
+  } else {
+    const bool given = comm != nullptr;
+    s.comm = given ? std::move(comm) : comm::make_world_communicator(config.device);
+    if (config.sync_bn) {
+      // With find_unused_parameters, ranks may launch DDP buckets at different points relative to
+      // SyncBatchNorm's collectives: give SyncBatchNorm a communicator of its own then.
+      auto bn_comm = config.ddp.find_unused_parameters && !given ? comm::make_world_communicator(config.device) : s.comm;
+      s.inner = nn::parallel::convert_sync_batchnorm(model, bn_comm);
+      model = s.inner;
+    }
+    auto ddp = std::make_shared<DistributedDataParallel>(model, s.comm, config.ddp);
+    s.ddp = ddp.get();
+    s.model = ddp;
+  }
+  return s;
+}
+
+}  // namespace tandem::train
