@@ -27,6 +27,7 @@ set(_tandem_headers ${CMAKE_INSTALL_INCLUDEDIR}/tandem)
 # The public headers: an explicit list (cmake/public_headers.txt, the closure of <tandem/tandem.h>,
 # kept so by scripts/check-public-headers), each under include/tandem/ at its path in the tree.
 file(STRINGS cmake/public_headers.txt _tandem_public REGEX "^[^#]")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS cmake/public_headers.txt)
 foreach(_h ${_tandem_public})
   get_filename_component(_dir ${_h} DIRECTORY)
   install(FILES ${_h} DESTINATION ${_tandem_headers}/${_dir})

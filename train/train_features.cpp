@@ -135,6 +135,9 @@ FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_p
 
 void FullTrainer::init_features() {
   const TrainConfig& cfg = config();
+  // tandem-train's flags say so as a usage error; a program that fills the config gets it here.
+  TANDEM_CHECK(cfg.save_every == 0 || !cfg.save_dir.empty(),
+               "save_every {} needs save_dir: the folder the checkpoints go to", cfg.save_every);
   if (cfg.ema_decay > 0) {
     nn::EMAOptions eo;
     eo.decay = cfg.ema_decay;

@@ -57,22 +57,23 @@ std::unique_ptr<data::BatchSource> Trainer::image_batches(const TrainConfig& con
   opt.batch_size = train ? config.batch_size : config.eval_batch_size;
   opt.layout = nn::model_entry(config.model).input == nn::ModelInput::Image ? data::Layout::Image : data::Layout::Flat;
   const int64_t n = set.size();
+  return std::make_unique<data::BatchLoader>(std::move(set), sampler(config, n, world, train), opt);
+}
+
+std::shared_ptr<const data::Sampler> Trainer::sampler(const TrainConfig& config, int64_t n, const World& world,
+                                                      bool train) {
   if (!train) {
     // Evaluation: contiguous unpadded shards, so the summed counts cover every test sample once.
     auto shard = nn::parallel::eval_shard(n, world.size(), world.rank());
-    return std::make_unique<data::BatchLoader>(std::move(set), std::make_shared<RangeSampler>(shard.begin, shard.end),
-                                               opt);
+    return std::make_shared<RangeSampler>(shard.begin, shard.end);
   }
   // Training order: a seeded permutation per epoch; with several ranks each takes its shard of it.
-  std::shared_ptr<const data::Sampler> sampler;
   if (world.size() > 1) {
     nn::parallel::DistributedSamplerOptions so;
     so.seed = config.seed;
-    sampler = std::make_shared<nn::parallel::DistributedSampler>(n, world.size(), world.rank(), so);
-  } else {
-    sampler = std::make_shared<data::RandomSampler>(n, config.seed);
+    return std::make_shared<nn::parallel::DistributedSampler>(n, world.size(), world.rank(), so);
   }
-  return std::make_unique<data::BatchLoader>(std::move(set), sampler, opt);
+  return std::make_shared<data::RandomSampler>(n, config.seed);
 }
 
 Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::unique_ptr<nn::Optimizer> optimizer,

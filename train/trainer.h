@@ -86,6 +86,11 @@ class Trainer {
   // contiguous share, unshuffled).
   static std::unique_ptr<data::BatchSource> image_batches(const TrainConfig& config, data::Dataset set,
                                                           const World& world, bool train);
+  // The order of n samples that image_batches (and tensor_batches.h) read: train, a seeded
+  // permutation per epoch (config.seed), a shard of it per rank; evaluation, this rank's contiguous
+  // share.
+  static std::shared_ptr<const data::Sampler> sampler(const TrainConfig& config, int64_t n, const World& world,
+                                                      bool train);
   virtual ~Trainer() = default;
 
   void add_callback(std::shared_ptr<TrainerCallback> cb) { callbacks_.push_back(std::move(cb)); }

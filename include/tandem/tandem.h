@@ -1,6 +1,8 @@
 // tandem's C++ API in one include: tensors and autograd, every op, the nn modules, optimizers and
 // LR schedules, mixed precision, DistributedDataParallel / DataParallel / SyncBatchNorm, training
-// checkpoints, and the communicator (with make_mpi_communicator where tandem was built with MPI).
+// checkpoints, the model registry and run configs, the training engine (train/: the Trainer, its
+// data-parallel setup, checkpoints and resume, the user's arrays as batches), and the communicator
+// (with make_mpi_communicator where tandem was built with MPI).
 // Installed as <tandem/tandem.h>; the headers it includes are installed under include/tandem/.
 #pragma once
 
@@ -32,6 +34,11 @@
 #include "runtime/tensor.h"
 #include "runtime/threads.h"
 #include "runtime/trace.h"
+#include "train/factory.h"
+#include "train/parallel_setup.h"
+#include "train/tensor_batches.h"
+#include "train/train_features.h"
+#include "train/trainer.h"
 #if defined(TANDEM_HAVE_MPI)
 #include "comm/mpi/mpi_comm.h"
 #endif

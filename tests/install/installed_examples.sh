@@ -30,11 +30,11 @@ for mustnot in include/tandem/runtime/backend/registry.h include/tandem/kernels 
                include/tandem/runtime/ops/op_checks.h include/tandem/nn/optim/per_device.h \
                include/tandem/runtime/serialization/json_integer.h include/tandem/runtime/autograd_nodes.h \
                include/tandem/runtime/fault.h include/tandem/nn/parallel/device_workers.h \
-               include/tandem/runtime/data/dataset.h include/tandem/nn/config/checks.h; do
+               include/tandem/nn/config/checks.h include/tandem/apps; do
   [[ ! -e $prefix/$mustnot ]] || { echo "internal header installed: $mustnot" >&2; exit 1; }
 done
-# Installed headers name each other "tandem/...": nothing includes a bare "runtime/", "nn/" or "comm/".
-if grep -rlE '#include "(runtime|nn|comm)/' "$prefix/include/tandem"; then
+# Installed headers name each other "tandem/...": nothing includes a bare "runtime/", "nn/", "comm/" or "train/".
+if grep -rlE '#include "(runtime|nn|comm|train)/' "$prefix/include/tandem"; then
   echo "installed headers above include without the tandem/ prefix" >&2
   exit 1
 fi
@@ -86,6 +86,16 @@ for n in 1 2; do
   "$mpiexec" -np "$n" --oversubscribe --bind-to none "$work/cmake-build/train_ddp" 200
 done
 "$mpiexec" -np 1 --oversubscribe "$work/train_ddp_pc" 50 >/dev/null
+# A model of one's own through the engine: DDP on 2 ranks, and a resume from a checkpoint of that run
+# ends with the same weights (param_hash) as the run that never stopped.
+rm -rf "$work/custom-ckpt"
+full=$("$mpiexec" -np 2 --oversubscribe --bind-to none "$work/cmake-build/custom_model" 300 --save "$work/custom-ckpt" |
+       grep -o 'custom_model: .*')
+resumed=$("$mpiexec" -np 2 --oversubscribe --bind-to none "$work/cmake-build/custom_model" 300 \
+          --resume "$work/custom-ckpt/ckpt-00000250" | grep -o 'custom_model: .*')
+echo "$full"
+[[ $full == *"test accuracy 0.9"* && ${full##*param_hash } == "${resumed##*param_hash }" ]] ||
+  { echo "custom_model: the resumed run ($resumed) differs from the full one ($full), or it did not learn" >&2; exit 1; }
 
 if [[ -e $prefix/include/tandem/tandem_c.h ]]; then
   cmake -S "$src/examples/c" -B "$work/c-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
