@@ -44,7 +44,7 @@ const ModelEntry& model_entry(const std::string& type) {
 std::string unknown_model_type(const std::string& type) {
   const std::vector<std::string> known = model_types();
   const std::string near = closest_spelling(lowered(type), known);
-  return fmt::format("unknown model type '{}' (expected {}){}", type, join_types(known),
+  return fmt::format("unknown model type '{}' (expected {}){}", type, or_list(known),
                      near.empty() ? "" : fmt::format("; did you mean {}?", near));
 }
 
@@ -53,13 +53,6 @@ std::vector<std::string> model_types(const std::string& dataset) {
   for (const ModelEntry& e : table())
     if (dataset.empty() || e.dataset == dataset) out.push_back(e.type);
   std::sort(out.begin(), out.end());  // registration order depends on the link order
-  return out;
-}
-
-std::string join_types(const std::vector<std::string>& types) {
-  std::string out;
-  for (size_t i = 0; i < types.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == types.size() ? " or " : ", ") + types[i];
   return out;
 }
 

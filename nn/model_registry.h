@@ -61,8 +61,6 @@ const ModelEntry* find_model_entry(const std::string& type);
 std::vector<std::string> model_types(const std::string& dataset = "");
 // "unknown model type 'x' (expected a, b or c); did you mean b?": the message for a type not registered.
 std::string unknown_model_type(const std::string& type);
-// "a, b or c": a list of types for messages.
-std::string join_types(const std::vector<std::string>& types);
 // Adds an entry; throws for a duplicate type or an entry without a builder.
 void register_model(ModelEntry entry);
 

@@ -116,13 +116,6 @@ std::mutex& read_mutex() {
   return m;
 }
 
-std::string or_list(const std::vector<std::string>& words) {
-  std::string out;
-  for (size_t i = 0; i < words.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
-  return out;
-}
-
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
   const std::string best = closest_spelling(word, candidates);
   return best.empty() ? "" : " (did you mean " + best + "?)";

@@ -27,4 +27,11 @@ std::string closest_spelling(const std::string& word, const std::vector<std::str
   return best;
 }
 
+std::string or_list(const std::vector<std::string>& words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  return out;
+}
+
 }  // namespace tandem

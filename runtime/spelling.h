@@ -15,4 +15,7 @@ size_t edit_distance(const std::string& a, const std::string& b);
 std::string closest_spelling(const std::string& word, const std::vector<std::string>& candidates,
                              size_t max_edits = 2);
 
+// "a, b or c": words listed for a message ("expected mlp, cnn or gpt").
+std::string or_list(const std::vector<std::string>& words);
+
 }  // namespace tandem

@@ -7,6 +7,7 @@
 
 #include "nn/model_registry.h"
 #include "runtime/error.h"
+#include "runtime/spelling.h"
 
 namespace tandem::app {
 
@@ -44,7 +45,7 @@ std::string trainable_model(const RunConfig& rc) {
                                        "[784, 512, 512, 10] and no dropout, or type {}) and type gpt; this file has "
                                        "{}. Train other models through the library (nn::config::build_model), or "
                                        "give --model",
-                                       nn::join_types(other_fashion_mnist_types()), what));
+                                       or_list(other_fashion_mnist_types()), what));
 }
 
 }  // namespace

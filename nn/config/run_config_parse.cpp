@@ -311,7 +311,7 @@ LayerConfig parse_layer(RunConfig& out, const YAML::Node& node, const std::strin
 void parse_model(RunConfig& out, const Block& m) {
   m.only({"type", "parameters"});
   ModelConfig& model = out.model;
-  model.type = type_of(m, join_types(model_types()));
+  model.type = type_of(m, or_list(model_types()));
   const Block p = m.block("parameters");
   if (model.type == "mlp") {
     p.only({"layer_sizes", "dropout", "flatten_non_batch_dims"}, "model type mlp");
