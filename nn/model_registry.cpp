@@ -2,10 +2,10 @@
 #include "nn/model_registry.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include <fmt/format.h>
 
+#include "nn/config/checks.h"
 #include "nn/config/run_config.h"
 #include "runtime/error.h"
 #include "runtime/spelling.h"
@@ -20,17 +20,12 @@ std::vector<ModelEntry>& table() {
   return entries;
 }
 
-std::string lowered(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 const std::vector<ModelEntry>& model_entries() { return table(); }
 
 const ModelEntry* find_model_entry(const std::string& type) {
-  const std::string t = lowered(type);
+  const std::string t = config::lower(type);
   for (const ModelEntry& e : table())
     if (e.type == t) return &e;
   return nullptr;
@@ -43,7 +38,7 @@ const ModelEntry& model_entry(const std::string& type) {
 
 std::string unknown_model_type(const std::string& type) {
   const std::vector<std::string> known = model_types();
-  const std::string near = closest_spelling(lowered(type), known);
+  const std::string near = closest_spelling(config::lower(type), known);
   return fmt::format("unknown model type '{}' (expected {}){}", type, or_list(known),
                      near.empty() ? "" : fmt::format("; did you mean {}?", near));
 }
@@ -57,7 +52,7 @@ std::vector<std::string> model_types(const std::string& dataset) {
 }
 
 void register_model(ModelEntry entry) {
-  entry.type = lowered(entry.type);
+  entry.type = config::lower(entry.type);
   TANDEM_CHECK(!entry.type.empty() && entry.build, "register_model: an entry needs a type and a builder");
   TANDEM_CHECK(find_model_entry(entry.type) == nullptr, "register_model: model type '{}' is registered twice",
                entry.type);

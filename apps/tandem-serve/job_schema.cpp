@@ -62,7 +62,7 @@ void check_value(const std::string& name, const nlohmann::json& v, const nlohman
 
 }  // namespace
 
-JobSchema::JobSchema(const nlohmann::json& openapi) {
+JobSchema::JobSchema(const nlohmann::json& openapi) : document_(openapi.dump(1)) {
   properties_ = openapi.at("components").at("schemas").at("JobRequest").at("properties");
   TANDEM_CHECK(properties_.is_object() && properties_.contains("ranks"), "openapi.json: JobRequest has no properties");
 }

@@ -24,8 +24,12 @@ class JobSchema {
   static std::vector<std::string> train_args(const nlohmann::json& request, const std::string& job_dir,
                                              const std::string& jobs_dir, const std::string& metrics_path);
 
+  // The whole API description, as GET /openapi.json serves it (the one the server validates against).
+  const std::string& document() const { return document_; }
+
  private:
   nlohmann::json properties_;
+  std::string document_;
 };
 
 }  // namespace tandem::serve

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "apps/tandem-serve/assets.h"
-#include "apps/tandem-serve/openapi.h"
 #include "apps/common/loopback.h"
 #include "apps/common/monitor_json.h"
 #include "apps/tandem-serve/http_error.h"
@@ -200,8 +199,8 @@ void install_routes(httplib::Server& server, ApiContext& ctx) {
     auto js = asset("dashboard/dashboard.js");
     res.set_content(js.data(), js.size(), "text/javascript; charset=utf-8");
   });
-  server.Get("/openapi.json", [doc = openapi_document().dump(1)](const httplib::Request&, httplib::Response& res) {
-    res.set_content(doc, kJson);
+  server.Get("/openapi.json", [&ctx](const httplib::Request&, httplib::Response& res) {
+    res.set_content(ctx.schema.document(), kJson);
   });
   server.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
     ManagerStats s = ctx.jobs.stats();

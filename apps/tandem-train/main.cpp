@@ -54,9 +54,10 @@ int run_training(app::TrainConfig cfg) {
            cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer.type,
            cfg.optimizer.learning_rate, cfg.optimizer.momentum, cfg.optimizer.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads.count,
            threads.count > 1 ? "s" : "", threads.reason, cpu_isa);
+  const std::vector<Tensor> parameters = model->parameters();
   int64_t weights = 0;
-  for (const Tensor& p : model->parameters()) weights += p.numel();
-  log.debug("model {}: {} parameters in {} tensors", cfg.model, weights, model->parameters().size());
+  for (const Tensor& p : parameters) weights += p.numel();
+  log.debug("model {}: {} parameters in {} tensors", cfg.model, weights, parameters.size());
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
              cfg.lr_schedule);
