@@ -17,17 +17,14 @@
 namespace tandem::train {
 
 nn::GPTConfig gpt_model_config(const TrainConfig& cfg) {
-  nn::GPTConfig c;  // vocab 256: byte-level tokens
-  c.n_layer = cfg.gpt.n_layer;
-  c.n_head = cfg.gpt.n_head;
-  c.n_embd = cfg.gpt.n_embd;
-  c.context = cfg.gpt.context;
+  nn::GPTConfig c = cfg.model.gpt;
+  c.vocab_size = 256;  // byte-level tokens (make_model pads a tokenizer's vocabulary instead)
   return c;
 }
 
 std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
   Generator gen(cfg.seed);
-  if (cfg.model == "gpt") {
+  if (cfg.model.type == "gpt") {
     const auto padded = [](int64_t v) { return (v + 63) / 64 * 64; };  // GPT-2: 50257 -> 50304
     // --tokenizer: its vocabulary (the run reads the files again to encode the text).
     const int64_t tokens =
@@ -37,7 +34,7 @@ std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
       if (tokens > 0) c.vocab_size = padded(tokens);
       return std::make_shared<nn::GPT>(c, gen);
     }
-    nn::GPTConfig c = nn::hf_gpt2_config(cfg.gpt.init_from, cfg.gpt.n_head);
+    nn::GPTConfig c = nn::hf_gpt2_config(cfg.gpt.init_from, cfg.model.gpt.n_head);
     TANDEM_CHECK(tokens == 0 || c.vocab_size == tokens || c.vocab_size == padded(tokens),
                  "--init-from {} has a vocabulary of {} tokens, the tokenizer in {} has {}: they must be the same "
                  "(the tokenizer the weights were trained with)",
@@ -48,7 +45,7 @@ std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg) {
     return gpt;
   }
   // The registry's builder (cnn fuses its BatchNorm epilogues: same names and results, fewer passes).
-  return nn::config::build_model(cfg.model_config ? *cfg.model_config : nn::default_model_config(cfg.model), gen);
+  return nn::config::build_model(cfg.model, gen);
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {

@@ -14,7 +14,7 @@ namespace tandem::train {
 
 // The model named by cfg.model, initialised from a generator seeded with cfg.seed.
 std::shared_ptr<nn::Module> make_model(const TrainConfig& cfg);
-// --model gpt's shape (cfg.gpt) with the byte vocabulary (256).
+// --model gpt's shape (cfg.model.gpt) with the byte vocabulary (256).
 nn::GPTConfig gpt_model_config(const TrainConfig& cfg);
 // cfg.optimizer: sgd (momentum, L2 weight decay), adam (L2) or adamw (decoupled); fused when a
 // --config file asks for it (nn::config::build_optimizer).

@@ -4,15 +4,13 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/data/text_corpus.h"
 
 namespace tandem::train {
 
 struct GptRunConfig {
-  // shape (defaults: the "small" GPT of nn/gpt.h)
-  int64_t n_layer = 4, n_head = 4, n_embd = 256, context = 128;
-  // data: byte-level text, the last val_fraction of it for validation
-  std::string text_dir = data::kFortunesDir;
+  // The shape is the run config's model.gpt (TrainConfig::model); defaults: the "small" GPT of nn/gpt.h.
+  // data: byte-level text, the last val_fraction of it for validation (default: Debian's fortunes)
+  std::string text_dir;
   // A folder with GPT-2's vocab.json and merges.txt (or tokenizer.json): the text as BPE tokens
   // instead of bytes, the vocabulary the tokenizer's padded to a multiple of 64, val_loss in nats
   // per token.

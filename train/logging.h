@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/enum_names.h"
+
 namespace tandem::train {
 
 namespace logging {
@@ -67,3 +69,12 @@ class Logger {
 void log_environment(const Logger& log);
 
 }  // namespace tandem::train
+
+namespace tandem {
+template <>
+struct EnumNames<train::logging::Level> {
+  using L = train::logging::Level;
+  static constexpr std::pair<L, const char*> words[] = {{L::trace, "trace"}, {L::debug, "debug"}, {L::info, "info"},
+                                                        {L::warn, "warn"},   {L::error, "error"}, {L::off, "off"}};
+};
+}  // namespace tandem

@@ -1,6 +1,6 @@
-// The run's learning-rate schedule from its flags (--lr-schedule cosine|constant|step, --lr-step-size,
-// --lr-gamma, --warmup-steps) or its --config block, built from the library's schedules, and the
-// linear scaling rule (--lr-scale-with-world).
+// The run's learning-rate schedule (cfg.lr_scheduler, which --lr-schedule, --lr-step-size, --lr-gamma,
+// --warmup-steps and a --config file's lr_scheduler block set), and the linear scaling rule
+// (--lr-scale-with-world).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,12 +10,9 @@
 
 namespace tandem::train {
 
-// The schedule per optimizer step over a run of `total_steps` steps, or nullptr for a constant lr:
-//   cosine: CosineAnnealingLR down to 0 at the last step (over the steps after the warmup);
-//   step: StepLR(step_size, gamma) in optimizer steps; constant: the base lr;
-//   a --config schedule (cfg.lr_scheduler) replaces the type.
-// warmup_steps N > 0 puts a LinearWarmup in front: lr = base * (s + 1) / (N + 1) at step s < N, so the
-// first step already moves, and the wrapped schedule starts at step N from its own step 0.
+// The schedule per optimizer step over a run of `total_steps` steps (nn::config::build_scheduler:
+// cosine goes down to 0 at the last step, over the steps after the warmup), or nullptr for a
+// constant lr.
 std::unique_ptr<nn::LRScheduler> make_lr_schedule(const TrainConfig& cfg, nn::Optimizer& optimizer,
                                                   int64_t total_steps);
 

@@ -11,46 +11,45 @@ namespace tandem::train {
 
 ModeDecision decide_mode(const ModeInputs& in) {
   ModeDecision d;
-  const std::string mode = in.configured.empty() ? "auto" : in.configured;
-  TANDEM_CHECK(mode == "auto" || mode == "single" || mode == "dp" || mode == "ddp",
-               "--mode must be auto, single, dp or ddp, got '{}'", mode);
-  if (mode != "auto") {
-    TANDEM_CHECK(mode != "ddp" || in.have_mpi,
+  const ParallelMode mode = in.configured;
+  TANDEM_CHECK(enum_name(mode)[0] != '?', "--mode must be auto, single, dp or ddp, got {}", static_cast<int>(mode));
+  if (mode != ParallelMode::Auto) {
+    TANDEM_CHECK(mode != ParallelMode::DDP || in.have_mpi,
                  "--mode ddp: this build of tandem has no MPI, so it cannot start a distributed run; build with "
                  "TANDEM_MPI=ON, or use --mode single or dp");
     d.mode = mode;
     d.devices = in.devices;
-    d.reason = fmt::format("--mode {} given", mode);
+    d.reason = fmt::format("--mode {} given", enum_name(mode));
     return d;
   }
   const bool gpu_wanted = in.device == "auto" || in.device.rfind("cuda", 0) == 0;
   if (in.launcher_world > 1) {
     if (!in.have_mpi) {
-      d.mode = "single";
+      d.mode = ParallelMode::Single;
       d.reason = fmt::format("launched with {} ranks, but this build has no MPI", in.launcher_world);
       d.warning = fmt::format("--mode auto: launched with {} ranks by a build without MPI: each process trains "
                               "alone on its own device (single); build with TANDEM_MPI=ON for ddp",
                               in.launcher_world);
       return d;
     }
-    d.mode = "ddp";
+    d.mode = ParallelMode::DDP;
     d.reason = fmt::format("launched with {} ranks: one process per rank{}", in.launcher_world,
                            gpu_wanted && in.gpus > 0 ? " (each on a GPU of its node where it has one)" : "");
     return d;
   }
   if (!in.devices.empty()) {
-    d.mode = "dp";
+    d.mode = ParallelMode::DP;
     d.devices = in.devices;
     d.reason = fmt::format("one process, --devices {}", in.devices);
     return d;
   }
   if (gpu_wanted && in.gpus >= 2) {
-    d.mode = "dp";
+    d.mode = ParallelMode::DP;
     for (int i = 0; i < in.gpus; ++i) d.devices += fmt::format("{}cuda:{}", i ? "," : "", i);
     d.reason = fmt::format("one process (not launched by mpirun) and {} GPUs: DataParallel over them", in.gpus);
     return d;
   }
-  d.mode = "single";
+  d.mode = ParallelMode::Single;
   d.reason = in.gpus == 1 && gpu_wanted ? "one process and one GPU"
              : !gpu_wanted && in.gpus >= 2 ? fmt::format("one process on --device {}", in.device)
                                            : "one process (not launched by mpirun), no more than one device";

@@ -9,7 +9,7 @@
 namespace tandem::train {
 
 struct ModeInputs {
-  std::string configured = "auto";  // --mode: auto | single | dp | ddp ("" reads as auto)
+  ParallelMode configured = ParallelMode::Auto;  // --mode
   int launcher_world = 1;           // OMPI_COMM_WORLD_SIZE / PMI_SIZE (1: not launched by mpirun)
   int gpus = 0;                     // CUDA devices this process sees
   std::string device = "auto";      // --device
@@ -18,7 +18,7 @@ struct ModeInputs {
 };
 
 struct ModeDecision {
-  std::string mode;     // single | dp | ddp
+  ParallelMode mode = ParallelMode::Single;  // never Auto
   std::string devices;  // dp: the devices to use ("cuda:0,cuda:1", or --devices)
   std::string reason;   // one line for the log and the done record
   std::string warning;  // non-empty: a fallback the user should know about

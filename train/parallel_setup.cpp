@@ -25,24 +25,27 @@ void ParallelSetup::before_evaluation() const {
   if (ddp && ddp->options().broadcast_buffers) ddp->sync_buffers();
 }
 
-ParallelSetup setup_parallel(const ParallelConfig& config, std::shared_ptr<Module> model,
+ParallelSetup setup_parallel(const ParallelConfig& given, std::shared_ptr<Module> model,
                              std::shared_ptr<comm::Communicator> comm) {
   TANDEM_CHECK(model != nullptr, "setup_parallel: no model given");
-  TANDEM_CHECK(config.mode == "single" || config.mode == "ddp" || config.mode == "dp",
-               "--mode must be single, ddp or dp, got '{}'", config.mode);
+  ParallelConfig config = given;
+  if (config.mode == ParallelMode::Auto)  // a program's: its communicator says (tandem-train decides before)
+    config.mode = comm && comm->size() > 1 ? ParallelMode::DDP : ParallelMode::Single;
+  TANDEM_CHECK(config.mode == ParallelMode::Single || config.mode == ParallelMode::DDP || config.mode == ParallelMode::DP,
+               "setup_parallel: mode must be auto, single, ddp or dp, got {}", static_cast<int>(config.mode));
   TANDEM_CHECK(config.accumulation_steps >= 1, "--accumulation-steps must be >= 1, got {}", config.accumulation_steps);
-  TANDEM_CHECK(!config.sync_bn || config.mode == "ddp",
+  TANDEM_CHECK(!config.sync_bn || config.mode == ParallelMode::DDP,
                "--sync-bn needs --mode ddp (it synchronises BatchNorm statistics across processes)");
-  TANDEM_CHECK(config.mode == "dp" || config.devices.empty(), "--devices is for --mode dp");
+  TANDEM_CHECK(config.mode == ParallelMode::DP || config.devices.empty(), "--devices is for --mode dp");
   ParallelSetup s;
   s.inner = model;
   s.accumulation_steps = config.accumulation_steps;
   s.device_reason = config.device_reason;
-  TANDEM_CHECK(config.mode != "dp" || config.device.is_cpu(),
+  TANDEM_CHECK(config.mode != ParallelMode::DP || config.device.is_cpu(),
                "--mode dp places its replicas on --devices; the model must start on the CPU, not {}", config.device.str());
-  if (config.mode == "single") {
+  if (config.mode == ParallelMode::Single) {
     s.model = model;
-  } else if (config.mode == "dp") {
+  } else if (config.mode == ParallelMode::DP) {
     const auto devices = nn::parallel::parse_devices(config.devices.empty() ? "cpu:0,cpu:1" : config.devices);
     model->to(devices[0]);  // the model starts on the CPU; DataParallel keeps replica 0 on the first device
     s.model = std::make_shared<DataParallel>(model, devices);

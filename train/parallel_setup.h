@@ -27,6 +27,7 @@
 #include "nn/parallel/data_parallel.h"
 #include "nn/parallel/ddp.h"
 #include "nn/parallel/ddp_options.h"
+#include "train/parallel_mode.h"
 
 namespace tandem::train {
 
@@ -34,7 +35,9 @@ using nn::Module;
 using nn::parallel::DistributedDataParallel;
 
 struct ParallelConfig {
-  std::string mode = "single";  // single | ddp | dp
+  // auto: ddp when setup_parallel is given a communicator of several ranks, else single
+  // (tandem-train decides auto itself first: mode_auto.h, which also knows dp).
+  ParallelMode mode = ParallelMode::Auto;
   std::string devices;          // dp: "cpu:0,cpu:1" or "cuda:0,cuda:1" (empty: cpu:0,cpu:1)
   bool sync_bn = false;         // ddp: BatchNorm -> SyncBatchNorm
   int64_t accumulation_steps = 1;

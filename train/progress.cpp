@@ -87,8 +87,9 @@ std::shared_ptr<TrainerCallback> make_progress(const TrainConfig& cfg, int rank)
   ProgressOptions o;
   // mpirun hands each rank a pseudo-terminal whatever its own stdout is: lines there, unless asked.
   const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
-  o.terminal = cfg.progress == "bar" || (cfg.progress == "auto" && !launched && isatty(fileno(stdout)) != 0);
-  if (cfg.progress == "off") return nullptr;
+  o.terminal = cfg.progress == ProgressStyle::Bar ||
+               (cfg.progress == ProgressStyle::Auto && !launched && isatty(fileno(stdout)) != 0);
+  if (cfg.progress == ProgressStyle::Off) return nullptr;
   o.every = cfg.progress_every;
   return make_progress(o);
 }

@@ -1,39 +1,37 @@
-// TrainConfig: every setting of a training run, filled from the command line (cli.h) and read by
-// the Trainer. New features add a field here and a flag in cli.cpp.
+// TrainConfig: every setting of a training run, filled from a --config file and the command line
+// (apps/common/cli.h) or by a program, and read by the Trainer. New features add a field here and a
+// flag in cli.cpp (and a key in nn/config's parser where it belongs to a run-config block).
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "train/gpt_config.h"
+#include "train/logging.h"
+#include "train/parallel_mode.h"
 #include "nn/config/run_config.h"
-#include "nn/parallel/ddp_options.h"
-#include "runtime/data/dataset.h"
+#include "runtime/enum_names.h"
 
 namespace tandem::train {
 
-struct TrainConfig {
-  // model and data
-  std::string model = "mlp";  // a registered type tandem-train trains (nn/model_registry.h): mlp, cnn, gpt, ...
-  // --config's model block when it describes a registered model other than mlp, cnn and gpt (their
-  // own shapes are tandem-train's); empty: the type's defaults (nn::default_model_config).
-  std::optional<nn::config::ModelConfig> model_config;
-  std::string data_dir = data::kFashionMnistDir;
-  GptRunConfig gpt;           // --model gpt: shape, text, validation, sample (gpt_config.h)
+// --progress (train/progress.h).
+enum class ProgressStyle { Auto, Bar, Lines, Off };
+
+// One run's settings. The model, loss, optimizer, schedule, training and ddp blocks are the run
+// config's (nn/config/run_config.h): a --config file is read onto them and the flags then write the
+// same fields, so a setting lives in one field, whoever sets it. The rest is the loop's.
+struct TrainConfig : nn::config::RunConfig {
+  TrainConfig();  // tandem-train's defaults (train_config.cpp)
+
+  // model and data: `model` (RunConfig) is a registered type tandem-train trains (mlp, cnn, gpt, ...)
+  // with its parameters; a gpt's shape is model.gpt.
+  std::string data_dir;       // Fashion-MNIST's IDX files (default: Debian's fashion-mnist package's folder)
+  GptRunConfig gpt;           // --model gpt: text, validation, sample (gpt_config.h)
   // optimisation (the README defaults: they reach mlp >= 0.88 and cnn >= 0.91 in 5 epochs)
   int64_t epochs = 5;
   int64_t batch_size = 128;   // per process
   int64_t global_batch_size = 0;  // > 0: batch_size = this / ranks (an error where it does not divide)
-  // --optimizer sgd|adam|adamw, --lr, --momentum, --weight-decay; a --config file sets the rest
-  // (betas, eps, dampening, nesterov, fused). Built by nn::config::build_optimizer.
-  nn::config::OptimizerConfig optimizer = default_optimizer();
-  std::string lr_schedule = "cosine";  // cosine (per step, to 0 at the last step) | step | constant
-  // --lr-step-size, --lr-gamma (step) and --warmup-steps (linear warmup before any schedule); type unused
-  nn::config::ScheduleConfig schedule;
   bool lr_scale_with_world = false;  // --lr-scale-with-world: the linear scaling rule (lr x world size)
-  uint64_t seed = 0;
-  // A schedule from --config (step, cosine_annealing over its T_max, linear_warmup): replaces lr_schedule.
-  std::optional<nn::config::ScheduleConfig> lr_scheduler;
   std::string config_path;  // --config: a run-config YAML file; flags given on the command line override it
   // execution
   std::string device = "auto";  // auto | cpu | cuda | cuda:N (auto: cuda:<local rank> where each rank has a GPU)
@@ -45,22 +43,18 @@ struct TrainConfig {
   int64_t metrics_every = 0;  // a "step" record every N steps in metrics_path (0: epochs only)
   bool quiet = false;        // no per-epoch lines
   // issue 18's loop (apps/common/loop_flags.cpp): logging, progress, the memory budget
-  std::string log_level = "info";  // trace | debug | info | warn | error | off
-  std::string progress = "auto";   // auto (bar on a terminal, else lines) | bar | lines | off
+  logging::Level log_level = logging::Level::info;
+  ProgressStyle progress = ProgressStyle::Auto;  // auto: a bar on a terminal, else lines
   int64_t progress_every = 0;      // plain progress lines every N steps (0: about ten per epoch)
   std::string trace_path;          // --trace FILE: the Chrome trace JSON of all ranks (empty: off)
   std::string memory_limit;        // tensor-memory budget of the run's device, e.g. "96MB" (empty: none)
 
   // data parallelism (train/parallel_setup.h)
-  std::string mode;          // auto (or empty: train/mode_auto.h) | single | ddp | dp
+  ParallelMode mode = ParallelMode::Auto;  // auto: train/mode_auto.h decides
   std::string mode_reason;   // why the mode was chosen (the done record's mode_reason)
   std::string devices;       // dp: "cpu:0,cpu:1" or "cuda:0,cuda:1"
   bool sync_bn = false;      // ddp: BatchNorm -> SyncBatchNorm
-  int64_t accumulation_steps = 1;  // micro-batches per optimizer step
-  nn::parallel::DDPOptions ddp;    // ddp: --bucket-cap-mb, --find-unused-parameters, ...
-  // mixed precision, clipping, activation checkpointing, EMA, checkpoints (train/amp_config.h, nn/training_state.h)
-  std::string amp = "off";   // off | f16 | bf16
-  double grad_clip = 0;      // max global gradient norm (0: no clipping)
+  // accumulation_steps, grad_clip, amp, seed, ddp: RunConfig's training and ddp blocks
   int checkpoint_activations = 0;  // segments of checkpoint_sequential (0: off)
   double ema_decay = 0;      // 0: no EMA; otherwise evaluation uses the EMA weights
   std::string save_dir;      // checkpoints go to save_dir/step-N
@@ -73,15 +67,20 @@ struct TrainConfig {
   std::string status_bind = "127.0.0.1";
   double monitor_period = 1.0;        // seconds between host/GPU samples with --status-port (0: none)
 
-  // SGD at lr 0.05, momentum 0.9, weight decay 5e-4; torch's defaults for what has no flag.
-  static nn::config::OptimizerConfig default_optimizer() {
-    nn::config::OptimizerConfig o;
-    o.type = "sgd";
-    o.learning_rate = 0.05;
-    o.momentum = 0.9;
-    o.weight_decay = 5e-4;
-    return o;
-  }
+  // The defaults of `type` for what its model sets differently (gpt: batch 8, adamw at 1e-3 with
+  // weight decay 0.1, 50 warmup steps, clipping at 1): applied when the model is chosen, before a
+  // file and the flags.
+  void apply_model_defaults(const std::string& type);
 };
 
 }  // namespace tandem::train
+
+namespace tandem {
+template <>
+struct EnumNames<train::ProgressStyle> {
+  static constexpr std::pair<train::ProgressStyle, const char*> words[] = {{train::ProgressStyle::Auto, "auto"},
+                                                                           {train::ProgressStyle::Bar, "bar"},
+                                                                           {train::ProgressStyle::Lines, "lines"},
+                                                                           {train::ProgressStyle::Off, "off"}};
+};
+}  // namespace tandem

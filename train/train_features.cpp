@@ -59,8 +59,8 @@ class StepHooks final : public TrainerCallback {
 
 }  // namespace
 
-std::string resolve_mode(const std::string& configured) {
-  if (!configured.empty() && configured != "auto") return configured;
+ParallelMode resolve_mode(ParallelMode configured) {
+  if (configured != ParallelMode::Auto) return configured;
   TrainConfig cfg;  // --mode auto without the devices flags: single or ddp (main.cpp decides dp)
   cfg.device = "cpu";
   return decide_mode_here(cfg).mode;
@@ -69,7 +69,7 @@ std::string resolve_mode(const std::string& configured) {
 Device resolve_device(const TrainConfig& cfg) { return resolve_device_choice(cfg).device; }
 
 monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg) {
-  if (resolve_mode(cfg.mode) == "dp") return {kCPU, "cpu: --mode dp places its replicas on --devices"};
+  if (resolve_mode(cfg.mode) == ParallelMode::DP) return {kCPU, "cpu: --mode dp places its replicas on --devices"};
   if (cfg.device == "cpu") return {kCPU, "cpu: --device cpu"};
   if (cfg.device == "auto") return comm::choose_node_device(memory::parse_size(cfg.min_free_memory));
   TANDEM_CHECK_KIND(NotSupported, cuda::device_count() > 0, "--device {}: {}", cfg.device, cuda::describe());
@@ -109,7 +109,7 @@ std::string param_hash(const nn::Module& model) {
 std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg) {
   auto model = make_model(cfg);
   if (cfg.checkpoint_activations <= 0) return model;
-  TANDEM_CHECK(cfg.mode != "dp", "--checkpoint-activations is not supported with --mode dp; use ddp or single");
+  TANDEM_CHECK(cfg.mode != ParallelMode::DP, "--checkpoint-activations is not supported with --mode dp; use ddp or single");
   auto seq = std::dynamic_pointer_cast<nn::Sequential>(model);
   TANDEM_CHECK(seq, "--checkpoint-activations needs a Sequential model, got {}", model->type_name());
   return std::make_shared<CheckpointedSequential>(seq, cfg.checkpoint_activations);
@@ -119,8 +119,7 @@ FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
                          std::unique_ptr<nn::Optimizer> optimizer, data::Dataset train_set, data::Dataset test_set)
     : Trainer(cfg, ps.model, std::move(optimizer), std::move(train_set), std::move(test_set), World{ps.comm}),
       ps_(std::move(ps)),
-      amp_(AmpConfig::parse(cfg.amp)),
-      scaler_(make_grad_scaler(amp_, ps_.comm.get())) {
+      precision_(cfg.amp, ps_.comm.get()) {
   init_features();
 }
 
@@ -128,8 +127,7 @@ FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_p
                          std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> test)
     : Trainer(cfg, ps.model, std::move(optimizer), std::move(train), std::move(test), World{ps.comm}),
       ps_(std::move(ps)),
-      amp_(AmpConfig::parse(cfg.amp)),
-      scaler_(make_grad_scaler(amp_, ps_.comm.get())) {
+      precision_(cfg.amp, ps_.comm.get()) {
   init_features();
 }
 
@@ -151,12 +149,10 @@ void FullTrainer::init_features() {
 
 Tensor FullTrainer::forward_loss(const data::Batch& in) {
   const data::Batch batch = maybe_poison_batch(in, state().step + 1, world().rank());  // TANDEM_FAULT=nan_batch
-  if (!amp_.dtype) return Trainer::forward_loss(batch);
-  AutocastGuard autocast(*amp_.dtype);
-  return Trainer::forward_loss(batch);
+  return precision_.forward([&] { return Trainer::forward_loss(batch); });
 }
 
-void FullTrainer::backward(const Tensor& loss) { scaler_.scale(loss).backward(); }
+void FullTrainer::backward(const Tensor& loss) { precision_.backward(loss); }
 
 void FullTrainer::optimizer_step() {
   ps_.before_optimizer_step();
@@ -164,7 +160,7 @@ void FullTrainer::optimizer_step() {
     skip_step_ = false;
     return;
   }
-  nn::clipped_scaler_step(scaler_, optimizer(), ps_.model->parameters(), config().grad_clip);
+  precision_.update(optimizer(), ps_.model->parameters(), config().grad_clip);
 }
 
 std::shared_ptr<void> FullTrainer::micro_batch_scope(bool reduce) {
@@ -181,10 +177,10 @@ std::shared_ptr<void> FullTrainer::evaluation_scope() {
 
 void FullTrainer::fill_done_record(nlohmann::json& record) {
   record["param_hash"] = param_hash();
-  record["mode"] = resolve_mode(config().mode);
+  record["mode"] = enum_name(resolve_mode(config().mode));
   auto params = ps_.inner->parameters();
   record["device"] = params.empty() ? std::string("cpu") : params.front().device().str();
-  record["amp"] = config().amp;
+  record["amp"] = enum_name(config().amp);
   record["device_reason"] = ps_.device_reason;
   record["accumulation_steps"] = config().accumulation_steps;
   // The end of the run is always checkpointed when --save is given (unless that step just was).
@@ -195,7 +191,7 @@ nn::TrainComponents FullTrainer::components() {
   nn::TrainComponents c;
   c.model = ps_.inner.get();
   c.optimizer = &optimizer();
-  c.scaler = &scaler_;
+  c.scaler = &precision_.scaler();
   c.scheduler = scheduler();
   c.ema = ema_.get();
   return c;
@@ -208,7 +204,9 @@ nn::TrainProgress FullTrainer::progress() {
   p.global_batch = config().batch_size * world().size();
   p.sampler_position = state().batch_in_epoch * p.global_batch;
   p.world_size = world().size();
-  p.strings = {{"model", config().model}, {"amp", config().amp}, {"mode", resolve_mode(config().mode)}};
+  p.strings = {{"model", config().model.type},
+               {"amp", enum_name(config().amp)},
+               {"mode", enum_name(resolve_mode(config().mode))}};
   return p;
 }
 
@@ -234,9 +232,9 @@ void FullTrainer::resume(const std::string& path) {
   // Another model's checkpoint is the likeliest mistake: say so before any of its consequences (a
   // different global batch, missing weights).
   const auto model = ck.state.strings.find("model");
-  TANDEM_CHECK(model == ck.state.strings.end() || model->second == config().model,
+  TANDEM_CHECK(model == ck.state.strings.end() || model->second == config().model.type,
                "--resume '{}': the checkpoint is of model {}, this run trains {}", ck.path, model->second,
-               config().model);
+               config().model.type);
   nn::TrainProgress p = nn::load_training_state(ck, components(), global_batch);
   TANDEM_CHECK(p.sampler_position % global_batch == 0,
                "--resume '{}': the checkpoint stopped at sample {} of its epoch, not a multiple of the global "

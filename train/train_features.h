@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "train/amp_config.h"
+#include "train/precision_step.h"
 #include "train/parallel_setup.h"
 #include "train/trainer.h"
 #include "nn/training_state.h"
@@ -14,9 +14,9 @@
 
 namespace tandem::train {
 
-// "single" | "ddp" | "dp": the configured mode; for auto (or empty) ddp when launched by mpirun/PMI
-// with > 1 rank (OMPI_COMM_WORLD_SIZE / PMI_SIZE), else single (mode_auto.h decides dp too).
-std::string resolve_mode(const std::string& configured);
+// The configured mode; for auto, ddp when launched by mpirun/PMI with > 1 rank (OMPI_COMM_WORLD_SIZE /
+// PMI_SIZE), else single (mode_auto.h decides dp too).
+ParallelMode resolve_mode(ParallelMode configured);
 
 // --device: cpu; cuda:N; cuda (cuda:<local rank>; an error where a node has more ranks than GPUs);
 // auto (cuda:<local rank> where each rank on the node has a GPU, else cpu). --mode dp starts on the
@@ -68,8 +68,7 @@ class FullTrainer : public Trainer {
   void barrier();
 
   ParallelSetup ps_;
-  AmpConfig amp_;
-  nn::GradScaler scaler_;
+  PrecisionStep precision_;  // autocast, the GradScaler, the clipped update
   std::unique_ptr<nn::EMA> ema_;
   int64_t last_saved_step_ = -1;
   bool skip_step_ = false;  // set by the non-finite guard (--no-stop-on-nonfinite)

@@ -55,7 +55,7 @@ std::unique_ptr<data::BatchSource> Trainer::image_batches(const TrainConfig& con
                                                           const World& world, bool train) {
   data::LoaderOptions opt;
   opt.batch_size = train ? config.batch_size : config.eval_batch_size;
-  opt.layout = nn::model_entry(config.model).input == nn::ModelInput::Image ? data::Layout::Image : data::Layout::Flat;
+  opt.layout = nn::model_entry(config.model.type).input == nn::ModelInput::Image ? data::Layout::Image : data::Layout::Flat;
   const int64_t n = set.size();
   return std::make_unique<data::BatchLoader>(std::move(set), sampler(config, n, world, train), opt);
 }
@@ -222,7 +222,7 @@ EvalResult Trainer::evaluate() {
 TrainResult Trainer::fit() {
   TrainResult result;
   for (auto& cb : callbacks_) cb->on_train_begin(*this);
-  log_.info("training {} on {} ({} process{}), {} steps per epoch, batch {} per process", config_.model,
+  log_.info("training {} on {} ({} process{}), {} steps per epoch, batch {} per process", config_.model.type,
             train_loader_->describe(), world_.size(), world_.size() > 1 ? "es" : "", steps_per_epoch(),
             config_.batch_size);
   while (state_.epoch < config_.epochs) {
@@ -265,7 +265,7 @@ TrainResult Trainer::fit() {
   result.steps = state_.step;
   result.samples_per_s = result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
   nlohmann::json done{{"event", "done"},
-                      {"model", config_.model},
+                      {"model", config_.model.type},
                       {"world_size", world_.size()},
                       {"epochs", result.epochs},
                       {"steps", result.steps},

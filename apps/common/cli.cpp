@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "apps/common/cli_checks.h"
-#include "apps/common/config_file.h"
 #include "apps/common/gpt_cli.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/operations.h"
@@ -39,10 +38,11 @@ std::string model_flag_help() {
 }  // namespace
 
 void add_train_flags(CLI::App& app, TrainConfig& cfg) {
+  // Read before the flags (apply_settings_before_flags); declared here for --help and the usage check.
   app.add_option("--config", cfg.config_path,
                  "a run-config YAML file (model, loss, optimizer, lr_scheduler, training and ddp blocks, "
                  "TorchFort's layout); flags given on the command line override it");
-  app.add_option("--model", cfg.model, model_flag_help())
+  app.add_option("--model", cfg.model.type, model_flag_help())
       ->check(CLI::IsMember(trainable_model_types()))
       ->capture_default_str();
   app.add_option("--epochs", cfg.epochs, "epochs over the training set")
@@ -57,18 +57,17 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(kPositive);
   app.add_option("--lr", cfg.optimizer.learning_rate, "peak learning rate")->check(kPositive)->capture_default_str();
   app.add_option("--momentum", cfg.optimizer.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  app.add_option("--optimizer", cfg.optimizer.type, "sgd, adam or adamw")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
-      ->capture_default_str();
+  add_enum_option(app, "--optimizer", cfg.optimizer.type, "sgd, adam or adamw");
   app.add_option("--weight-decay", cfg.optimizer.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--lr-schedule", cfg.lr_schedule,
-                 "cosine (per step, down to 0), step (x --lr-gamma every --lr-step-size steps) or constant")
-      ->check(CLI::IsMember({"cosine", "step", "constant"}))
-      ->capture_default_str();
+  using nn::config::ScheduleType;
+  add_enum_option(app, "--lr-schedule", cfg.lr_scheduler.type,
+                  "cosine (per step, down to 0), step (x --lr-gamma every --lr-step-size steps) or constant (a "
+                  "--config file may give cosine_annealing or linear_warmup)",
+                  {ScheduleType::Cosine, ScheduleType::Step, ScheduleType::Constant});
   add_schedule_flags(app, cfg);
-  app.add_option("--seed", cfg.seed, "seed of initialisation and shuffling")->capture_default_str();
+  app.add_option("--seed", cfg.seed, "seed of initialisation and shuffling")->check(kNonNegative)->capture_default_str();
   app.add_option("--device", cfg.device,
                  "auto (cuda:<local rank> where each rank on the node has a GPU, else cpu), cpu, cuda or cuda:N")
       ->check([](const std::string& d) -> std::string {
@@ -95,10 +94,10 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   add_loop_flags(app, cfg);
   app.set_version_flag("--version", std::string(app.get_name()) + " " + tandem::version(), "print the version and exit");
 
-  app.add_option("--mode", cfg.mode, "auto (default: ddp under mpirun with > 1 rank, dp for several GPUs in one "
-                                      "process or --devices, else single; the choice and its reason are logged), "
-                                      "single, ddp (one process per rank under mpirun) or dp (--devices)")
-      ->check(CLI::IsMember({"auto", "single", "ddp", "dp"}));
+  add_enum_option(app, "--mode", cfg.mode,
+                  "auto (ddp under mpirun with > 1 rank, dp for several GPUs in one process or --devices, else "
+                  "single; the choice and its reason are logged), single, ddp (one process per rank under mpirun) "
+                  "or dp (--devices)");
   app.add_option("--devices", cfg.devices,
                  "dp: comma-separated devices of one kind, e.g. cpu:0,cpu:1 or cuda:0,cuda:1");
   app.add_flag("--sync-bn", cfg.sync_bn, "ddp: BatchNorm statistics over all ranks (SyncBatchNorm)");
@@ -109,9 +108,7 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--accumulation-steps", cfg.accumulation_steps, "micro-batches per optimizer step")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--amp", cfg.amp, "mixed precision: off, f16 (with loss scaling) or bf16")
-      ->check(CLI::IsMember({"off", "f16", "bf16"}))
-      ->capture_default_str();
+  add_enum_option(app, "--amp", cfg.amp, "mixed precision: off, f16 (with loss scaling) or bf16");
   app.add_option("--grad-clip", cfg.grad_clip, "clip the global gradient norm to this (0: off)")
       ->check(kNonNegative)
       ->capture_default_str();
@@ -131,13 +128,14 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
 
   // Combinations that make no sense are usage errors (exit 2), not run-time failures.
   app.final_callback([&app, &cfg] {
-    if (!cfg.config_path.empty() && app.count("--model") == 0) cfg.model = gpt_or(cfg.config_path, cfg.model);
-    apply_gpt_defaults(app, cfg);
-    if (cfg.mode == "dp" && cfg.devices.empty())
+    check_gpt_flags(app, cfg);
+    if (cfg.lr_scheduler.type == nn::config::ScheduleType::Step && cfg.lr_scheduler.step_size < 1)
+      throw CLI::ValidationError("--lr-schedule step", "needs --lr-step-size N (optimizer steps), N > 0");
+    if (cfg.mode == ParallelMode::DP && cfg.devices.empty())
       throw CLI::ValidationError("--mode dp", "needs --devices, e.g. --devices cpu:0,cpu:1 or cuda:0,cuda:1");
-    if (!cfg.devices.empty() && (cfg.mode == "single" || cfg.mode == "ddp"))
+    if (!cfg.devices.empty() && (cfg.mode == ParallelMode::Single || cfg.mode == ParallelMode::DDP))
       throw CLI::ValidationError("--devices", "only applies to --mode dp");
-    if (cfg.sync_bn && cfg.mode != "ddp" && !cfg.mode.empty() && cfg.mode != "auto")
+    if (cfg.sync_bn && cfg.mode != ParallelMode::DDP && cfg.mode != ParallelMode::Auto)
       throw CLI::ValidationError("--sync-bn", "only applies to --mode ddp");
     if (!cfg.devices.empty() && cfg.device != "auto" && cfg.device != "cpu")
       throw CLI::ValidationError("--device", "--mode dp places replicas with --devices; leave --device out");

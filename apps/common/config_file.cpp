@@ -1,7 +1,8 @@
-// --config: a run-config file's settings under the command line's flags.
+// tandem-train's settings before its flags: the model's defaults and the --config file.
 #include "apps/common/config_file.h"
 
 #include <algorithm>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -50,68 +51,44 @@ std::string trainable_model(const RunConfig& rc) {
 
 }  // namespace
 
-std::string gpt_or(const std::string& path, const std::string& otherwise) {
-  try {
-    return nn::config::load_run_config(path).model.type == "gpt" ? "gpt" : otherwise;
-  } catch (const Error&) {
-    return otherwise;
+std::optional<std::string> flag_value(int argc, char** argv, const std::string& flag) {
+  std::optional<std::string> value;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;  // the rest are positional
+    if (arg == flag && i + 1 < argc) value = argv[++i];
+    else if (arg.rfind(flag + "=", 0) == 0) value = arg.substr(flag.size() + 1);
   }
+  return value;
 }
 
-void apply_config_file(const CLI::App& app, TrainConfig& cfg) {
-  if (cfg.config_path.empty()) return;
-  const RunConfig rc = nn::config::load_run_config(cfg.config_path);
-  // The file's value for `key`, unless the command line gave `flag` (nullptr: no flag sets it).
-  auto from_file = [&](const char* key, const char* flag = nullptr) {
-    return rc.sets(key) && (flag == nullptr || app.count(flag) == 0);
-  };
-
-  if (app.count("--model") == 0) cfg.model = trainable_model(rc);
-  // A model with parameters of its own (resmlp, ...): the file's, where the file names that model.
-  if (rc.model.type == cfg.model && !nn::model_entry(cfg.model).parameters.empty()) cfg.model_config = rc.model;
-  if (rc.model.type == "gpt" && cfg.model == "gpt") {  // the file's shape under the command line's flags
-    if (from_file("model.parameters.n_layer", "--n-layer")) cfg.gpt.n_layer = rc.model.gpt.n_layer;
-    if (from_file("model.parameters.n_head", "--n-head")) cfg.gpt.n_head = rc.model.gpt.n_head;
-    if (from_file("model.parameters.n_embd", "--n-embd")) cfg.gpt.n_embd = rc.model.gpt.n_embd;
-    if (from_file("model.parameters.context", "--context")) cfg.gpt.context = rc.model.gpt.context;
+void apply_settings_before_flags(TrainConfig& cfg, int argc, char** argv) {
+  std::optional<std::string> model = flag_value(argc, argv, "--model");
+  if (model && nn::find_model_entry(*model) == nullptr) model.reset();  // the flag's check says so
+  cfg.config_path = flag_value(argc, argv, "--config").value_or("");
+  if (!cfg.config_path.empty()) {
+    // The file alone first: what it describes must be something tandem-train trains.
+    const RunConfig file = nn::config::load_run_config(cfg.config_path);
+    const std::string type = trainable_model(file);
+    if (model && *model != type)
+      nn::config::config_error(file, "model.type",
+                               fmt::format("the file's model is {} and --model says {}: give one of them", type,
+                                           *model));
+    if (file.sets("loss") && !(file.loss.type == nn::config::LossType::CrossEntropy &&
+                               file.loss.reduction == ops::Reduction::Mean))
+      nn::config::config_error(file,
+                               file.loss.type == nn::config::LossType::CrossEntropy ? "loss.parameters.reduction"
+                                                                                     : "loss.type",
+                               "tandem-train trains its classifiers with cross_entropy, reduction mean; write "
+                               "loss: {type: cross_entropy} or leave the loss block out");
+    model = type;
   }
-  if (rc.sets("loss") && !(rc.loss.type == "cross_entropy" && rc.loss.reduction == "mean"))
-    nn::config::config_error(rc, rc.loss.type == "cross_entropy" ? "loss.parameters.reduction" : "loss.type",
-                             "tandem-train trains its classifiers with cross_entropy, reduction mean; write "
-                             "loss: {type: cross_entropy} or leave the loss block out");
-
-  const nn::config::OptimizerConfig& o = rc.optimizer;
-  nn::config::OptimizerConfig& mine = cfg.optimizer;
-  if (from_file("optimizer.type", "--optimizer")) mine.type = o.type;
-  if (from_file("optimizer.parameters.learning_rate", "--lr")) mine.learning_rate = o.learning_rate;
-  if (from_file("optimizer.parameters.momentum", "--momentum")) mine.momentum = o.momentum;
-  if (from_file("optimizer.parameters.weight_decay", "--weight-decay")) mine.weight_decay = o.weight_decay;
-  if (from_file("optimizer.parameters.dampening")) mine.dampening = o.dampening;
-  if (from_file("optimizer.parameters.nesterov")) mine.nesterov = o.nesterov;
-  if (from_file("optimizer.parameters.beta1")) mine.beta1 = o.beta1;
-  if (from_file("optimizer.parameters.beta2")) mine.beta2 = o.beta2;
-  if (from_file("optimizer.parameters.eps")) mine.eps = o.eps;
-  if (from_file("optimizer.parameters.fused")) mine.fused = o.fused;
-
-  if (from_file("lr_scheduler", "--lr-schedule")) {
-    cfg.lr_schedule = rc.lr_scheduler.type;
-    if (rc.lr_scheduler.type == "constant")
-      cfg.lr_scheduler.reset();
-    else
-      cfg.lr_scheduler = rc.lr_scheduler;
+  if (model) {
+    cfg.model = nn::default_model_config(*model);
+    cfg.apply_model_defaults(*model);
   }
-
-  if (from_file("training.grad_clip", "--grad-clip")) cfg.grad_clip = rc.grad_clip;
-  if (from_file("training.accumulation_steps", "--accumulation-steps")) cfg.accumulation_steps = rc.accumulation_steps;
-  if (from_file("training.amp", "--amp")) cfg.amp = rc.amp;
-  if (from_file("training.seed", "--seed")) cfg.seed = static_cast<uint64_t>(rc.seed);
-
-  if (from_file("ddp.bucket_cap_mb", "--bucket-cap-mb")) cfg.ddp.bucket_cap_mb = rc.ddp.bucket_cap_mb;
-  if (from_file("ddp.first_bucket_mb")) cfg.ddp.first_bucket_mb = rc.ddp.first_bucket_mb;
-  if (from_file("ddp.gradient_as_bucket_view")) cfg.ddp.gradient_as_bucket_view = rc.ddp.gradient_as_bucket_view;
-  if (from_file("ddp.static_graph")) cfg.ddp.static_graph = rc.ddp.static_graph;
-  if (from_file("ddp.find_unused_parameters")) cfg.ddp.find_unused_parameters = rc.ddp.find_unused_parameters;
-  if (from_file("ddp.broadcast_buffers")) cfg.ddp.broadcast_buffers = rc.ddp.broadcast_buffers;
+  if (!cfg.config_path.empty())
+    static_cast<RunConfig&>(cfg) = nn::config::load_run_config_onto(cfg, cfg.config_path);
 }
 
 }  // namespace tandem::app

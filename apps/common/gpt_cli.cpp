@@ -19,12 +19,13 @@ bool given(const CLI::App& app, const char* flag) { return app.count(flag) > 0; 
 
 void add_gpt_flags(CLI::App& app, TrainConfig& cfg) {
   GptRunConfig& g = cfg.gpt;
-  app.add_option("--n-layer", g.n_layer, "gpt: transformer blocks")->check(kPositive)->capture_default_str();
-  app.add_option("--n-head", g.n_head, "gpt: attention heads (must divide --n-embd)")
+  nn::GPTConfig& shape = cfg.model.gpt;  // the run config's model block, which a --config file may set
+  app.add_option("--n-layer", shape.n_layer, "gpt: transformer blocks")->check(kPositive)->capture_default_str();
+  app.add_option("--n-head", shape.n_head, "gpt: attention heads (must divide --n-embd)")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--n-embd", g.n_embd, "gpt: width")->check(kPositive)->capture_default_str();
-  app.add_option("--context", g.context, "gpt: tokens per sequence")->check(kPositive)->capture_default_str();
+  app.add_option("--n-embd", shape.n_embd, "gpt: width")->check(kPositive)->capture_default_str();
+  app.add_option("--context", shape.context, "gpt: tokens per sequence")->check(kPositive)->capture_default_str();
   app.add_option("--text-dir", g.text_dir, "gpt: folder of text files (byte tokens, or BPE with --tokenizer)")->capture_default_str();
   app.add_option("--eval-every", g.eval_every, "gpt: steps between validation losses (0: only at epoch ends)")
       ->check(kNonNegative)
@@ -53,25 +54,18 @@ void add_gpt_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(CLI::ExistingDirectory);
 }
 
-void apply_gpt_defaults(const CLI::App& app, TrainConfig& cfg) {
-  if (cfg.model != "gpt") {
+void check_gpt_flags(const CLI::App& app, const TrainConfig& cfg) {
+  if (cfg.model.type != "gpt") {
     for (const char* flag : kGptOnly)
       if (given(app, flag)) throw CLI::ValidationError(flag, "only applies to --model gpt");
     return;
   }
-  const GptRunConfig& g = cfg.gpt;
-  if (!g.init_from.empty())
+  if (!cfg.gpt.init_from.empty())
     for (const char* flag : {"--n-layer", "--n-embd", "--context"})
       if (given(app, flag)) throw CLI::ValidationError(flag, "--init-from takes the shape from its file");
-  if (g.init_from.empty() && g.n_embd % g.n_head != 0)
-    throw CLI::ValidationError("--n-head", "must divide --n-embd (" + std::to_string(g.n_embd) + ")");
-  if (!given(app, "--batch-size")) cfg.batch_size = 8;
-  if (!given(app, "--eval-batch-size")) cfg.eval_batch_size = 32;
-  if (!given(app, "--optimizer")) cfg.optimizer.type = "adamw";
-  if (!given(app, "--lr")) cfg.optimizer.learning_rate = 1e-3;
-  if (!given(app, "--weight-decay")) cfg.optimizer.weight_decay = 0.1;
-  if (!given(app, "--warmup-steps")) cfg.schedule.warmup_steps = 50;
-  if (!given(app, "--grad-clip")) cfg.grad_clip = 1.0;
+  const nn::GPTConfig& shape = cfg.model.gpt;
+  if (cfg.gpt.init_from.empty() && shape.n_embd % shape.n_head != 0)
+    throw CLI::ValidationError("--n-head", "must divide --n-embd (" + std::to_string(shape.n_embd) + ")");
 }
 
 }  // namespace tandem::app

@@ -8,15 +8,11 @@
 namespace tandem::app {
 
 void add_loop_flags(CLI::App& app, TrainConfig& cfg) {
-  app.add_option("--log-level", cfg.log_level,
-                 "trace, debug, info (rank 0), warn (every rank, stderr), error or off; results always print")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
-      ->capture_default_str();
-  app.add_option("--progress", cfg.progress,
-                 "rank 0's progress: auto (a live bar when stdout is a terminal and not under mpirun, else lines), "
-                 "bar, lines or off")
-      ->check(CLI::IsMember({"auto", "bar", "lines", "off"}))
-      ->capture_default_str();
+  add_enum_option(app, "--log-level", cfg.log_level,
+                  "trace, debug, info (rank 0), warn (every rank, stderr), error or off; results always print");
+  add_enum_option(app, "--progress", cfg.progress,
+                  "rank 0's progress: auto (a live bar when stdout is a terminal and not under mpirun, else lines), "
+                  "bar, lines or off");
   app.add_option("--progress-every", cfg.progress_every,
                  "when stdout is not a terminal: a progress line every N steps (0: about ten per epoch)")
       ->check(kNonNegative)
@@ -38,23 +34,23 @@ void add_loop_flags(CLI::App& app, TrainConfig& cfg) {
 }
 
 void apply_loop_settings(const TrainConfig& cfg, const ParallelSetup& ps, Device device, const Logger& log) {
-  logging::configure(logging::parse_level(cfg.log_level), ps.rank(), ps.world_size());
+  logging::configure(cfg.log_level, ps.rank(), ps.world_size());
   if (cfg.memory_limit.empty()) return;
   const size_t bytes = memory::parse_size(cfg.memory_limit);
   // --mode dp keeps the model on the CPU until it places replicas on --devices.
-  const DeviceKind kind = cfg.mode == "dp" && cfg.devices.rfind("cuda", 0) == 0 ? DeviceKind::CUDA : device.kind;
+  const DeviceKind kind = cfg.mode == ParallelMode::DP && cfg.devices.rfind("cuda", 0) == 0 ? DeviceKind::CUDA : device.kind;
   memory::set_limit(kind, bytes);
   log.info("memory limit: {} of tensor memory per {} device ({} in use now on {})", memory::format_size(bytes),
            device_kind_name(kind), memory::format_size(memory::in_use(device)), device.str());
 }
 
 void add_schedule_flags(CLI::App& app, TrainConfig& cfg) {
-  app.add_option("--lr-step-size", cfg.schedule.step_size, "--lr-schedule step: optimizer steps between lr drops")
+  app.add_option("--lr-step-size", cfg.lr_scheduler.step_size, "--lr-schedule step: optimizer steps between lr drops")
       ->check(kPositive);
-  app.add_option("--lr-gamma", cfg.schedule.gamma, "--lr-schedule step: factor of each drop")
+  app.add_option("--lr-gamma", cfg.lr_scheduler.gamma, "--lr-schedule step: factor of each drop")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--warmup-steps", cfg.schedule.warmup_steps,
+  app.add_option("--warmup-steps", cfg.lr_scheduler.warmup_steps,
                  "linear warmup over N optimizer steps (lr x (s+1)/(N+1)) before the schedule")
       ->check(kNonNegative)
       ->capture_default_str();
@@ -75,10 +71,12 @@ void add_ddp_flags(CLI::App& app, TrainConfig& cfg) {
 }
 
 void log_loop_options(const Logger& log, const TrainConfig& cfg, const ParallelSetup& ps, const nn::Optimizer& opt) {
-  std::string schedule = cfg.lr_scheduler ? cfg.lr_scheduler->type : cfg.lr_schedule;
-  if (!cfg.lr_scheduler && cfg.lr_schedule == "step")
-    schedule += fmt::format(" (x{} every {} steps)", cfg.schedule.gamma, cfg.schedule.step_size);
-  if (cfg.schedule.warmup_steps > 0) schedule = fmt::format("{} warmup steps, then {}", cfg.schedule.warmup_steps, schedule);
+  const nn::config::ScheduleConfig& s = cfg.lr_scheduler;
+  std::string schedule = enum_name(s.type);
+  if (s.type == nn::config::ScheduleType::Step)
+    schedule += fmt::format(" (x{} every {} steps)", s.gamma, s.step_size);
+  if (s.warmup_steps > 0 && s.type != nn::config::ScheduleType::LinearWarmup)
+    schedule = fmt::format("{} warmup steps, then {}", s.warmup_steps, schedule);
   log.info("optimizer {} at peak lr {}{}; lr schedule {}", opt.type_name(), opt.get_lr(),
            cfg.lr_scale_with_world ? fmt::format(" (x{} ranks: linear scaling)", ps.world_size()) : std::string(),
            schedule);

@@ -50,7 +50,7 @@ std::unique_ptr<StatusService> StatusService::start(const TrainConfig& cfg, Trai
   service->board_ = std::make_shared<StatusBoard>();
   auto reports = std::make_shared<RankReports>(trainer.world().size());  // collective with several ranks
   TrainingSnapshot job;
-  job.model = cfg.model;
+  job.model = cfg.model.type;
   job.mode = mode;
   job.world_size = trainer.world().size();
   job.device_reason = device_reason;

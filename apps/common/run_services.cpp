@@ -17,7 +17,7 @@ RunServices::RunServices(const TrainConfig& cfg, FullTrainer& trainer, Device de
     install_stop_on_sigterm();
     trainer.add_callback(std::make_shared<StopOnSignal>(trainer));
   }
-  status_ = StatusService::start(cfg, trainer, device, cfg.mode, ps_.device_reason, log);
+  status_ = StatusService::start(cfg, trainer, device, enum_name(cfg.mode), ps_.device_reason, log);
 }
 
 void RunServices::finish() { finish_trace(cfg_.trace_path, ps_, log_); }

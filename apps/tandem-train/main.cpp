@@ -47,21 +47,22 @@ int run_training(app::TrainConfig cfg) {
   app::apply_loop_settings(cfg, ps, pc.device, log);  // --log-level, --memory-limit
   if (!mode.warning.empty()) log.warn("{}", mode.warning);
   app::log_environment(log);  // TANDEM_* typos warned about; the non-default settings at debug level
-  log.info("mode {}: {}", mode.mode, mode.reason);
+  log.info("mode {}: {}", enum_name(mode.mode), mode.reason);
   app::scale_lr_with_world(cfg, ps.world_size());  // --lr-scale-with-world
   log.info("tandem-train: model {} on {}, mode {} ({} rank{}), optimizer {} (lr {}, momentum {}, weight decay {}), "
            "{} epochs, batch {} per rank x {} accumulation, amp {}, {} thread{} ({}), CPU kernels {}",
-           cfg.model, pc.device.str(), cfg.mode, ps.world_size(), ps.world_size() > 1 ? "s" : "", cfg.optimizer.type,
-           cfg.optimizer.learning_rate, cfg.optimizer.momentum, cfg.optimizer.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, cfg.amp, threads.count,
+           cfg.model.type, pc.device.str(), enum_name(cfg.mode), ps.world_size(), ps.world_size() > 1 ? "s" : "",
+           enum_name(cfg.optimizer.type), cfg.optimizer.learning_rate, cfg.optimizer.momentum,
+           cfg.optimizer.weight_decay, cfg.epochs, cfg.batch_size, cfg.accumulation_steps, enum_name(cfg.amp), threads.count,
            threads.count > 1 ? "s" : "", threads.reason, cpu_isa);
   const std::vector<Tensor> parameters = model->parameters();
   int64_t weights = 0;
   for (const Tensor& p : parameters) weights += p.numel();
-  log.debug("model {}: {} parameters in {} tensors", cfg.model, weights, parameters.size());
+  log.debug("model {}: {} parameters in {} tensors", cfg.model.type, weights, parameters.size());
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
-             cfg.lr_schedule);
-  if (cfg.model == "gpt") return app::train_gpt(cfg, ps, pc.device);  // text instead of Fashion-MNIST
+             enum_name(cfg.lr_scheduler.type));
+  if (cfg.model.type == "gpt") return app::train_gpt(cfg, ps, pc.device);  // text instead of Fashion-MNIST
   data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
   data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
@@ -88,12 +89,13 @@ int run_training(app::TrainConfig cfg) {
 int main(int argc, char** argv) {
   app::TrainConfig cfg;
   CLI::App cli{"tandem-train: data-parallel training of a Fashion-MNIST classifier or a GPT on text (--model)", "tandem-train"};
-  app::add_train_flags(cli, cfg);
-  if (auto rc = app::parse_cli(cli, argc, argv)) return *rc;
-
   return app::run_guarded("tandem-train", [&] {
-    // A bad file fails here, alike on every rank and before any communication.
-    app::apply_config_file(cli, cfg);
+    // The model's defaults and a --config file, then the flags into the same settings. A bad file
+    // fails here (exit 1), alike on every rank and before any communication; a bad flag is a usage
+    // error (exit 2).
+    app::apply_settings_before_flags(cfg, argc, argv);
+    app::add_train_flags(cli, cfg);
+    if (auto rc = app::parse_cli(cli, argc, argv)) return *rc;
 #ifdef TANDEM_HAVE_MPI
     // A dead or desynchronised peer: end the whole job, or mpirun waits on the others forever.
     try {
@@ -101,7 +103,7 @@ int main(int argc, char** argv) {
     } catch (const CommError& e) {
       comm::abort_job(std::string("tandem-train: communication error: ") + e.what());
     } catch (const Error& e) {
-      if (app::resolve_mode(cfg.mode) == "ddp") comm::abort_job(std::string("tandem-train: error: ") + e.what());
+      if (app::resolve_mode(cfg.mode) == app::ParallelMode::DDP) comm::abort_job(std::string("tandem-train: error: ") + e.what());
       throw;
     }
 #else

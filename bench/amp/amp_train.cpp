@@ -7,7 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "train/amp_config.h"
+#include "runtime/data/default_dirs.h"
+#include "train/precision_step.h"
 #include "nn/checkpoint_sequential.h"
 #include "nn/models.h"
 #include "nn/optim/adam.h"
@@ -21,13 +22,15 @@
 using namespace tandem;
 
 int main(int argc, char** argv) {
-  std::string model_name = "cnn", amp_flag = "off";
+  std::string model_name = "cnn";
+  nn::config::Amp amp_mode = nn::config::Amp::Off;
   int64_t epochs = 5, batch = 128, limit = 0;
   double lr = 1e-3;
   bool fused = false, ckpt = false;
   CLI::App app{"Fashion-MNIST under autocast"};
   app.add_option("--model", model_name)->check(CLI::IsMember({"mlp", "cnn"}));
-  app.add_option("--amp", amp_flag, "off | f16 | bf16");
+  app.add_option("--amp", amp_mode, "off | f16 | bf16")
+      ->transform(CLI::CheckedTransformer(enum_map<nn::config::Amp>(), CLI::ignore_case));
   app.add_option("--epochs", epochs);
   app.add_option("--batch", batch);
   app.add_option("--lr", lr);
@@ -36,7 +39,7 @@ int main(int argc, char** argv) {
   app.add_flag("--checkpoint-activations", ckpt);
   CLI11_PARSE(app, argc, argv);
 
-  train::AmpConfig amp = train::AmpConfig::parse(amp_flag);
+  train::PrecisionStep amp(amp_mode);
   manual_seed(0);
   Generator init(0);
   auto model = nn::make_model(model_name, init);
@@ -58,7 +61,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<nn::Optimizer> opt;
   if (fused) opt = std::make_unique<nn::FusedAdam>(model->parameters(), ao);
   else opt = std::make_unique<nn::Adam>(model->parameters(), ao);
-  nn::GradScaler scaler = train::make_grad_scaler(amp);
+  nn::GradScaler& scaler = amp.scaler();
   int64_t skipped = 0;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     auto t0 = std::chrono::steady_clock::now();
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
       Tensor loss;
       {
         std::optional<AutocastGuard> ac;
-        if (amp.dtype) ac.emplace(*amp.dtype);
+        if (amp.dtype()) ac.emplace(*amp.dtype());
         Tensor logits = ckpt ? nn::checkpoint_sequential(static_cast<nn::Sequential&>(*model), 3, bt.x)
                              : model->forward(bt.x);
         loss = ops::cross_entropy(logits, bt.y);
@@ -89,7 +92,7 @@ int main(int argc, char** argv) {
       for (int64_t b = 0; b < test_loader.num_batches(); ++b) {
         data::Batch bt = test_loader.batch(b);
         std::optional<AutocastGuard> ac;
-        if (amp.dtype) ac.emplace(*amp.dtype);
+        if (amp.dtype()) ac.emplace(*amp.dtype());
         auto pred = ops::argmax(model->forward(bt.x), 1).to_vector<int64_t>();
         auto y = bt.y.to_vector<int64_t>();
         for (size_t i = 0; i < y.size(); ++i) correct += pred[i] == y[i];
@@ -98,7 +101,7 @@ int main(int argc, char** argv) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("{\"bench\":\"amp_train\",\"model\":\"%s\",\"amp\":\"%s\",\"fused\":%s,\"epoch\":%lld,"
                 "\"train_loss\":%.4f,\"test_acc\":%.4f,\"scale\":%g,\"skipped_steps\":%lld,\"seconds\":%.1f}\n",
-                model_name.c_str(), amp_flag.c_str(), fused ? "true" : "false", static_cast<long long>(epoch + 1),
+                model_name.c_str(), enum_name(amp_mode), fused ? "true" : "false", static_cast<long long>(epoch + 1),
                 loss_sum / static_cast<double>(loader.num_batches()), double(correct) / double(test.size()),
                 scaler.get_scale(), static_cast<long long>(skipped), secs);
     std::fflush(stdout);

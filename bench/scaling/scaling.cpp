@@ -89,7 +89,7 @@ struct Runner {
     ddp->reducer().skip_allreduce_for_benchmarks(skip);
     if (s.model == "gpt") {  // AdamW, decay on the matrices, as tandem-train's gpt
       nn::config::OptimizerConfig oc;
-      oc.type = "adamw";
+      oc.type = nn::config::OptimizerType::AdamW;
       oc.learning_rate = 1e-4;
       oc.weight_decay = 0.1;
       opt = nn::config::build_optimizer(oc, ddp->parameters(), nn::config::DecayOn::Matrices);

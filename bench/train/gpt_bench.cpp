@@ -65,7 +65,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
   model.to(device);
   // AdamW with tandem-train's groups: decay on >= 2-dim parameters.
   nn::config::OptimizerConfig oc;
-  oc.type = "adamw";
+  oc.type = nn::config::OptimizerType::AdamW;
   oc.learning_rate = 1e-4;
   oc.weight_decay = 0.1;
   oc.fused = o.fused_adamw;  // nn::FusedAdamW

@@ -5,7 +5,7 @@
 #include <exception>
 
 #include "nn/model_registry.h"
-#include "runtime/autocast.h"
+#include "train/precision_step.h"
 #include "runtime/autograd.h"
 #include "runtime/device_query.h"
 #include "runtime/ops/elementwise.h"
@@ -45,11 +45,7 @@ Session::Session(const std::string& config_file, const std::string& device, std:
   optimizer_ = nn::config::build_optimizer(config_.optimizer, model_->parameters(),
                                            tokens_in() ? nn::config::DecayOn::Matrices : nn::config::DecayOn::All);
   scheduler_ = nn::config::build_scheduler(config_.lr_scheduler, *optimizer_);
-  if (config_.amp == "f16") amp_ = DType::f16;
-  if (config_.amp == "bf16") amp_ = DType::bf16;
-  nn::GradScalerOptions so;
-  so.enabled = amp_ == DType::f16;  // bf16 has f32's range: no loss scaling
-  scaler_ = std::make_unique<nn::GradScaler>(so, comm_.get());
+  precision_ = std::make_unique<train::PrecisionStep>(config_.amp, comm_.get());
   model_->train();
 }
 
@@ -75,9 +71,9 @@ Tensor Session::model_input(const ArrayRef& input) const {
 }
 
 double Session::train(const ArrayRef& input, const ArrayRef& label) {
-  const bool classes = config_.loss.type == "cross_entropy";
+  const bool classes = config_.loss.type == nn::config::LossType::CrossEntropy;
   TANDEM_CHECK(classes || is_floating(label.dtype), "label: loss {} needs float32 or float64 labels, got {}",
-               config_.loss.type, dtype_name(label.dtype));
+               enum_name(config_.loss.type), dtype_name(label.dtype));
   TANDEM_CHECK(!classes || !is_floating(label.dtype), "label: cross_entropy needs class indices (int32 or int64), "
                "got {}", dtype_name(label.dtype));
   Tensor x = model_input(input);
@@ -85,19 +81,14 @@ double Session::train(const ArrayRef& input, const ArrayRef& label) {
   const bool last_micro = micro_ + 1 >= config_.accumulation_steps;
   std::optional<nn::parallel::DistributedDataParallel::NoSync> no_sync;
   if (ddp_ && !last_micro) no_sync.emplace(ddp_->no_sync());  // reduce only with the last micro-batch
-  Tensor loss;
-  {
-    std::optional<AutocastGuard> autocast;
-    if (amp_) autocast.emplace(*amp_);
-    loss = nn::config::compute_loss(config_.loss, model_->forward(x), y);
-  }
+  Tensor loss = precision_->forward([&] { return nn::config::compute_loss(config_.loss, model_->forward(x), y); });
   TANDEM_CHECK(loss.numel() == 1, "loss reduction '{}' gives {} values; training needs mean or sum",
-               config_.loss.reduction, loss.numel());
+               enum_name(config_.loss.reduction), loss.numel());
   const double value = loss.item();
   // The accumulated gradient is the mean over the micro-batches of an optimizer step.
   Tensor scaled = config_.accumulation_steps > 1 ? loss * (1.0 / static_cast<double>(config_.accumulation_steps))
                                                  : loss;
-  scaler_->scale(scaled).backward();
+  precision_->backward(scaled);
   no_sync.reset();
   if (!last_micro) {
     ++micro_;
@@ -105,7 +96,7 @@ double Session::train(const ArrayRef& input, const ArrayRef& label) {
   }
   micro_ = 0;
   if (ddp_) ddp_->finalize();
-  nn::clipped_scaler_step(*scaler_, *optimizer_, model_->parameters(), config_.grad_clip);
+  precision_->update(*optimizer_, model_->parameters(), config_.grad_clip);
   optimizer_->zero_grad();
   if (scheduler_) scheduler_->step();
   ++step_;
@@ -138,7 +129,7 @@ nn::TrainComponents Session::components() {
   nn::TrainComponents c;
   c.model = inner_.get();
   c.optimizer = optimizer_.get();
-  c.scaler = scaler_.get();
+  c.scaler = &precision_->scaler();
   c.scheduler = scheduler_.get();
   return c;
 }

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "comm/communicator.h"
-#include "nn/amp/grad_scaler.h"
 #include "nn/config/run_config.h"
 #include "nn/module.h"
 #include "nn/optim/lr_scheduler.h"
@@ -16,6 +15,7 @@
 #include "nn/parallel/ddp.h"
 #include "nn/training_state.h"
 #include "runtime/tensor.h"
+#include "train/precision_step.h"
 
 namespace tandem::embed {
 
@@ -66,8 +66,7 @@ class Session {
   nn::parallel::DistributedDataParallel* ddp_ = nullptr;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<nn::LRScheduler> scheduler_;
-  std::unique_ptr<nn::GradScaler> scaler_;
-  std::optional<DType> amp_;
+  std::unique_ptr<train::PrecisionStep> precision_;  // autocast, loss scaling, the clipped update: the engine's
   int64_t step_ = 0;   // optimizer steps
   int64_t micro_ = 0;  // micro-batches since the last optimizer step
 };

@@ -46,18 +46,16 @@ void spirals(int64_t n, uint64_t seed, Tensor& x, Tensor& y) {
 
 int run(int argc, char** argv) {
   train::TrainConfig cfg;  // the engine's settings (tandem-train's flags fill the same struct)
-  cfg.model = "spiral_net";  // for the log and the checkpoint's check
+  cfg.model.type = "spiral_net";  // for the log and the checkpoint's check
   cfg.max_steps = argc > 1 && argv[1][0] != '-' ? std::stoll(argv[1]) : 300;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--save") cfg.save_dir = argv[i + 1];
     if (std::string(argv[i]) == "--resume") cfg.resume_dir = argv[i + 1];
   }
   cfg.epochs = 1000, cfg.batch_size = 32, cfg.save_every = cfg.save_dir.empty() ? 0 : 50;
-  cfg.optimizer.type = "adam", cfg.optimizer.learning_rate = 1e-2, cfg.optimizer.weight_decay = 0;
+  cfg.optimizer.type = nn::config::OptimizerType::Adam, cfg.optimizer.learning_rate = 1e-2, cfg.optimizer.weight_decay = 0;
   auto comm = comm::make_mpi_communicator(MPI_COMM_WORLD);
-  train::ParallelConfig pc;
-  pc.mode = comm->size() > 1 ? "ddp" : "single";
-  train::ParallelSetup ps = train::setup_parallel(pc, std::make_shared<SpiralNet>(), comm);
+  train::ParallelSetup ps = train::setup_parallel({}, std::make_shared<SpiralNet>(), comm);  // ddp on > 1 rank
   Tensor x, y, x_test, y_test;
   spirals(3000, 1, x, y);
   spirals(600, 2, x_test, y_test);

@@ -17,7 +17,9 @@
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"
 #include "nn/parallel/ddp_options.h"
+#include "runtime/enum_names.h"
 #include "runtime/random.h"
+#include "runtime/reduction.h"
 #include "runtime/tensor.h"
 
 namespace tandem::nn::config {
@@ -46,13 +48,20 @@ struct ModelConfig {
   double value(const std::string& name) const;
 };
 
+// The closed sets of words a run config holds as enums (runtime/enum_names.h gives their words: the
+// YAML file, the flags and the logs spell them so).
+enum class LossType { MSE, L1, CrossEntropy };                                // mse, l1, cross_entropy
+enum class OptimizerType { SGD, Adam, AdamW };                                // sgd, adam, adamw
+enum class ScheduleType { Constant, Step, Cosine, CosineAnnealing, LinearWarmup };
+enum class Amp { Off, F16, BF16 };                                            // off, f16, bf16
+
 struct LossConfig {
-  std::string type = "mse";  // mse | l1 | cross_entropy (TorchFort's MSE / L1 accepted)
-  std::string reduction = "mean";
+  LossType type = LossType::MSE;  // the file's type is read in any case (TorchFort writes MSE, L1)
+  ops::Reduction reduction = ops::Reduction::Mean;
 };
 
 struct OptimizerConfig {
-  std::string type = "adam";  // sgd | adam | adamw
+  OptimizerType type = OptimizerType::Adam;
   double learning_rate = 1e-3;
   // sgd (weight_decay: all; a file naming adamw without weight_decay gets torch's 1e-2)
   double momentum = 0.0, dampening = 0.0, weight_decay = 0.0;
@@ -61,14 +70,23 @@ struct OptimizerConfig {
   bool fused = false;                             // the multi-tensor fused variants
 };
 
+// The learning rate per optimizer step.
+//   constant: the optimizer's lr;  step: x gamma every step_size steps;
+//   cosine: down to 0 at the run's last step (the run's length is the trainer's: a program without
+//     one, the C API, gives cosine_annealing and T_max instead);
+//   cosine_annealing: down to eta_min over t_max steps;
+//   linear_warmup: from start_factor x lr to lr over warmup_steps, then constant, or a cosine over
+//     t_max steps when t_max > 0.
+// warmup_steps > 0 with constant, step or cosine puts a linear warmup in front, lr x (s + 1) / (N + 1)
+// at step s < N (the first step already moves), and the schedule starts at step N from its step 0.
 struct ScheduleConfig {
-  std::string type = "constant";  // constant | step | cosine_annealing | linear_warmup
-  int64_t step_size = 0;          // step
-  double gamma = 0.1;             // step
-  int64_t t_max = 0;              // cosine_annealing (T_max)
-  double eta_min = 0.0;           // cosine_annealing
-  int64_t warmup_steps = 0;       // linear_warmup (then constant, or cosine over t_max when t_max > 0)
-  double start_factor = 1.0 / 3.0;
+  ScheduleType type = ScheduleType::Constant;
+  int64_t step_size = 0;     // step
+  double gamma = 0.1;        // step
+  int64_t t_max = 0;         // cosine_annealing, linear_warmup (T_max)
+  double eta_min = 0.0;      // cosine_annealing, linear_warmup
+  int64_t warmup_steps = 0;  // linear_warmup; constant, step, cosine: the warmup in front
+  double start_factor = 1.0 / 3.0;  // linear_warmup
 };
 
 struct RunConfig {
@@ -80,7 +98,7 @@ struct RunConfig {
   // training block
   double grad_clip = 0.0;  // max global gradient norm; 0: off
   int64_t accumulation_steps = 1;
-  std::string amp = "off";  // off | f16 | bf16
+  Amp amp = Amp::Off;
   int64_t seed = 0;
   parallel::DDPOptions ddp;  // ddp block: bucket_cap_mb, gradient_as_bucket_view, static_graph,
                              // find_unused_parameters, broadcast_buffers (and first_bucket_mb)
@@ -108,6 +126,13 @@ struct RunConfig {
 // through config_error, naming the key path.
 void validate(const RunConfig& config);
 
+// Parse a YAML file / text onto `base`, the settings in force before it (a program's defaults, the
+// C API's: RunConfig{}): the file sets what it writes and leaves the rest. A model or lr_scheduler
+// block whose type differs from the base's starts from that type's defaults (the base's layers or
+// T_max do not leak into another type); optimizer, training and ddp keys apply one by one. So
+// tandem-train lays a file over its defaults, and its flags over both, with no merge code.
+RunConfig parse_run_config_onto(RunConfig base, const std::string& yaml_text, const std::string& source);
+RunConfig load_run_config_onto(RunConfig base, const std::string& path);
 // Parse a YAML file / text. Throws ValueError "<file>:<line>: <key>: <what>" for unknown keys, wrong
 // types, missing required keys (model.type's own: layer_sizes for mlp, layers for sequential), values
 // out of range, TorchFort's blocks and types tandem does not implement (a reinforcement-learning
@@ -115,8 +140,8 @@ void validate(const RunConfig& config);
 // polynomial and linear schedules); and IOError-like ValueError "<file>: cannot open" for a file that
 // does not exist. TorchFort's general block is read and ignored: each key it sets is a warning
 // (RunConfig::warnings, and "tandem: warning: ..." on stderr, once per process for each message).
-// Types (model, loss, optimizer, schedule, layer) and words (reduction, amp) are stored lower-case;
-// the builders accept any case for configs built in code.
+// Types and words are read in any case (TorchFort writes MSE); model and layer types are stored
+// lower-case, the others as enums.
 RunConfig load_run_config(const std::string& path);
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& source = "<string>");
 
@@ -137,8 +162,10 @@ std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& optimizer, con
 // The Adam/AdamW hyperparameters of `optimizer` (lr, betas, eps, weight decay), for a caller that builds
 // its own parameter groups.
 AdamOptions adam_options(const OptimizerConfig& optimizer);
-// nullptr for constant.
-std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& schedule, Optimizer& optimizer);
+// The schedule of `schedule` (ScheduleConfig's comment), nullptr for a constant lr without warmup.
+// total_steps: the run's length, which cosine needs (0: unknown, and cosine is a ValueError).
+std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& schedule, Optimizer& optimizer,
+                                             int64_t total_steps = 0);
 // The loss of `output` against `target` (cross_entropy: logits [N, C] and class indices [N], or a
 // sequence model's logits [N, T, C] and indices [N, T], every position a sample; mse/l1: target of
 // output's shape), reduced as configured, as a differentiable scalar (reduction none: [N] or [N * T]
@@ -146,3 +173,37 @@ std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& schedule, Opt
 Tensor compute_loss(const LossConfig& loss, const Tensor& output, const Tensor& target);
 
 }  // namespace tandem::nn::config
+
+namespace tandem {
+template <>
+struct EnumNames<nn::config::LossType> {
+  static constexpr std::pair<nn::config::LossType, const char*> words[] = {
+      {nn::config::LossType::MSE, "mse"}, {nn::config::LossType::L1, "l1"},
+      {nn::config::LossType::CrossEntropy, "cross_entropy"}};
+};
+template <>
+struct EnumNames<ops::Reduction> {
+  static constexpr std::pair<ops::Reduction, const char*> words[] = {
+      {ops::Reduction::Mean, "mean"}, {ops::Reduction::Sum, "sum"}, {ops::Reduction::None, "none"}};
+};
+template <>
+struct EnumNames<nn::config::OptimizerType> {
+  static constexpr std::pair<nn::config::OptimizerType, const char*> words[] = {
+      {nn::config::OptimizerType::SGD, "sgd"}, {nn::config::OptimizerType::Adam, "adam"},
+      {nn::config::OptimizerType::AdamW, "adamw"}};
+};
+template <>
+struct EnumNames<nn::config::ScheduleType> {
+  static constexpr std::pair<nn::config::ScheduleType, const char*> words[] = {
+      {nn::config::ScheduleType::Constant, "constant"},
+      {nn::config::ScheduleType::Step, "step"},
+      {nn::config::ScheduleType::Cosine, "cosine"},
+      {nn::config::ScheduleType::CosineAnnealing, "cosine_annealing"},
+      {nn::config::ScheduleType::LinearWarmup, "linear_warmup"}};
+};
+template <>
+struct EnumNames<nn::config::Amp> {
+  static constexpr std::pair<nn::config::Amp, const char*> words[] = {
+      {nn::config::Amp::Off, "off"}, {nn::config::Amp::F16, "f16"}, {nn::config::Amp::BF16, "bf16"}};
+};
+}  // namespace tandem

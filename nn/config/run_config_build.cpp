@@ -1,4 +1,6 @@
 // The objects a run config describes: the model, the optimizer, the LR schedule, and the loss.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "nn/config/checks.h"
@@ -37,13 +39,6 @@ std::vector<ParamGroup> param_groups(const OptimizerConfig& o, const std::vector
   return groups;
 }
 
-ops::Reduction reduction_of(const std::string& name) {
-  const std::string r = lower(name);
-  if (r == "sum") return ops::Reduction::Sum;
-  if (r == "none") return ops::Reduction::None;
-  return ops::Reduction::Mean;
-}
-
 }  // namespace
 
 std::shared_ptr<Module> build_model(const ModelConfig& model, Generator& gen) {
@@ -64,9 +59,8 @@ AdamOptions adam_options(const OptimizerConfig& o) {
 std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::vector<Tensor>& params,
                                            DecayOn decay_on) {
   check_optimizer(o, kThrow);
-  const std::string type = lower(o.type);
   std::vector<ParamGroup> groups = param_groups(o, params, decay_on);
-  if (type == "sgd") {
+  if (o.type == OptimizerType::SGD) {
     SGDOptions so;
     so.lr = o.learning_rate;
     so.momentum = o.momentum;
@@ -77,7 +71,7 @@ std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::
     return std::make_unique<SGD>(std::move(groups), so);
   }
   const AdamOptions ao = adam_options(o);
-  if (type == "adamw") {
+  if (o.type == OptimizerType::AdamW) {
     if (o.fused) return std::make_unique<FusedAdamW>(std::move(groups), ao);
     return std::make_unique<AdamW>(std::move(groups), ao);
   }
@@ -85,26 +79,42 @@ std::unique_ptr<Optimizer> build_optimizer(const OptimizerConfig& o, const std::
   return std::make_unique<Adam>(std::move(groups), ao);
 }
 
-std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& s, Optimizer& optimizer) {
+std::unique_ptr<LRScheduler> build_scheduler(const ScheduleConfig& s, Optimizer& optimizer, int64_t total_steps) {
   check_schedule(s, kThrow);
-  const std::string type = lower(s.type);
-  if (type == "step") return std::make_unique<StepLR>(optimizer, s.step_size, s.gamma);
-  if (type == "cosine_annealing") return std::make_unique<CosineAnnealingLR>(optimizer, s.t_max, s.eta_min);
-  if (type == "linear_warmup") {
+  if (s.type == ScheduleType::LinearWarmup) {
     // The inner schedule counts from the end of the warmup (SequentialLR's milestone); built first, it
     // and the warmup share the groups' initial lr as their base.
     std::shared_ptr<LRScheduler> cosine;
     if (s.t_max > 0) cosine = std::make_shared<CosineAnnealingLR>(optimizer, s.t_max, s.eta_min);
     return std::make_unique<LinearWarmup>(optimizer, s.warmup_steps, s.start_factor, cosine);
   }
-  return nullptr;  // constant
+  const int64_t warmup = s.warmup_steps;
+  std::unique_ptr<LRScheduler> inner;  // built first, for the same shared base as above
+  switch (s.type) {
+    case ScheduleType::Step:
+      inner = std::make_unique<StepLR>(optimizer, s.step_size, s.gamma);
+      break;
+    case ScheduleType::CosineAnnealing:
+      inner = std::make_unique<CosineAnnealingLR>(optimizer, s.t_max, s.eta_min);
+      break;
+    case ScheduleType::Cosine:
+      TANDEM_CHECK(total_steps > 0, "lr_scheduler: cosine anneals over the run's steps, which only a trainer knows; "
+                   "give cosine_annealing with T_max");
+      inner = std::make_unique<CosineAnnealingLR>(optimizer, std::max<int64_t>(total_steps - warmup, 1));
+      break;
+    default:  // constant
+      break;
+  }
+  if (warmup == 0) return inner;
+  return std::make_unique<LinearWarmup>(optimizer, warmup, 1.0 / static_cast<double>(warmup + 1),
+                                        std::shared_ptr<LRScheduler>(std::move(inner)));
 }
 
 Tensor compute_loss(const LossConfig& loss, const Tensor& output, const Tensor& target) {
   check_loss(loss, kThrow);
-  const std::string type = lower(loss.type);
-  const ops::Reduction reduction = reduction_of(loss.reduction);
-  if (type == "cross_entropy") {
+  const char* type = enum_name(loss.type);
+  const ops::Reduction reduction = loss.reduction;
+  if (loss.type == LossType::CrossEntropy) {
     const bool sequence = output.dim() == 3 && target.dim() == 2 && target.size(0) == output.size(0) &&
                           target.size(1) == output.size(1);
     TANDEM_CHECK(sequence || (output.dim() == 2 && target.dim() == 1 && target.size(0) == output.size(0)),
@@ -121,7 +131,7 @@ Tensor compute_loss(const LossConfig& loss, const Tensor& output, const Tensor& 
   TANDEM_CHECK(output.shape() == target.shape(),
                "loss {}: output has shape {} but target has shape {}; give a target of the output's shape", type,
                shape_str(output.shape()), shape_str(target.shape()));
-  if (type == "mse") return ops::mse_loss(output, target, reduction);
+  if (loss.type == LossType::MSE) return ops::mse_loss(output, target, reduction);
   // l1: |d| as relu(d) + relu(-d): differentiable, with gradient 0 at d = 0 (torch's sign(0)).
   const Tensor diff = output - target;
   const Tensor abs = ops::relu(diff) + ops::relu(-diff);

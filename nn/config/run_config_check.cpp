@@ -28,12 +28,6 @@ void need(bool ok, const ConfigFail& fail, const std::string& path, const char* 
   if (!ok) report(fail, path, fmt::format("must be {}, {}", rule, got(v)));
 }
 
-bool one_of(const std::string& v, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (v == n) return true;
-  return false;
-}
-
 // A registered model's numbers: each one declared, in range, whole where it must be.
 void check_model_values(const ModelEntry& entry, const ModelConfig& model, const ConfigFail& fail) {
   for (const auto& [name, v] : model.values) {
@@ -103,21 +97,18 @@ void check_model(const ModelConfig& model, const ConfigFail& fail) {
 }
 
 void check_loss(const LossConfig& loss, const ConfigFail& fail) {
-  if (!one_of(lower(loss.type), {"mse", "l1", "cross_entropy"}))
-    report(fail, "loss.type", fmt::format("unknown loss type '{}' (expected mse, l1 or cross_entropy)", loss.type));
-  if (!one_of(lower(loss.reduction), {"mean", "sum", "none"}))
-    report(fail, "loss.parameters.reduction",
-           fmt::format("unknown reduction '{}' (expected mean, sum or none)", loss.reduction));
+  // A program may cast any integer into an enum; the file's words are checked as they are read.
+  if (enum_name(loss.type)[0] == '?') report(fail, "loss.type", "not a loss type (expected mse, l1 or cross_entropy)");
+  if (enum_name(loss.reduction)[0] == '?')
+    report(fail, "loss.parameters.reduction", "not a reduction (expected mean, sum or none)");
 }
 
 void check_optimizer(const OptimizerConfig& o, const ConfigFail& fail) {
-  const std::string type = lower(o.type);
-  if (!one_of(type, {"sgd", "adam", "adamw"}))
-    report(fail, "optimizer.type", fmt::format("unknown optimizer type '{}' (expected sgd, adam or adamw)", o.type));
+  if (enum_name(o.type)[0] == '?') report(fail, "optimizer.type", "not an optimizer type (expected sgd, adam or adamw)");
   const std::string p = "optimizer.parameters.";
   need(o.learning_rate > 0.0 && std::isfinite(o.learning_rate), fail, p + "learning_rate", "> 0", o.learning_rate);
   need(o.weight_decay >= 0.0 && std::isfinite(o.weight_decay), fail, p + "weight_decay", ">= 0", o.weight_decay);
-  if (type == "sgd") {
+  if (o.type == OptimizerType::SGD) {
     need(o.momentum >= 0.0 && std::isfinite(o.momentum), fail, p + "momentum", ">= 0", o.momentum);
     need(o.dampening >= 0.0 && o.dampening <= 1.0, fail, p + "dampening", "in [0, 1]", o.dampening);
     if (o.nesterov && !(o.momentum > 0.0 && o.dampening == 0.0))
@@ -132,36 +123,40 @@ void check_optimizer(const OptimizerConfig& o, const ConfigFail& fail) {
 }
 
 void check_schedule(const ScheduleConfig& s, const ConfigFail& fail) {
-  const std::string type = lower(s.type);
   const std::string p = "lr_scheduler.parameters.";
   auto whole = [](int64_t v) { return static_cast<double>(v); };
-  if (type == "constant") return;
-  if (type == "step") {
-    need(s.step_size >= 1, fail, p + "step_size", ">= 1", whole(s.step_size));
-    need(s.gamma > 0.0 && std::isfinite(s.gamma), fail, p + "gamma", "> 0", s.gamma);
-  } else if (type == "cosine_annealing") {
-    need(s.t_max >= 1, fail, p + "T_max", ">= 1 (the steps to anneal over)", whole(s.t_max));
-    need(s.eta_min >= 0.0 && std::isfinite(s.eta_min), fail, p + "eta_min", ">= 0", s.eta_min);
-  } else if (type == "linear_warmup") {
-    need(s.warmup_steps >= 1, fail, p + "warmup_steps", ">= 1", whole(s.warmup_steps));
-    need(s.start_factor > 0.0 && s.start_factor <= 1.0, fail, p + "start_factor", "in (0, 1]", s.start_factor);
-    need(s.t_max >= 0, fail, p + "T_max", ">= 0 (0: constant after the warmup)", whole(s.t_max));
-    need(s.eta_min >= 0.0 && std::isfinite(s.eta_min), fail, p + "eta_min", ">= 0", s.eta_min);
-    if (s.t_max == 0 && s.eta_min != 0.0)
-      report(fail, p + "eta_min", "applies to the cosine after the warmup: give T_max too, or drop eta_min");
-  } else {
-    report(fail, "lr_scheduler.type",
-           fmt::format("unknown schedule type '{}' (expected constant, step, cosine_annealing or linear_warmup)",
-                       s.type));
+  if (s.type != ScheduleType::LinearWarmup)  // the warmup in front of the others (0: none)
+    need(s.warmup_steps >= 0, fail, p + "warmup_steps", ">= 0 (0: no warmup)", whole(s.warmup_steps));
+  switch (s.type) {
+    case ScheduleType::Constant:
+    case ScheduleType::Cosine:
+      return;
+    case ScheduleType::Step:
+      need(s.step_size >= 1, fail, p + "step_size", ">= 1", whole(s.step_size));
+      need(s.gamma > 0.0 && std::isfinite(s.gamma), fail, p + "gamma", "> 0", s.gamma);
+      return;
+    case ScheduleType::CosineAnnealing:
+      need(s.t_max >= 1, fail, p + "T_max", ">= 1 (the steps to anneal over)", whole(s.t_max));
+      need(s.eta_min >= 0.0 && std::isfinite(s.eta_min), fail, p + "eta_min", ">= 0", s.eta_min);
+      return;
+    case ScheduleType::LinearWarmup:
+      need(s.warmup_steps >= 1, fail, p + "warmup_steps", ">= 1", whole(s.warmup_steps));
+      need(s.start_factor > 0.0 && s.start_factor <= 1.0, fail, p + "start_factor", "in (0, 1]", s.start_factor);
+      need(s.t_max >= 0, fail, p + "T_max", ">= 0 (0: constant after the warmup)", whole(s.t_max));
+      need(s.eta_min >= 0.0 && std::isfinite(s.eta_min), fail, p + "eta_min", ">= 0", s.eta_min);
+      if (s.t_max == 0 && s.eta_min != 0.0)
+        report(fail, p + "eta_min", "applies to the cosine after the warmup: give T_max too, or drop eta_min");
+      return;
   }
+  report(fail, "lr_scheduler.type",
+         "not a schedule type (expected constant, step, cosine, cosine_annealing or linear_warmup)");
 }
 
 void check_training(const RunConfig& c, const ConfigFail& fail) {
   need(c.grad_clip >= 0.0 && std::isfinite(c.grad_clip), fail, "training.grad_clip", ">= 0 (0: off)", c.grad_clip);
   need(c.accumulation_steps >= 1, fail, "training.accumulation_steps", ">= 1",
        static_cast<double>(c.accumulation_steps));
-  if (!one_of(lower(c.amp), {"off", "f16", "bf16"}))
-    report(fail, "training.amp", fmt::format("expected off, f16 or bf16, got '{}'", c.amp));
+  if (enum_name(c.amp)[0] == '?') report(fail, "training.amp", "expected off, f16 or bf16");
   need(c.seed >= 0, fail, "training.seed", ">= 0", static_cast<double>(c.seed));
   need(c.ddp.bucket_cap_mb > 0.0 && std::isfinite(c.ddp.bucket_cap_mb), fail, "ddp.bucket_cap_mb", "> 0",
        c.ddp.bucket_cap_mb);

@@ -230,6 +230,18 @@ std::string type_of(const Block& b, const std::string& choices) {
   return lower(type);
 }
 
+// The enum `key` names (in any case), or a failure naming the choices; `what` says which kind of word
+// ("loss type") and `extra` may explain more about a word tandem refuses.
+template <class E>
+bool get_word(const Block& b, const std::string& key, E& out, const std::string& what) {
+  std::string word;
+  if (!b.get(key, word)) return false;
+  const std::optional<E> v = enum_value<E>(lower(word));
+  if (!v) b.fail(key, fmt::format("unknown {} '{}' (expected {})", what, word, or_list(enum_words<E>())));
+  out = *v;
+  return true;
+}
+
 // TorchFort's general block: accepted so that its files load, type-checked, and otherwise ignored,
 // each key it sets with a warning that says so and why.
 void parse_general(const Block& g) {
@@ -311,11 +323,13 @@ LayerConfig parse_layer(RunConfig& out, const YAML::Node& node, const std::strin
 void parse_model(RunConfig& out, const Block& m) {
   m.only({"type", "parameters"});
   ModelConfig& model = out.model;
-  model.type = type_of(m, or_list(model_types()));
+  const std::string type = type_of(m, or_list(model_types()));
+  if (type != model.type) model = ModelConfig{};  // another model: nothing of the base's carries over
+  model.type = type;
   const Block p = m.block("parameters");
   if (model.type == "mlp") {
     p.only({"layer_sizes", "dropout", "flatten_non_batch_dims"}, "model type mlp");
-    if (!p.get("layer_sizes", model.layer_sizes))
+    if (!p.get("layer_sizes", model.layer_sizes) && model.layer_sizes.empty())
       p.missing("layer_sizes", "the sizes of the mlp's linear layers, input first, e.g. [784, 512, 10]");
     p.get("dropout", model.dropout);
     p.get("flatten_non_batch_dims", model.flatten_non_batch_dims);
@@ -323,6 +337,7 @@ void parse_model(RunConfig& out, const Block& m) {
     p.only({}, "model type cnn");  // the fixed Fashion-MNIST cnn of nn::make_cnn
   } else if (model.type == "sequential") {
     p.only({"layers"}, "model type sequential");
+    if (!p.has("layers") && !model.layers.empty()) return;  // the base's layers
     if (!p.has("layers"))
       p.missing("layers", "a list of layers, e.g. [{type: linear, in_features: 2, out_features: 1}]");
     const YAML::Node& layers = p.node("layers");
@@ -330,6 +345,7 @@ void parse_model(RunConfig& out, const Block& m) {
       p.fail("layers", fmt::format("expected a list of layers ({{type: linear, in_features: 2, out_features: 1}}, "
                                    "{{type: relu}}, ...), got {}", layers.IsSequence() ? "an empty list"
                                                                                        : describe(layers)));
+    model.layers.clear();
     for (size_t i = 0; i < layers.size(); ++i) {
       const std::string path = fmt::format("{}[{}]", p.path("layers"), i);
       const int line = line_of(layers[i], p.line("layers"));
@@ -359,38 +375,39 @@ void parse_model(RunConfig& out, const Block& m) {
 
 void parse_loss(RunConfig& out, const Block& l) {
   l.only({"type", "parameters"});
-  out.loss.type = type_of(l, "mse, l1 or cross_entropy");
-  if (out.loss.type == "torchscript")
+  if (!l.has("type")) l.missing("type", "mse, l1 or cross_entropy");
+  std::string word;
+  if (l.get("type", word) && lower(word) == "torchscript")
     l.fail("type", "TorchScript losses are not supported (expected mse, l1 or cross_entropy)");
-  if (!(out.loss.type == "mse" || out.loss.type == "l1" || out.loss.type == "cross_entropy"))
-    l.fail("type", fmt::format("unknown loss type '{}' (expected mse, l1 or cross_entropy)", out.loss.type));
+  get_word(l, "type", out.loss.type, "loss type");
   const Block p = l.block("parameters");
-  p.only({"reduction"}, "loss type " + out.loss.type);
-  if (p.get("reduction", out.loss.reduction)) out.loss.reduction = lower(out.loss.reduction);
+  p.only({"reduction"}, std::string("loss type ") + enum_name(out.loss.type));
+  get_word(p, "reduction", out.loss.reduction, "reduction");
 }
 
 void parse_optimizer(RunConfig& out, const Block& o) {
   o.only({"type", "parameters", "general"});
   OptimizerConfig& opt = out.optimizer;
-  opt.type = type_of(o, "sgd, adam or adamw");
+  if (!o.has("type")) o.missing("type", "sgd, adam or adamw");
+  const OptimizerType before = opt.type;
+  get_word(o, "type", opt.type, "optimizer type");
+  const std::string owner = std::string("optimizer type ") + enum_name(opt.type);
   const Block p = o.block("parameters");
-  if (opt.type == "sgd") {
-    p.only({"learning_rate", "momentum", "dampening", "weight_decay", "nesterov", "fused"}, "optimizer type sgd");
+  if (opt.type == OptimizerType::SGD) {
+    p.only({"learning_rate", "momentum", "dampening", "weight_decay", "nesterov", "fused"}, owner);
     p.get("momentum", opt.momentum);
     p.get("dampening", opt.dampening);
     p.get("nesterov", opt.nesterov);
-  } else if (opt.type == "adam" || opt.type == "adamw") {
-    p.only({"learning_rate", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "fused"},
-           "optimizer type " + opt.type);
+  } else {
+    p.only({"learning_rate", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "fused"}, owner);
     p.get("beta1", opt.beta1);
     p.get("beta2", opt.beta2);
     p.get("eps", opt.eps);
     bool amsgrad = false;
     if (p.get("amsgrad", amsgrad) && amsgrad)
       p.fail("amsgrad", "not supported (tandem's Adam has no AMSGrad variant); set it to false or remove it");
-    if (opt.type == "adamw") opt.weight_decay = 1e-2;  // torch.optim.AdamW's default; the file may override it
-  } else {
-    o.fail("type", fmt::format("unknown optimizer type '{}' (expected sgd, adam or adamw)", opt.type));
+    // torch.optim.AdamW's default where the file switches to adamw; the file may override it.
+    if (opt.type == OptimizerType::AdamW && before != OptimizerType::AdamW) opt.weight_decay = 1e-2;
   }
   p.get("learning_rate", opt.learning_rate);
   p.get("weight_decay", opt.weight_decay);
@@ -414,41 +431,53 @@ void parse_optimizer(RunConfig& out, const Block& o) {
 void parse_schedule(RunConfig& out, const Block& s) {
   s.only({"type", "parameters"});
   ScheduleConfig& sc = out.lr_scheduler;
-  sc.type = type_of(s, "constant, step, cosine_annealing or linear_warmup");
+  std::string word;
+  if (!s.get("type", word)) s.missing("type", or_list(enum_words<ScheduleType>()));
+  const std::string type = lower(word);
+  if (type == "multistep" || type == "polynomial" || type == "linear")
+    s.fail("type", fmt::format("TorchFort's {} schedule is not supported (expected {}{})", type,
+                               or_list(enum_words<ScheduleType>()),
+                               type == "linear" ? "; linear_warmup ramps up from start_factor to 1 and then holds "
+                                                  "or anneals, it does not decay linearly"
+                                                : ""));
+  ScheduleType t = sc.type;
+  get_word(s, "type", t, "schedule type");
+  if (t != sc.type) sc = ScheduleConfig{};  // another schedule: nothing of the base's carries over
+  sc.type = t;
   const Block p = s.block("parameters");
-  if (sc.type == "constant") {
-    p.only({}, "schedule type constant");
-  } else if (sc.type == "step") {
-    p.only({"step_size", "gamma"}, "schedule type step");
-    if (!p.get("step_size", sc.step_size)) p.missing("step_size", "the steps between two decays");
-    p.get("gamma", sc.gamma);
-  } else if (sc.type == "cosine_annealing") {
-    p.only({"T_max", "eta_min"}, "schedule type cosine_annealing");
-    if (!p.get("T_max", sc.t_max)) p.missing("T_max", "the steps to anneal over");
-    p.get("eta_min", sc.eta_min);
-  } else if (sc.type == "linear_warmup") {
-    p.only({"warmup_steps", "start_factor", "T_max", "eta_min"}, "schedule type linear_warmup");
-    if (!p.get("warmup_steps", sc.warmup_steps)) p.missing("warmup_steps", "the steps from start_factor to 1");
-    p.get("start_factor", sc.start_factor);
-    p.get("T_max", sc.t_max);
-    p.get("eta_min", sc.eta_min);
-  } else if (sc.type == "multistep" || sc.type == "polynomial" || sc.type == "linear") {
-    s.fail("type", fmt::format("TorchFort's {} schedule is not supported (expected constant, step, cosine_annealing "
-                               "or linear_warmup{})", sc.type,
-                               sc.type == "linear" ? "; linear_warmup ramps up from start_factor to 1 and then holds "
-                                                     "or anneals, it does not decay linearly"
-                                                   : ""));
-  } else {
-    s.fail("type", fmt::format("unknown schedule type '{}' (expected constant, step, cosine_annealing or "
-                               "linear_warmup)", sc.type));
+  const std::string owner = "schedule type " + type;
+  switch (sc.type) {
+    case ScheduleType::Constant:
+    case ScheduleType::Cosine:
+      p.only({"warmup_steps"}, owner);
+      break;
+    case ScheduleType::Step:
+      p.only({"step_size", "gamma", "warmup_steps"}, owner);
+      if (!p.get("step_size", sc.step_size) && sc.step_size < 1) p.missing("step_size", "the steps between two decays");
+      p.get("gamma", sc.gamma);
+      break;
+    case ScheduleType::CosineAnnealing:
+      p.only({"T_max", "eta_min"}, owner);
+      if (!p.get("T_max", sc.t_max) && sc.t_max < 1) p.missing("T_max", "the steps to anneal over");
+      p.get("eta_min", sc.eta_min);
+      break;
+    case ScheduleType::LinearWarmup:
+      p.only({"warmup_steps", "start_factor", "T_max", "eta_min"}, owner);
+      if (!p.get("warmup_steps", sc.warmup_steps) && sc.warmup_steps < 1)
+        p.missing("warmup_steps", "the steps from start_factor to 1");
+      p.get("start_factor", sc.start_factor);
+      p.get("T_max", sc.t_max);
+      p.get("eta_min", sc.eta_min);
+      break;
   }
+  p.get("warmup_steps", sc.warmup_steps);
 }
 
 void parse_training(RunConfig& out, const Block& t) {
   t.only({"grad_clip", "accumulation_steps", "amp", "seed"});
   t.get("grad_clip", out.grad_clip);
   t.get("accumulation_steps", out.accumulation_steps);
-  if (t.get("amp", out.amp)) out.amp = lower(out.amp);
+  get_word(t, "amp", out.amp, "amp setting");
   t.get("seed", out.seed);
 }
 
@@ -504,7 +533,11 @@ void report_warnings(const RunConfig& config) {
 }  // namespace
 
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& source) {
-  RunConfig out;
+  return parse_run_config_onto(RunConfig{}, yaml_text, source);
+}
+
+RunConfig parse_run_config_onto(RunConfig base, const std::string& yaml_text, const std::string& source) {
+  RunConfig out = std::move(base);
   out.source = source;
   YAML::Node root;
   DocumentCounter counter;
@@ -547,7 +580,9 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
   return out;
 }
 
-RunConfig load_run_config(const std::string& path) {
+RunConfig load_run_config(const std::string& path) { return load_run_config_onto(RunConfig{}, path); }
+
+RunConfig load_run_config_onto(RunConfig base, const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw ValueError(fmt::format("{}: cannot open the config file: {}", path, std::strerror(errno)));
   std::string text;
@@ -558,7 +593,7 @@ RunConfig load_run_config(const std::string& path) {
   const int err = errno;
   std::fclose(f);
   if (failed) throw ValueError(fmt::format("{}: cannot read the config file: {}", path, std::strerror(err)));
-  return parse_run_config(text, path);
+  return parse_run_config_onto(std::move(base), text, path);
 }
 
 }  // namespace tandem::nn::config

@@ -8,8 +8,6 @@
 
 namespace tandem::data {
 
-// Where Debian's dataset-fashion-mnist package puts the files.
-inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 // Fashion-MNIST's training-set pixel mean and standard deviation (of x / 255).
 inline constexpr double kFashionMnistMean = 0.2860;
 inline constexpr double kFashionMnistStd = 0.3530;

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/data/default_dirs.h"
+
 #include "runtime/backend/common/philox.h"
 #include "runtime/error.h"
 

@@ -10,9 +10,6 @@
 
 namespace tandem::data {
 
-// Where Debian's fortunes package (fortunes, fortunes-min) puts its quotation files.
-inline constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
-
 struct TextCorpus {
   std::vector<uint8_t> train, val;
   std::vector<std::string> files;  // the files read, in order
@@ -22,7 +19,7 @@ struct TextCorpus {
 // indexes skipped) sorted by name, concatenated; the last `val_fraction` of the bytes is the
 // validation split. IOError naming the folder (and the package that provides the default one) when
 // it is missing or holds no text; ValueError for a val_fraction outside (0, 1).
-TextCorpus load_text_corpus(const std::string& dir = kFortunesDir, double val_fraction = 0.1);
+TextCorpus load_text_corpus(const std::string& dir, double val_fraction = 0.1);
 
 // Entropy of the byte-unigram distribution of `bytes`, in nats (the loss of a model that knows only
 // byte frequencies).

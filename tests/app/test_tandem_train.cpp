@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/data/default_dirs.h"
 #include "runtime/data/dataset.h"
 #include "tests/data/temp_dir.h"
 
@@ -225,6 +226,14 @@ TEST(TandemTrain, BadConfigFileNamesFileLineAndKey) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(loss + ":3: loss.type: tandem-train trains its classifiers with cross_entropy"),
             std::string::npos) << r.err;
+
+  // --model and the file's model are one setting: two different values are an error, not a silent pick.
+  const std::string mlp = dir.file("mlp.yaml");
+  std::ofstream(mlp) << "model:\n  type: mlp\n  parameters: {layer_sizes: [784, 512, 512, 10]}\n";
+  r = run_train("--model cnn --config " + mlp + " --max-steps 5 --no-eval", dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(mlp + ":2: model.type: the file's model is mlp and --model says cnn"), std::string::npos)
+      << r.err;
 
   r = run_train("--config " + dir.file("missing.yaml"), dir);
   EXPECT_EQ(r.exit_code, 1);

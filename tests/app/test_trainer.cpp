@@ -5,6 +5,7 @@
 
 #include <numeric>
 
+#include "nn/model_registry.h"
 #include "train/factory.h"
 #include "train/threads.h"
 #include "train/trainer.h"
@@ -38,11 +39,11 @@ double mean(const std::vector<double>& v, size_t from, size_t to) {
 TEST(Trainer, MlpLossFallsOverAFewHundredSteps) {
   apply_threads(1);  // ctest runs tests side by side on few cores
   TrainConfig cfg;
-  cfg.model = "mlp";
+  cfg.model = nn::default_model_config("mlp");
   cfg.epochs = 2;
   cfg.batch_size = 32;
   cfg.optimizer.learning_rate = 0.01;
-  cfg.lr_schedule = "constant";
+  cfg.lr_scheduler.type = nn::config::ScheduleType::Constant;
   cfg.eval_batch_size = 250;
   cfg.quiet = true;
   auto model = make_model(cfg);

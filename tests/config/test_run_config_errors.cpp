@@ -101,7 +101,7 @@ TEST(RunConfigErrors, BadValues) {
                "model.parameters.dropout", "must be in [0, 1), got 1");
   expect_error(kMlp + "training:\n  accumulation_steps: 0\n", "accumulation_steps", "training.accumulation_steps",
                "must be >= 1, got 0");
-  expect_error(kMlp + "training:\n  amp: fp8\n", "amp", "training.amp", "expected off, f16 or bf16, got 'fp8'");
+  expect_error(kMlp + "training:\n  amp: fp8\n", "amp", "training.amp", "unknown amp setting 'fp8' (expected off, f16 or bf16)");
   expect_error(kMlp + "ddp:\n  bucket_cap_mb: 0\n", "bucket_cap_mb", "ddp.bucket_cap_mb", "must be > 0, got 0");
   expect_error(kMlp + "optimizer:\n  type: rmsprop\n", "rmsprop", "optimizer.type",
                "unknown optimizer type 'rmsprop' (expected sgd, adam or adamw)");

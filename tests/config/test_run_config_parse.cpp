@@ -74,21 +74,21 @@ TEST(RunConfigParse, TorchFortMlpFileLoads) {
   EXPECT_EQ(c.model.layer_sizes, (std::vector<int64_t>{32, 64, 64, 1}));
   EXPECT_DOUBLE_EQ(c.model.dropout, 0.25);
   EXPECT_TRUE(c.model.flatten_non_batch_dims);
-  EXPECT_EQ(c.loss.type, "mse");
-  EXPECT_EQ(c.loss.reduction, "sum");
-  EXPECT_EQ(c.optimizer.type, "adam");
+  EXPECT_STREQ(enum_name(c.loss.type), "mse");
+  EXPECT_STREQ(enum_name(c.loss.reduction), "sum");
+  EXPECT_STREQ(enum_name(c.optimizer.type), "adam");
   EXPECT_DOUBLE_EQ(c.optimizer.learning_rate, 1e-3);
   EXPECT_DOUBLE_EQ(c.optimizer.beta1, 0.8);
   EXPECT_DOUBLE_EQ(c.optimizer.beta2, 0.99);
   EXPECT_DOUBLE_EQ(c.optimizer.eps, 1e-6);
   EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, 0.0);
   EXPECT_FALSE(c.optimizer.fused);
-  EXPECT_EQ(c.lr_scheduler.type, "cosine_annealing");
+  EXPECT_STREQ(enum_name(c.lr_scheduler.type), "cosine_annealing");
   EXPECT_EQ(c.lr_scheduler.t_max, 100000);
   EXPECT_DOUBLE_EQ(c.lr_scheduler.eta_min, 1e-5);
   EXPECT_DOUBLE_EQ(c.grad_clip, 2.5);
   EXPECT_EQ(c.accumulation_steps, 3);
-  EXPECT_EQ(c.amp, "bf16");
+  EXPECT_STREQ(enum_name(c.amp), "bf16");
   EXPECT_EQ(c.seed, 42);
   EXPECT_DOUBLE_EQ(c.ddp.bucket_cap_mb, 4.0);
   EXPECT_TRUE(c.ddp.gradient_as_bucket_view);
@@ -110,14 +110,14 @@ TEST(RunConfigParse, OnlyAModelTakesTheDefaults) {
   RunConfig c = parse_run_config("model: {type: cnn}\n", "mini.yaml");
   EXPECT_EQ(c.source, "mini.yaml");
   EXPECT_EQ(c.model.type, "cnn");
-  EXPECT_EQ(c.loss.type, "mse");
-  EXPECT_EQ(c.loss.reduction, "mean");
-  EXPECT_EQ(c.optimizer.type, "adam");
+  EXPECT_STREQ(enum_name(c.loss.type), "mse");
+  EXPECT_STREQ(enum_name(c.loss.reduction), "mean");
+  EXPECT_STREQ(enum_name(c.optimizer.type), "adam");
   EXPECT_DOUBLE_EQ(c.optimizer.learning_rate, 1e-3);
-  EXPECT_EQ(c.lr_scheduler.type, "constant");
+  EXPECT_STREQ(enum_name(c.lr_scheduler.type), "constant");
   EXPECT_DOUBLE_EQ(c.grad_clip, 0.0);
   EXPECT_EQ(c.accumulation_steps, 1);
-  EXPECT_EQ(c.amp, "off");
+  EXPECT_STREQ(enum_name(c.amp), "off");
   EXPECT_DOUBLE_EQ(c.ddp.bucket_cap_mb, 25.0);
   EXPECT_TRUE(c.ddp.broadcast_buffers);
   EXPECT_TRUE(c.sets("model.type"));
@@ -132,13 +132,13 @@ optimizer:
   parameters: {learning_rate: 0.5, momentum: 0.9, dampening: 0, weight_decay: 1e-4, nesterov: true, fused: true}
 lr_scheduler: {type: step, parameters: {step_size: 7, gamma: 0.5}}
 )");
-  EXPECT_EQ(sgd.optimizer.type, "sgd");
+  EXPECT_STREQ(enum_name(sgd.optimizer.type), "sgd");
   EXPECT_DOUBLE_EQ(sgd.optimizer.learning_rate, 0.5);
   EXPECT_DOUBLE_EQ(sgd.optimizer.momentum, 0.9);
   EXPECT_DOUBLE_EQ(sgd.optimizer.weight_decay, 1e-4);
   EXPECT_TRUE(sgd.optimizer.nesterov);
   EXPECT_TRUE(sgd.optimizer.fused);
-  EXPECT_EQ(sgd.lr_scheduler.type, "step");
+  EXPECT_STREQ(enum_name(sgd.lr_scheduler.type), "step");
   EXPECT_EQ(sgd.lr_scheduler.step_size, 7);
   EXPECT_DOUBLE_EQ(sgd.lr_scheduler.gamma, 0.5);
 
@@ -147,7 +147,7 @@ lr_scheduler: {type: step, parameters: {step_size: 7, gamma: 0.5}}
                                      "lr_scheduler: {type: linear_warmup, parameters: {warmup_steps: 5, "
                                      "start_factor: 0.1, T_max: 20.0, eta_min: 0.001}}\n");
   EXPECT_DOUBLE_EQ(adamw.optimizer.weight_decay, 1e-2);
-  EXPECT_EQ(adamw.lr_scheduler.type, "linear_warmup");
+  EXPECT_STREQ(enum_name(adamw.lr_scheduler.type), "linear_warmup");
   EXPECT_EQ(adamw.lr_scheduler.warmup_steps, 5);
   EXPECT_DOUBLE_EQ(adamw.lr_scheduler.start_factor, 0.1);
   EXPECT_EQ(adamw.lr_scheduler.t_max, 20);  // TorchFort writes T_max as a float

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "runtime/data/default_dirs.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/idx.h"
 #include "runtime/error.h"

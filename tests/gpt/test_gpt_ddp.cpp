@@ -29,7 +29,7 @@ std::vector<uint8_t> text() {
 // a bare GPT) on the windows of `rank` of `world` with `batch` windows each.
 void train_steps(nn::Module& model, int world, int rank, int64_t batch, int steps) {
   app::TrainConfig cfg;
-  cfg.optimizer.type = "adamw";
+  cfg.optimizer.type = nn::config::OptimizerType::AdamW;
   cfg.optimizer.learning_rate = 3e-3;
   cfg.optimizer.weight_decay = 0.1;
   // The key bias's gradient is zero in exact arithmetic (softmax ignores a constant per query), so

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/data/default_dirs.h"
 #include "nn/gpt.h"
 #include "nn/optim.h"
 #include "runtime/autocast.h"
@@ -255,7 +256,7 @@ TEST(GPT, SamplingIsSeededAndTopOneIsGreedy) {
 TEST(GPT, TinyModelLearnsFortunes) {
   // 150 AdamW steps of 8 windows x 32 bytes: from ln(256) = 5.55 to below the byte-unigram
   // entropy (3.32 nats): the model uses the context, not only byte frequencies.
-  data::TextCorpus corpus = data::load_text_corpus();
+  data::TextCorpus corpus = data::load_text_corpus(data::kFortunesDir);
   GPTConfig c = GPTConfig::preset("tiny");
   c.context = 32;
   Generator gen(8);

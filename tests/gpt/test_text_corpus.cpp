@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/data/default_dirs.h"
 #include "runtime/data/text_corpus.h"
 #include "runtime/error.h"
 #include "tests/data/temp_dir.h"
@@ -65,7 +66,7 @@ TEST(TextCorpus, MissingFolderAndEmptyCorpusAreClearErrors) {
 
 TEST(TextCorpus, FortunesPackage) {
   // Installed by scripts/install-deps; the figures of docs/transformers.md.
-  data::TextCorpus c = data::load_text_corpus();
+  data::TextCorpus c = data::load_text_corpus(data::kFortunesDir);
   const size_t total = c.train.size() + c.val.size();
   EXPECT_GT(total, 2000000u);
   EXPECT_NEAR(static_cast<double>(c.val.size()) / static_cast<double>(total), 0.1, 1e-6);

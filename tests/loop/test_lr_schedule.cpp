@@ -11,6 +11,8 @@
 using namespace tandem;
 using namespace tandem::train;
 
+using nn::config::ScheduleType;
+
 namespace {
 
 // The lrs of steps 0..n-1 (the lr each optimizer step uses) under the schedule of `cfg`.
@@ -31,9 +33,9 @@ std::vector<double> lr_sequence(const TrainConfig& cfg, int64_t total, int64_t n
 
 TEST(LrSchedule, StepDropsByGammaEveryStepSize) {
   TrainConfig cfg;
-  cfg.lr_schedule = "step";
-  cfg.schedule.step_size = 3;
-  cfg.schedule.gamma = 0.5;
+  cfg.lr_scheduler.type = ScheduleType::Step;
+  cfg.lr_scheduler.step_size = 3;
+  cfg.lr_scheduler.gamma = 0.5;
   auto lrs = lr_sequence(cfg, 100, 8);
   const double b = cfg.optimizer.learning_rate;
   std::vector<double> want{b, b, b, b / 2, b / 2, b / 2, b / 4, b / 4};
@@ -42,13 +44,13 @@ TEST(LrSchedule, StepDropsByGammaEveryStepSize) {
 
 TEST(LrSchedule, StepWithoutStepSizeIsAClearError) {
   TrainConfig cfg;
-  cfg.lr_schedule = "step";
+  cfg.lr_scheduler.type = ScheduleType::Step;
   EXPECT_THROW(
       {
         try {
           lr_sequence(cfg, 10, 1);
         } catch (const Error& e) {
-          EXPECT_NE(std::string(e.what()).find("--lr-step-size"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("step_size"), std::string::npos) << e.what();
           throw;
         }
       },
@@ -57,8 +59,8 @@ TEST(LrSchedule, StepWithoutStepSizeIsAClearError) {
 
 TEST(LrSchedule, WarmupRampsLinearlyThenConstant) {
   TrainConfig cfg;
-  cfg.lr_schedule = "constant";
-  cfg.schedule.warmup_steps = 4;
+  cfg.lr_scheduler.type = ScheduleType::Constant;
+  cfg.lr_scheduler.warmup_steps = 4;
   auto lrs = lr_sequence(cfg, 100, 7);
   const double b = cfg.optimizer.learning_rate;
   for (int s = 0; s < 4; ++s) EXPECT_NEAR(lrs[static_cast<size_t>(s)], b * (s + 1) / 5.0, 1e-15) << "step " << s;
@@ -67,7 +69,7 @@ TEST(LrSchedule, WarmupRampsLinearlyThenConstant) {
 
 TEST(LrSchedule, WarmupThenCosineOverTheRemainingSteps) {
   TrainConfig cfg;  // cosine is the default
-  cfg.schedule.warmup_steps = 2;
+  cfg.lr_scheduler.warmup_steps = 2;
   const int64_t total = 10;
   auto lrs = lr_sequence(cfg, total, total + 1);
   const double b = cfg.optimizer.learning_rate, pi = std::acos(-1.0);
@@ -81,10 +83,10 @@ TEST(LrSchedule, WarmupThenCosineOverTheRemainingSteps) {
 
 TEST(LrSchedule, WarmupThenStep) {
   TrainConfig cfg;
-  cfg.lr_schedule = "step";
-  cfg.schedule.step_size = 2;
-  cfg.schedule.gamma = 0.1;
-  cfg.schedule.warmup_steps = 1;
+  cfg.lr_scheduler.type = ScheduleType::Step;
+  cfg.lr_scheduler.step_size = 2;
+  cfg.lr_scheduler.gamma = 0.1;
+  cfg.lr_scheduler.warmup_steps = 1;
   auto lrs = lr_sequence(cfg, 100, 5);
   const double b = cfg.optimizer.learning_rate;
   EXPECT_NEAR(lrs[0], b / 2, 1e-15);
@@ -96,7 +98,7 @@ TEST(LrSchedule, WarmupThenStep) {
 
 TEST(LrSchedule, ConstantHasNoScheduler) {
   TrainConfig cfg;
-  cfg.lr_schedule = "constant";
+  cfg.lr_scheduler.type = ScheduleType::Constant;
   auto lrs = lr_sequence(cfg, 10, 3);
   for (double lr : lrs) EXPECT_DOUBLE_EQ(lr, cfg.optimizer.learning_rate);
 }

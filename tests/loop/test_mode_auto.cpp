@@ -11,27 +11,27 @@ namespace {
 
 struct Case {
   ModeInputs in;  // configured, launcher world, GPUs, --device, --devices, MPI in the build
-  const char* mode;
+  ParallelMode mode;
   const char* chosen_devices;
   bool warns;
 };
 
 const Case kTable[] = {
     // configured world gpus device  devices          mpi    -> mode     devices              warns
-    {{"auto", 1, 0, "auto", "", true}, "single", "", false},          // a laptop
-    {{"", 1, 0, "auto", "", true}, "single", "", false},              // empty reads as auto
-    {{"auto", 1, 1, "auto", "", true}, "single", "", false},          // one GPU
-    {{"auto", 1, 2, "auto", "", true}, "dp", "cuda:0,cuda:1", false},  // a workstation with 2 GPUs
-    {{"auto", 1, 4, "cuda", "", true}, "dp", "cuda:0,cuda:1,cuda:2,cuda:3", false},
-    {{"auto", 1, 4, "cpu", "", true}, "single", "", false},           // --device cpu: no dp over GPUs
-    {{"auto", 1, 0, "auto", "cpu:0,cpu:1", true}, "dp", "cpu:0,cpu:1", false},  // --devices implies dp
-    {{"auto", 2, 0, "auto", "", true}, "ddp", "", false},             // mpirun -np 2 on CPUs
-    {{"auto", 8, 8, "auto", "", true}, "ddp", "", false},             // mpirun, a GPU per rank
-    {{"auto", 4, 2, "auto", "", true}, "ddp", "", false},             // more ranks than GPUs: still ddp
-    {{"auto", 2, 0, "auto", "", false}, "single", "", true},          // no MPI in the build: fall back
-    {{"single", 4, 2, "auto", "", true}, "single", "", false},        // explicit modes are kept
-    {{"ddp", 1, 0, "auto", "", true}, "ddp", "", false},
-    {{"dp", 1, 0, "auto", "cpu:0,cpu:1", true}, "dp", "cpu:0,cpu:1", false},
+    {{ParallelMode::Auto, 1, 0, "auto", "", true}, ParallelMode::Single, "", false},          // a laptop
+    {{ParallelMode::Auto, 1, 0, "auto", "", true}, ParallelMode::Single, "", false},              // empty reads as auto
+    {{ParallelMode::Auto, 1, 1, "auto", "", true}, ParallelMode::Single, "", false},          // one GPU
+    {{ParallelMode::Auto, 1, 2, "auto", "", true}, ParallelMode::DP, "cuda:0,cuda:1", false},  // a workstation with 2 GPUs
+    {{ParallelMode::Auto, 1, 4, "cuda", "", true}, ParallelMode::DP, "cuda:0,cuda:1,cuda:2,cuda:3", false},
+    {{ParallelMode::Auto, 1, 4, "cpu", "", true}, ParallelMode::Single, "", false},           // --device cpu: no dp over GPUs
+    {{ParallelMode::Auto, 1, 0, "auto", "cpu:0,cpu:1", true}, ParallelMode::DP, "cpu:0,cpu:1", false},  // --devices implies dp
+    {{ParallelMode::Auto, 2, 0, "auto", "", true}, ParallelMode::DDP, "", false},             // mpirun -np 2 on CPUs
+    {{ParallelMode::Auto, 8, 8, "auto", "", true}, ParallelMode::DDP, "", false},             // mpirun, a GPU per rank
+    {{ParallelMode::Auto, 4, 2, "auto", "", true}, ParallelMode::DDP, "", false},             // more ranks than GPUs: still ddp
+    {{ParallelMode::Auto, 2, 0, "auto", "", false}, ParallelMode::Single, "", true},          // no MPI in the build: fall back
+    {{ParallelMode::Single, 4, 2, "auto", "", true}, ParallelMode::Single, "", false},        // explicit modes are kept
+    {{ParallelMode::DDP, 1, 0, "auto", "", true}, ParallelMode::DDP, "", false},
+    {{ParallelMode::DP, 1, 0, "auto", "cpu:0,cpu:1", true}, ParallelMode::DP, "cpu:0,cpu:1", false},
 };
 
 }  // namespace
@@ -41,7 +41,7 @@ TEST(ModeAuto, DecisionTable) {
     const ModeInputs& in = c.in;
     const ModeDecision d = decide_mode(in);
     const std::string where = fmt::format("--mode {}, world {}, {} GPUs, --device {}, --devices '{}', mpi {}",
-                                          in.configured, in.launcher_world, in.gpus, in.device, in.devices,
+                                          enum_name(in.configured), in.launcher_world, in.gpus, in.device, in.devices,
                                           in.have_mpi);
     EXPECT_EQ(d.mode, c.mode) << where;
     EXPECT_EQ(d.devices, c.chosen_devices) << where;
@@ -52,7 +52,7 @@ TEST(ModeAuto, DecisionTable) {
 
 TEST(ModeAuto, ExplicitDdpWithoutMpiIsAClearError) {
   ModeInputs in;
-  in.configured = "ddp";
+  in.configured = ParallelMode::DDP;
   in.launcher_world = 2;
   in.have_mpi = false;
   try {

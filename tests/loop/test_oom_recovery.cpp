@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "train/factory.h"
+#include "nn/model_registry.h"
 #include "train/stop_signal.h"
 #include "train/train_features.h"
 #include "nn/layers/sequential.h"
@@ -86,14 +87,14 @@ RunResult run_training(int64_t batch, int64_t accumulation, std::shared_ptr<Fail
   std::shared_ptr<comm::Communicator> comm = tandem::testing::world();
   if (counting) comm = counting;
   TrainConfig cfg;
-  cfg.model = model_name;
+  cfg.model = nn::default_model_config(model_name);
   cfg.batch_size = batch;
   cfg.accumulation_steps = accumulation;
   cfg.max_steps = steps;
   cfg.epochs = 1;
   cfg.eval = false;
   cfg.quiet = true;
-  cfg.mode = comm->size() > 1 ? "ddp" : "single";
+  cfg.mode = comm->size() > 1 ? ParallelMode::DDP : ParallelMode::Single;
   // A budget in the config turns on the per-step agreement of the ranks (on the CPU); the tests set
   // the real budgets (or inject failures) per rank themselves.
   cfg.memory_limit = "1TB";
@@ -197,7 +198,7 @@ TEST(OomRecovery, FailureInsideBackwardWithBucketViewsAndUnusedParameterSearch) 
 // The bytes of the cnn's parameters: SGD's momentum buffers, made by the first optimizer step.
 size_t cnn_param_bytes() {
   TrainConfig cfg;
-  cfg.model = "cnn";
+  cfg.model = nn::default_model_config("cnn");
   size_t n = 0;
   for (const Tensor& p : make_model(cfg)->parameters()) n += p.nbytes();
   return n;

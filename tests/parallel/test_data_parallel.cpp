@@ -72,14 +72,14 @@ TEST(ParallelSetup, SingleAndDpModes) {
   auto single = train::setup_parallel(pc, model);
   EXPECT_EQ(single.model.get(), model.get());
   EXPECT_FALSE(single.accumulation_scope(0).has_value());
-  pc.mode = "dp";
+  pc.mode = train::ParallelMode::DP;
   pc.devices = "cpu:0,cpu:1,cpu:2";
   auto dp = train::setup_parallel(pc, small_mlp(1));
   EXPECT_EQ(dp.model->type_name(), "DataParallel");
   EXPECT_EQ(dp.world_size(), 1);
-  pc.mode = "fsdp";
+  pc.mode = static_cast<train::ParallelMode>(42);  // a cast integer: refused
   EXPECT_THROW(train::setup_parallel(pc, small_mlp(1)), ValueError);
-  pc.mode = "dp";
+  pc.mode = train::ParallelMode::DP;
   pc.sync_bn = true;
   EXPECT_THROW(train::setup_parallel(pc, small_mlp(1)), ValueError);
   pc.sync_bn = false;

@@ -322,7 +322,7 @@ TEST(ParallelSetup, DdpModeWithAccumulationMatchesSingleProcess) {
   auto comm = world();
   const int rank = comm->rank(), n = comm->size();
   train::ParallelConfig pc;
-  pc.mode = "ddp";
+  pc.mode = train::ParallelMode::DDP;
   pc.accumulation_steps = 2;
   pc.sync_bn = true;
   auto ps = train::setup_parallel(pc, small_cnn(8), comm);
