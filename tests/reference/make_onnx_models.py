@@ -1,0 +1,361 @@
+"""Writes small ONNX models exported by PyTorch and their reference values, for the ONNX importer's tests,
+into tests/onnx/models/ (README.md there lists the files):
+  K.onnx                 K = mlp, cnn, resnet, two_io (opset 13), unsupported (opset 13, has a CumSum)
+  mlp_opset17.onnx       the same mlp, same initializers, opset 17 (mlp.ref.safetensors applies to it)
+  K.ref.safetensors      references for K (not for unsupported), all float32; [j] = output j, [i] = input i:
+    input.<i>              the inputs (standard normal, fixed seed; batch 3)
+    train.output.<j>       outputs in train() mode (BatchNorm normalizes with the batch's statistics)
+    eval.output.<j>        outputs in eval() mode (BatchNorm uses the running stats held by the .onnx)
+    probe.<j>              a fixed random tensor shaped as output j; the loss is L = sum_j sum(out_j * probe_j)
+    grad.<init>            dL/dparam in train mode, under the parameter's ONNX initializer name
+    grad.input.<i>         dL/dinput i
+    step10.<init>          each parameter after 10 steps of SGD(lr=0.01, momentum=0.9) on L, same inputs each
+                           step, train mode; step10.<bn>.running_mean/.running_var: BatchNorm's running stats
+                           after those 10 forward passes (PyTorch: momentum 0.1, the UNBIASED batch variance)
+    ort.output.<j>         onnxruntime's outputs of K.onnx for input.<i> (when onnxruntime imports)
+  corrupt.onnx           the first 100 bytes of mlp.onnx then 300 random bytes (onnx.load fails on it)
+Every .onnx passes onnx.checker.check_model(full_check=True). The references start from the state the
+.onnx files hold (its initializers), computed on fresh copies of that model.
+Run from the repository root (onnxruntime is optional; without it the ort.* entries are left out):
+    /opt/ref-venv/bin/python3 tests/reference/make_onnx_models.py      (or /usr/bin/python3: Debian's
+    PyTorch 1.13.0, onnx 1.12; the venv adds onnxruntime on top of the system packages)
+
+The export, recommended for a graph meant for training (export() below):
+    model.train()
+    torch.onnx.export(model, args, path, opset_version=13, input_names=[...], output_names=[...],
+                      dynamic_axes={each input and output: {0: "batch"}},
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+What it gives (PyTorch 1.13, inspected with onnx.load; the script prints it again):
+- Initializers are named as the state_dict: "0.weight", "layer1.0.conv1.weight", "bn1.running_mean",
+  "layer2.0.downsample.1.running_var", "fc.bias" ...; every parameter and BN running_mean/running_var is
+  one, num_batches_tracked is not (nothing reads it). Graph inputs/outputs carry the names given ("x", "y",
+  "a", "b", "y1", "y2") with dim 0 "batch"; inner values are named "/<module path>/<Op>_output_<n>".
+  Opset import: the default domain only (13; 17 for mlp_opset17). ir_version 7 (8 for opset 17).
+- The export traces ONE forward pass in train mode, which updates each BN's running stats with the example
+  inputs (momentum 0.1, num_batches_tracked += 1) BEFORE the initializers are taken, and leaves the
+  exported module so updated. This script therefore exports a copy and takes that copy's post-export state
+  as the models' initial state (the BN running stats were first set to random values, var in [0.5, 2], and
+  BN weight/bias moved off 1/0, so eval differs from train and a swapped tensor shows).
+- BatchNormalization stays a node (inputs X, scale=<bn>.weight, B=<bn>.bias, mean=<bn>.running_mean,
+  var=<bn>.running_var; epsilon 1e-5; momentum 0.9, i.e. ONNX's running = 0.9 running + 0.1 batch, the
+  complement of PyTorch's 0.1). Opset 13: NO training_mode attribute (opset <= 13 has none) and 5 outputs
+  (Y, running_mean, running_var, saved_mean, saved_var): the extra outputs are what marks training mode
+  there. Opset 15 and 17: training_mode=1 and 3 outputs (Y, running_mean, running_var). In both, the
+  extra outputs dangle: they are not graph outputs and no node reads them, so the importer has to update
+  the running stats itself. ONNX's spec updates the running var with the population (biased) variance;
+  PyTorch uses the unbiased one: the step10.*.running_var references follow PyTorch.
+- No Dropout or Identity nodes appear in these models. (A Dropout in a TRAINING export becomes
+  Dropout(x, ratio, training_mode) with two Constant inputs and 2 outputs, output and mask.)
+- TrainingMode.PRESERVE with model.train() gives the same graph as TRAINING (and the same stat update).
+  PRESERVE with model.eval() keeps the names and the BN nodes, in inference form (1 output; opset 15+:
+  training_mode=0), and updates no stats: an alternative for an importer that decides train/eval itself.
+  TrainingMode.EVAL (even with do_constant_folding=False, model in train() or eval()) folds each BN into
+  the Conv before it: the BN nodes vanish and the folded conv weights are renamed "onnx::Conv_30" etc., so
+  it is no use for training.
+Op types, in the files' opset 13 (the importer's list):
+  mlp          Gemm Relu
+  cnn          Conv BatchNormalization Relu MaxPool Constant Pad AveragePool Flatten Gemm
+  resnet       Conv BatchNormalization Relu Add GlobalAveragePool Flatten Gemm
+  two_io       Concat Gemm Relu Constant ReduceSum Add
+  unsupported  Gemm Constant CumSum
+  Linear is Gemm(alpha 1, beta 1, transB 1) with the weight [out, in]. Conv carries dilations, group,
+  kernel_shape, pads and strides explicitly; resnet's convs have no bias (2 inputs). MaxPool/AveragePool:
+  kernel_shape, strides, pads 0, ceil_mode 0. AvgPool2d(2) exports as Pad(x, Constant int64 zeros[8],
+  mode "constant") then AveragePool: a zero pad, a no-op. AdaptiveAvgPool2d(1) is GlobalAveragePool;
+  torch.flatten(x, 1) and nn.Flatten are Flatten(axis 1). ReduceSum (opset 13) takes its axes as a second
+  input, a Constant int64 [1], and keepdims=1; CumSum takes its axis as a Constant int64 scalar.
+onnxruntime runs the TRAINING export's BatchNormalization with the batch's statistics (it honours the
+extra outputs / training_mode=1): its outputs agree with train.output to ~1e-7 and differ from
+eval.output by 0.34 (cnn) and 0.45 (resnet); for models without BN the two are the same.
+"""
+import copy
+import json
+import os
+import struct
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+import torch.nn as nn
+
+try:
+    import onnxruntime as ort
+except ImportError:  # Debian's /usr/bin/python3 has no onnxruntime: the ort.* references are left out.
+    ort = None
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "onnx", "models")
+STEPS, LR, MOMENTUM = 10, 0.01, 0.9
+
+
+# ---------------------------------------------------------------------------------------------- models
+
+class BasicBlock(nn.Module):
+    """torchvision's BasicBlock (torchvision is not installed here): two 3x3 convs without bias, each with
+    a BatchNorm, the residual added before the last ReLU; `downsample` (1x1 conv + BN) when the shape changes."""
+
+    def __init__(self, cin, cout, stride=1, downsample=None):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(cout, cout, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = downsample
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + identity)
+
+
+class TinyResNet(nn.Module):
+    """torchvision's ResNet layout (conv1/bn1 stem, layerN.M blocks, fc) at toy size, so the state_dict
+    names are the ones a real torchvision ResNet export carries."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU(inplace=True)
+        self.layer1 = nn.Sequential(BasicBlock(8, 8))
+        self.layer2 = nn.Sequential(BasicBlock(8, 16, stride=2, downsample=nn.Sequential(
+            nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16))))
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.relu(self.bn1(self.conv1(x)))
+        x = self.layer2(self.layer1(x))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+class TwoIO(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(7, 4)
+        self.fc2 = nn.Linear(4, 1)
+
+    def forward(self, a, b):
+        y1 = self.fc1(torch.cat([a, b], 1)).relu()
+        y2 = self.fc2(y1) + b.sum(1, keepdim=True)
+        return y1, y2
+
+
+class Unsupported(nn.Module):
+    """A Linear then a cumulative sum: CumSum is not on the importer's first list of ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cumsum(self.fc(x), dim=1)
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def cnn():
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(4, 8, 3, padding=1, stride=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AvgPool2d(2),
+                         nn.Flatten(), nn.Linear(8 * 2 * 2, 5))
+
+
+# name: (constructor, seed, input names and shapes, output names, whether references are written)
+MODELS = {
+    "mlp": (mlp, 101, [("x", (3, 6))], ["y"], True),
+    "cnn": (cnn, 102, [("x", (3, 1, 8, 8))], ["y"], True),
+    "resnet": (TinyResNet, 103, [("x", (3, 3, 8, 8))], ["y"], True),
+    "two_io": (TwoIO, 104, [("a", (3, 5)), ("b", (3, 2))], ["y1", "y2"], True),
+    "unsupported": (Unsupported, 105, [("x", (3, 4))], ["y"], False),
+}
+
+
+def make_model(ctor, seed):
+    """The model with its initial weights. BatchNorm's state is moved away from its defaults (running stats
+    0/1, weight 1, bias 0) so that eval mode differs from train mode and a swapped or ignored tensor shows;
+    this happens before the export, so the initializers carry these values."""
+    torch.manual_seed(seed)
+    m = ctor()
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, nn.BatchNorm2d):
+                mod.running_mean.copy_(0.5 * torch.randn_like(mod.running_mean))
+                mod.running_var.copy_(torch.empty_like(mod.running_var).uniform_(0.5, 2.0))
+                mod.weight.copy_(1.0 + 0.2 * torch.randn_like(mod.weight))
+                mod.bias.copy_(0.2 * torch.randn_like(mod.bias))
+    return m.train()
+
+
+# ---------------------------------------------------------------------------------------------- export
+
+def export(m, inputs, in_names, out_names, path, opset):
+    """The recommended export (see the docstring): train() mode + TrainingMode.TRAINING keeps BatchNorm as a
+    node and the state_dict names; do_constant_folding=False keeps the initializers as they are. The
+    export traces one forward pass in train mode, which updates BatchNorm's running stats (momentum 0.1)
+    with the example inputs before the initializers are taken, so a copy is exported and returned: its
+    state after the export is exactly what the file's initializers hold, and is the references' start."""
+    m = copy.deepcopy(m).train()
+    torch.onnx.export(m, tuple(inputs), path, opset_version=opset, input_names=in_names, output_names=out_names,
+                      dynamic_axes={n: {0: "batch"} for n in in_names + out_names},
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    check_initializers(model, m)
+    return model, m
+
+
+def describe(model):
+    """Op types, initializer names and the BatchNormalization nodes of an exported graph."""
+    g = model.graph
+    ops = []
+    for n in g.node:
+        if n.op_type not in ops:
+            ops.append(n.op_type)
+    bns = [(list(n.input), len(n.output), {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute})
+           for n in g.node if n.op_type == "BatchNormalization"]
+    return {"ops": ops, "initializers": [i.name for i in g.initializer], "bn": bns,
+            "inputs": [i.name for i in g.input], "outputs": [o.name for o in g.output]}
+
+
+def check_initializers(model, m):
+    """Every initializer is a state_dict entry under its name, with the pre-export value, and every
+    parameter and BN running stat is an initializer (num_batches_tracked is not: nothing reads it)."""
+    sd = m.state_dict()
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
+    for name, a in inits.items():
+        assert name in sd, f"initializer {name} is not a state_dict name"
+        assert np.array_equal(a, sd[name].numpy()), f"initializer {name} differs from the model's"
+    want = [n for n in sd if not n.endswith("num_batches_tracked")]
+    assert sorted(want) == sorted(inits), (sorted(want), sorted(inits))
+
+
+# ---------------------------------------------------------------------------------------------- references
+
+def outputs_of(m, inputs):
+    y = m(*inputs)
+    return list(y) if isinstance(y, tuple) else [y]
+
+
+def references(m0, inputs, seed):
+    """The reference tensors for model m0 (left untouched) and its inputs, as (name, tensor) pairs."""
+    refs = [(f"input.{i}", x) for i, x in enumerate(inputs)]
+    with torch.no_grad():
+        train_out = outputs_of(copy.deepcopy(m0).train(), inputs)
+        eval_out = outputs_of(copy.deepcopy(m0).eval(), inputs)
+    refs += [(f"train.output.{j}", y) for j, y in enumerate(train_out)]
+    refs += [(f"eval.output.{j}", y) for j, y in enumerate(eval_out)]
+    torch.manual_seed(seed + 2000)
+    probes = [torch.randn(y.shape) for y in train_out]
+    refs += [(f"probe.{j}", p) for j, p in enumerate(probes)]
+
+    def loss(m, xs):
+        return sum((y * p).sum() for y, p in zip(outputs_of(m, xs), probes))
+
+    m = copy.deepcopy(m0).train()
+    xs = [x.clone().requires_grad_(True) for x in inputs]
+    params = list(m.named_parameters())
+    grads = torch.autograd.grad(loss(m, xs), [p for _, p in params] + xs)
+    refs += [(f"grad.{n}", g) for (n, _), g in zip(params, grads)]
+    refs += [(f"grad.input.{i}", g) for i, g in enumerate(grads[len(params):])]
+
+    m = copy.deepcopy(m0).train()
+    opt = torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM)
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss(m, inputs).backward()
+        opt.step()
+    refs += [(f"step{STEPS}.{n}", p) for n, p in m.named_parameters()]
+    refs += [(f"step{STEPS}.{n}", b) for n, b in m.named_buffers() if n.endswith(("running_mean", "running_var"))]
+    return refs, train_out, eval_out
+
+
+def run_ort(path, in_names, inputs):
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return [torch.from_numpy(y) for y in sess.run(None, {n: x.numpy() for n, x in zip(in_names, inputs)})]
+
+
+def max_diff(a, b):
+    return max(float((x - y).abs().max()) for x, y in zip(a, b))
+
+
+def save_safetensors(path, tensors, metadata):
+    """safetensors by hand: an 8-byte little-endian header length, the JSON header (padded with spaces to
+    8 bytes, as the safetensors package does), then the raw little-endian float32 data in header order."""
+    header, blobs, offset = {"__metadata__": metadata}, [], 0
+    for name, t in tensors:
+        data = t.detach().contiguous().to(torch.float32).numpy().astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    summary = []
+    for name, (ctor, seed, ins, out_names, with_refs) in MODELS.items():
+        m0 = make_model(ctor, seed)
+        torch.manual_seed(seed + 1000)
+        inputs = [torch.randn(shape) for _, shape in ins]
+        in_names = [n for n, _ in ins]
+        path = os.path.join(OUT, name + ".onnx")
+        m_init = m0
+        model, m0 = export(m0, inputs, in_names, out_names, path, 13)
+        d = describe(model)
+        print(f"== {name}: ops {d['ops']}\n   inputs {d['inputs']} outputs {d['outputs']}\n"
+              f"   initializers {d['initializers']}")
+        for bn_in, n_out, attrs in d["bn"]:
+            print(f"   BatchNormalization inputs {bn_in} outputs {n_out} attributes {attrs}")
+        row = [name, " ".join(d["ops"]), "-", "-"]
+        if name == "mlp":
+            # From the same pre-export state, so the opset-17 file holds the same initializers (mlp has no BN).
+            m17, _ = export(m_init, inputs, in_names, out_names, os.path.join(OUT, "mlp_opset17.onnx"), 17)
+            check_initializers(m17, m0)
+            print(f"   mlp_opset17 ops {describe(m17)['ops']}")
+        if with_refs:
+            refs, train_out, eval_out = references(m0, inputs, seed)
+            meta = {"generator": "tests/reference/make_onnx_models.py", "torch": torch.__version__,
+                    "onnx": onnx.__version__, "model": name + ".onnx"}
+            if ort is not None:
+                ort_out = run_ort(path, in_names, inputs)
+                refs += [(f"ort.output.{j}", y) for j, y in enumerate(ort_out)]
+                meta["onnxruntime"] = ort.__version__
+                row[2:] = [f"{max_diff(ort_out, train_out):.3g}", f"{max_diff(ort_out, eval_out):.3g}"]
+                if name == "mlp":
+                    o17 = run_ort(os.path.join(OUT, "mlp_opset17.onnx"), in_names, inputs)
+                    print(f"   mlp_opset17: max |ort - torch train| {max_diff(o17, train_out):.3g}")
+            save_safetensors(os.path.join(OUT, name + ".ref.safetensors"), refs, meta)
+        summary.append(row)
+
+    # The importer's error test: a valid start (the protobuf header and the first fields) cut off by garbage.
+    with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
+        head = f.read(100)
+    rng = np.random.default_rng(7)
+    with open(os.path.join(OUT, "corrupt.onnx"), "wb") as f:
+        f.write(head + rng.integers(0, 256, 300, dtype=np.uint8).tobytes())
+    try:
+        onnx.load(os.path.join(OUT, "corrupt.onnx"))
+    except Exception:  # protobuf's DecodeError: corrupt, as meant
+        pass
+    else:
+        raise AssertionError("corrupt.onnx parses")
+
+    print(f"\n{'model':<12} {'max|ort-train|':>15} {'max|ort-eval|':>14}  op types")
+    for name, ops, dt, de in summary:
+        print(f"{name:<12} {dt:>15} {de:>14}  {ops}")
+    for fn in sorted(os.listdir(OUT)):
+        print(f"{os.path.getsize(os.path.join(OUT, fn)):>8}  {fn}")
+
+
+if __name__ == "__main__":
+    main()
