@@ -42,6 +42,10 @@ struct ModelConfig {
   // gpt (nn::GPT, GPT-2's blocks): input token ids [N, T], output logits [N, T, vocab_size]; the file
   // sets n_layer, n_head, n_embd, context and vocab_size (GPTConfig's defaults: tandem-train's shape).
   GPTConfig gpt;
+  // onnx: the model file (a relative path is taken from the config file's folder), and the
+  // initializers that are not trained (names, or prefixes ending in ".").
+  std::string filename;
+  std::vector<std::string> frozen;
   // Any other registered type: its numbers (ModelEntry::parameters) by name, as the file or the
   // program set them; value() gives the default of one not set.
   std::map<std::string, double> values;

@@ -175,6 +175,19 @@ class Block {
     out = e->value.Scalar();
     return true;
   }
+  bool get(const std::string& key, std::vector<std::string>& out) const {
+    const Entry* e = find(key);
+    if (!e) return false;
+    if (!e->value.IsSequence()) fail(*e, fmt::format("expected a list of names, got {}", describe(e->value)));
+    out.clear();
+    for (size_t i = 0; i < e->value.size(); ++i) {
+      const YAML::Node item = e->value[i];
+      if (!item.IsScalar() || item.Scalar().empty())
+        fail(*e, fmt::format("item {}: expected a name, got {}", i, describe(item)));
+      out.push_back(item.Scalar());
+    }
+    return true;
+  }
   bool get(const std::string& key, std::vector<int64_t>& out) const {
     const Entry* e = find(key);
     if (!e) return false;
@@ -359,8 +372,19 @@ void parse_model(RunConfig& out, const Block& m) {
     p.get("n_embd", model.gpt.n_embd);
     p.get("context", model.gpt.context);
     p.get("vocab_size", model.gpt.vocab_size);
+  } else if (model.type == "onnx") {
+    p.only({"filename", "frozen"}, "model type onnx");
+    if (!p.get("filename", model.filename) && model.filename.empty())
+      p.missing("filename", "the .onnx file, e.g. filename: model.onnx");
+    // Relative to the config file, wherever the program runs (a file given as text: the working folder).
+    if (p.has("filename") && !model.filename.empty() && model.filename[0] != '/' && out.source != "<string>") {
+      const size_t slash = out.source.find_last_of('/');
+      if (slash != std::string::npos) model.filename = out.source.substr(0, slash + 1) + model.filename;
+    }
+    p.get("frozen", model.frozen);
   } else if (model.type == "torchscript") {
-    m.fail("type", "TorchScript models are not supported; describe the layers with type: sequential");
+    m.fail("type", "TorchScript models are not supported; export to ONNX (torch.onnx.export) and give type: onnx "
+                   "with parameters: {filename: model.onnx}, or describe the layers with type: sequential");
   } else if (const ModelEntry* entry = find_model_entry(model.type)) {
     // A registered model: its numbers, declared by its entry (checked by validate()).
     std::vector<std::string> names;

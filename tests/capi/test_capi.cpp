@@ -14,6 +14,7 @@
 #include "embed/c/backend_result.h"
 #include "runtime/error.h"
 #include "runtime/env_settings.h"
+#include "runtime/serialization/safetensors.h"
 #include "tandem/tandem_c.h"
 #include "tests/capi/capi_test_util.h"
 
@@ -149,6 +150,31 @@ TEST(CApi, WrongShapesRanksAndDtypesAreInvalidUsage) {
   int64_t step = -1;
   EXPECT_EQ(tandem_get_step(m, &step), TANDEM_SUCCESS);
   EXPECT_EQ(step, 0);  // no failed call took a step
+  tandem_model_destroy(m);
+}
+
+// An exported model through the C API (TorchFort's layout: model: {type: onnx, parameters:
+// {filename: ...}}): PyTorch's output for the reference input, and it trains.
+TEST(CApi, OnnxModelFromAFile) {
+  TempDir dir;
+  const std::string models = TANDEM_ONNX_MODELS;
+  tandem_model_t m = make(dir.write("onnx.yaml", "model:\n  type: onnx\n  parameters: {filename: " + models +
+                                                     "/mlp.onnx}\nloss: {type: mse}\n"
+                                                     "optimizer: {type: sgd, parameters: {learning_rate: 0.05}}\n"));
+  const serialization::SafetensorsContents r = serialization::load_safetensors(models + "/mlp.ref.safetensors");
+  const std::vector<float> x = r.find("input.0")->to_vector<float>(), want = r.find("eval.output.0")->to_vector<float>();
+  const int64_t xs[2] = {3, 6}, ys[2] = {3, 4};
+  std::vector<float> out(12), target(12, 0.5f);
+  ASSERT_EQ(tandem_inference(m, x.data(), TANDEM_FLOAT32, 2, xs, out.data(), TANDEM_FLOAT32, 2, ys), TANDEM_SUCCESS)
+      << tandem_last_error();
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], want[i], 1e-5) << i;
+  float first = 0, last = 0;
+  for (int s = 0; s < 40; ++s) {
+    ASSERT_EQ(tandem_train(m, x.data(), TANDEM_FLOAT32, 2, xs, target.data(), TANDEM_FLOAT32, 2, ys, &last),
+              TANDEM_SUCCESS) << tandem_last_error();
+    if (s == 0) first = last;
+  }
+  EXPECT_LT(last, 0.1f * first);
   tandem_model_destroy(m);
 }
 

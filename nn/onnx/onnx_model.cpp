@@ -1,0 +1,134 @@
+// OnnxModel: the graph checked at load, its initializers registered, its nodes run per forward.
+#include "nn/onnx/onnx_model.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "nn/onnx/onnx_graph.h"
+#include "nn/onnx/onnx_ops.h"
+#include "runtime/error.h"
+
+namespace tandem::nn::onnx {
+
+namespace {
+
+bool floating(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
+
+bool matches(const std::string& name, const std::string& pattern) {
+  if (!pattern.empty() && pattern.back() == '.') return name.rfind(pattern, 0) == 0;
+  return name == pattern;
+}
+
+// Every node's op must run at the graph's opset: checked before anything else is built.
+void check_ops(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (find_op(n.op, g.opset) == nullptr)
+      throw ValueError(fmt::format("{}: node '{}': op {} (opset {}) is not supported by tandem; it runs {}", g.path,
+                                   n.name, n.op, g.opset, fmt::join(supported_ops(), ", ")));
+}
+
+}  // namespace
+
+OnnxModel::OnnxModel(const std::string& path, const ImportOptions& options)
+    : graph_(std::make_shared<const Graph>(read_graph(path))) {
+  const Graph& g = *graph_;
+  check_ops(g);
+  // BatchNormalization's inputs 3 and 4 are running statistics: state, not weights.
+  std::set<std::string> statistics;
+  for (const Node& n : g.nodes)
+    if (n.op == "BatchNormalization")
+      for (size_t i = 3; i < n.inputs.size() && i < 5; ++i) statistics.insert(n.inputs[i]);
+  for (const std::string& f : options.frozen) {
+    bool found = false;
+    for (const auto& [name, t] : g.initializers) found = found || matches(name, f);
+    TANDEM_CHECK(found, "{}: frozen '{}' names no initializer of the model (a prefix ends with '.')", path, f);
+  }
+  for (const auto& [name, t] : g.initializers) {
+    bool frozen = false;
+    for (const std::string& f : options.frozen) frozen = frozen || matches(name, f);
+    // The exporter names folded constants "onnx::<op>_<n>": values of the graph, not weights.
+    const bool weight = floating(t.dtype()) && !statistics.count(name) && !frozen && name.rfind("onnx::", 0) != 0;
+    if (weight)
+      register_parameter(name, t);
+    else
+      register_buffer(name, t);
+  }
+  index_state();
+}
+
+void OnnxModel::index_state() {
+  state_.clear();
+  for (auto& [name, t] : params_) state_[name] = t;
+  for (auto& [name, t] : buffers_) state_[name] = t;
+}
+
+size_t OnnxModel::num_inputs() const { return graph_->inputs.size(); }
+size_t OnnxModel::num_outputs() const { return graph_->outputs.size(); }
+
+std::shared_ptr<Module> OnnxModel::clone() const {
+  std::shared_ptr<OnnxModel> copy(new OnnxModel(*this));
+  copy->deep_copy_state();
+  copy->index_state();  // onto the copy's tensors, not the original's
+  return copy;
+}
+
+Tensor OnnxModel::forward(const Tensor& x) {
+  TANDEM_CHECK(num_inputs() == 1 && num_outputs() == 1,
+               "{}: the model has {} inputs and {} outputs; call forward_many", graph_->path, num_inputs(),
+               num_outputs());
+  return forward_many({x})[0];
+}
+
+std::vector<Tensor> OnnxModel::forward_many(const std::vector<Tensor>& inputs) {
+  const Graph& g = *graph_;
+  TANDEM_CHECK(inputs.size() == g.inputs.size(), "{}: the model takes {} input{}, got {}", g.path, g.inputs.size(),
+               g.inputs.size() == 1 ? "" : "s", inputs.size());
+  Device device = inputs.empty() ? kCPU : inputs[0].device();
+  std::unordered_map<std::string, Value> env;
+  env.reserve(state_.size() + g.nodes.size() * 2 + inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& want = g.inputs[i];
+    const Tensor& x = inputs[i];
+    TANDEM_CHECK(x.defined(), "{}: input {} ('{}') is undefined", g.path, i, want.name);
+    bool fits = want.dims.empty() || x.dim() == static_cast<int64_t>(want.dims.size());
+    for (size_t d = 1; fits && d < want.dims.size(); ++d)  // dim 0 is the batch, whatever the export said
+      fits = want.dims[d] < 0 || want.dims[d] == x.size(static_cast<int64_t>(d));
+    TANDEM_CHECK(fits, "{}: input '{}' has shape {}; the model takes [{}] (-1: any)", g.path, want.name,
+                 shape_str(x.shape()), fmt::join(want.dims, ", "));
+    TANDEM_CHECK(x.dtype() == want.dtype, "{}: input '{}' is {}; the model takes {}", g.path, want.name,
+                 dtype_name(x.dtype()), dtype_name(want.dtype));
+    env[want.name] = Value::of(x);
+  }
+  for (const auto& [name, t] : state_) {
+    // Small integer initializers (shapes, axes) are host values for the shape arithmetic.
+    if (t.dtype() == DType::i64 && t.numel() <= 1024)
+      env[name] = Value::of_ints(t.to(kCPU).to_vector<int64_t>(), t.shape());
+    else
+      env[name] = Value::of(t);
+  }
+  for (const Node& n : g.nodes) {
+    OpCall call{n, g, {}, is_training(), device};
+    for (const std::string& in : n.inputs) {
+      if (in.empty()) {
+        call.in.push_back(nullptr);
+        continue;
+      }
+      auto it = env.find(in);
+      if (it == env.end()) call.fail(fmt::format("its input '{}' is computed by no earlier node", in));
+      call.in.push_back(&it->second);
+    }
+    std::vector<Value> out = find_op(n.op, g.opset)(call);
+    for (size_t k = 0; k < n.outputs.size() && k < out.size(); ++k)
+      if (!n.outputs[k].empty()) env[n.outputs[k]] = std::move(out[k]);
+  }
+  std::vector<Tensor> outputs;
+  for (const ValueInfo& o : g.outputs) {
+    auto it = env.find(o.name);
+    TANDEM_CHECK(it != env.end(), "{}: output '{}' is computed by no node", g.path, o.name);
+    outputs.push_back(it->second.tensor(device));
+  }
+  return outputs;
+}
+
+}  // namespace tandem::nn::onnx

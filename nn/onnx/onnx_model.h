@@ -1,0 +1,51 @@
+// An imported ONNX graph as a tandem Module: its float initializers are the parameters, named as the
+// exporter's state_dict names them ("layer1.0.conv1.weight"), BatchNormalization's running statistics
+// are buffers, and forward runs the nodes in order on tandem's ops, so autograd, DDP, DataParallel,
+// checkpoints and the optimizers treat it as any other model. BatchNormalization and Dropout follow
+// train()/eval(), whatever mode the export was made in.
+#pragma once
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace tandem::nn::onnx {
+
+struct Graph;
+
+struct ImportOptions {
+  // Initializers that are not trained: a name, or a prefix ending in "." ("layer1." freezes a block).
+  // They are buffers: they move, load and save with the model but are in no optimizer.
+  std::vector<std::string> frozen;
+};
+
+class OnnxModel : public Module {
+ public:
+  // Reads, checks and prepares `path`: ValueError naming the file, the node, the op and the opset
+  // for an op, attribute or opset tandem does not run (the whole graph is checked here, not at the
+  // first forward); IOError for a file that cannot be read.
+  explicit OnnxModel(const std::string& path, const ImportOptions& options = {});
+
+  // The graph's inputs in order -> its outputs in order.
+  std::vector<Tensor> forward_many(const std::vector<Tensor>& inputs) override;
+  // One input, one output.
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "OnnxModel"; }
+  std::shared_ptr<Module> clone() const override;
+
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+
+ private:
+  OnnxModel() = default;
+  // Handles onto the registered parameters and buffers by initializer name (the same tensors: a
+  // move to another device is seen), and the constants that are neither.
+  void index_state();
+
+  std::shared_ptr<const Graph> graph_;
+  std::unordered_map<std::string, Tensor> state_;
+};
+
+}  // namespace tandem::nn::onnx

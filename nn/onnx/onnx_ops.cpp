@@ -1,0 +1,483 @@
+// ONNX ops on tandem's ops. Each function reads the node's attributes as the ONNX operator
+// specification gives them (defaults included) and refuses, naming the node, what tandem's op cannot
+// do (dilated or grouped convolutions, ceil-mode pooling, ...): an error, never a different result.
+#include "nn/onnx/onnx_ops.h"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "runtime/error.h"
+#include "runtime/ops/conv.h"
+#include "runtime/ops/dropout.h"
+#include "runtime/ops/elementwise.h"
+#include "runtime/ops/loss.h"
+#include "runtime/ops/matmul.h"
+#include "runtime/ops/norm.h"
+#include "runtime/ops/pool.h"
+#include "runtime/ops/reduce.h"
+#include "runtime/ops/shape.h"
+
+namespace tandem::nn::onnx {
+
+// ---- values and calls ----
+
+Tensor Value::tensor(Device device) const {
+  if (!host) return t;
+  return Tensor::from_vector(ints, shape, DType::i64).to(device);
+}
+
+std::vector<int64_t> Value::integers() const {
+  if (host) return ints;
+  return t.to(kCPU).to_vector<int64_t>();
+}
+
+const Value& OpCall::input(size_t i) const {
+  if (!has_input(i)) fail(fmt::format("input {} is missing", i));
+  return *in[i];
+}
+
+int64_t OpCall::attr_int(const std::string& name, int64_t otherwise) const {
+  auto it = node.attributes.find(name);
+  if (it == node.attributes.end()) return otherwise;
+  if (it->second.kind != Attribute::Kind::Int) fail(fmt::format("attribute {} is not an integer", name));
+  return it->second.i;
+}
+
+double OpCall::attr_float(const std::string& name, double otherwise) const {
+  auto it = node.attributes.find(name);
+  if (it == node.attributes.end()) return otherwise;
+  if (it->second.kind != Attribute::Kind::Float) fail(fmt::format("attribute {} is not a float", name));
+  return it->second.f;
+}
+
+std::string OpCall::attr_string(const std::string& name, const std::string& otherwise) const {
+  auto it = node.attributes.find(name);
+  if (it == node.attributes.end()) return otherwise;
+  if (it->second.kind != Attribute::Kind::String) fail(fmt::format("attribute {} is not a string", name));
+  return it->second.s;
+}
+
+std::vector<int64_t> OpCall::attr_ints(const std::string& name, const std::vector<int64_t>& otherwise) const {
+  auto it = node.attributes.find(name);
+  if (it == node.attributes.end()) return otherwise;
+  if (it->second.kind != Attribute::Kind::Ints) fail(fmt::format("attribute {} is not a list of integers", name));
+  return it->second.ints;
+}
+
+const Tensor* OpCall::attr_tensor(const std::string& name) const {
+  auto it = node.attributes.find(name);
+  if (it == node.attributes.end() || it->second.kind != Attribute::Kind::Tensor) return nullptr;
+  return &it->second.t;
+}
+
+void OpCall::fail(const std::string& what) const {
+  throw ValueError(fmt::format("{}: node '{}' ({}, opset {}): {}", graph.path, node.name, node.op, graph.opset, what));
+}
+
+namespace {
+
+std::vector<Value> one(Tensor t) { return {Value::of(std::move(t))}; }
+
+// An axis in [-rank, rank) as a non-negative one.
+int64_t axis_of(const OpCall& c, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) c.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t numel_of(const Shape& s) {
+  return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+// ---- elementwise ----
+
+// Host integers combined elementwise with NumPy broadcasting (shape arithmetic: batch * channels).
+Value host_binary(const OpCall& c, const Value& a, const Value& b, int64_t (*f)(int64_t, int64_t)) {
+  if (a.ints.size() == 1 || b.ints.size() == 1 || a.shape == b.shape) {
+    const Value& big = a.ints.size() >= b.ints.size() ? a : b;
+    std::vector<int64_t> out(big.ints.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = f(a.ints[a.ints.size() == 1 ? 0 : i], b.ints[b.ints.size() == 1 ? 0 : i]);
+    return Value::of_ints(std::move(out), big.shape);
+  }
+  c.fail(fmt::format("integer shapes {} and {} do not broadcast here", shape_str(a.shape), shape_str(b.shape)));
+}
+
+template <Tensor (*Op)(const Tensor&, const Tensor&)>
+std::vector<Value> binary(const OpCall& c, int64_t (*host)(int64_t, int64_t)) {
+  const Value &a = c.input(0), &b = c.input(1);
+  if (a.host && b.host) return {host_binary(c, a, b, host)};
+  return one(Op(a.tensor(c.device), b.tensor(c.device)));
+}
+
+std::vector<Value> op_add(const OpCall& c) { return binary<ops::add>(c, [](int64_t x, int64_t y) { return x + y; }); }
+std::vector<Value> op_sub(const OpCall& c) { return binary<ops::sub>(c, [](int64_t x, int64_t y) { return x - y; }); }
+std::vector<Value> op_mul(const OpCall& c) { return binary<ops::mul>(c, [](int64_t x, int64_t y) { return x * y; }); }
+std::vector<Value> op_div(const OpCall& c) {
+  return binary<ops::div>(c, [](int64_t x, int64_t y) { return y == 0 ? int64_t{0} : x / y; });
+}
+
+std::vector<Value> op_relu(const OpCall& c) { return one(ops::relu(c.input(0).t)); }
+std::vector<Value> op_sigmoid(const OpCall& c) { return one(ops::sigmoid(c.input(0).t)); }
+std::vector<Value> op_tanh(const OpCall& c) { return one(ops::tanh(c.input(0).t)); }
+std::vector<Value> op_identity(const OpCall& c) { return {c.input(0)}; }
+
+// Dropout (opset 12+: ratio and training_mode are inputs). It follows the model's train()/eval(),
+// whatever the export's training_mode says, like BatchNormalization.
+std::vector<Value> op_dropout(const OpCall& c) {
+  double ratio = 0.5;
+  if (c.has_input(1)) {
+    const Value& r = c.input(1);
+    ratio = r.host ? static_cast<double>(r.ints.at(0)) : r.t.to(kCPU).to_vector<double>().at(0);
+  }
+  std::vector<Value> out = one(ops::dropout(c.input(0).t, ratio, c.training));
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.fail("the mask output is not supported");
+  return out;
+}
+
+// ---- linear algebra ----
+
+std::vector<Value> op_matmul(const OpCall& c) { return one(ops::matmul(c.input(0).t, c.input(1).t)); }
+
+// Y = alpha * A' B' + beta * C (A' = A or A^T, B' = B or B^T). torch.nn.Linear exports transB = 1:
+// ops::linear, whose backward is one GEMM per operand.
+std::vector<Value> op_gemm(const OpCall& c) {
+  Tensor a = c.input(0).t, b = c.input(1).t;
+  if (c.attr_int("transA", 0)) a = ops::transpose(a, 0, 1);
+  const double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
+  Tensor bias = c.has_input(2) ? c.input(2).t : Tensor();
+  if (bias.defined() && beta != 1.0) bias = ops::mul(bias, beta);
+  Tensor y;
+  if (c.attr_int("transB", 0)) {
+    y = ops::linear(a, b, alpha == 1.0 ? bias : Tensor());
+  } else {
+    y = ops::matmul(a, b);
+    if (alpha == 1.0 && bias.defined()) y = ops::add(y, bias);
+  }
+  if (alpha != 1.0) {
+    y = ops::mul(y, alpha);
+    if (bias.defined()) y = ops::add(y, bias);
+  }
+  return one(y);
+}
+
+// ---- convolution, normalisation, pooling ----
+
+// Symmetric 2-D padding from ONNX's [top, left, bottom, right].
+std::array<int64_t, 2> symmetric_pads(const OpCall& c) {
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") c.fail("auto_pad " + auto_pad + " is not supported (give pads)");
+  const std::vector<int64_t> p = c.attr_ints("pads", {0, 0, 0, 0});
+  if (p.size() != 4) c.fail(fmt::format("pads has {} entries; tandem runs 2-D windows (4 pads)", p.size()));
+  if (p[0] != p[2] || p[1] != p[3]) c.fail(fmt::format("pads [{}] are not symmetric", fmt::join(p, ", ")));
+  return {p[0], p[1]};
+}
+
+std::array<int64_t, 2> pair_of(const OpCall& c, const char* name, std::array<int64_t, 2> otherwise) {
+  const std::vector<int64_t> v = c.attr_ints(name, {otherwise[0], otherwise[1]});
+  if (v.size() != 2) c.fail(fmt::format("{} has {} entries; tandem runs 2-D windows", name, v.size()));
+  return {v[0], v[1]};
+}
+
+void need_unit_dilations(const OpCall& c) {
+  const std::vector<int64_t> d = c.attr_ints("dilations", {1, 1});
+  if (std::any_of(d.begin(), d.end(), [](int64_t v) { return v != 1; }))
+    c.fail(fmt::format("dilations [{}] are not supported (1 only)", fmt::join(d, ", ")));
+}
+
+std::vector<Value> op_conv(const OpCall& c) {
+  const Tensor& x = c.input(0).t;
+  const Tensor& w = c.input(1).t;
+  if (x.dim() != 4 || w.dim() != 4) c.fail(fmt::format("input of rank {}: tandem runs 2-D convolutions", x.dim()));
+  if (c.attr_int("group", 1) != 1) c.fail(fmt::format("group {} is not supported (1 only)", c.attr_int("group", 1)));
+  need_unit_dilations(c);
+  const std::array<int64_t, 2> pads = symmetric_pads(c), strides = pair_of(c, "strides", {1, 1});
+  return one(ops::conv2d(x, w, c.has_input(2) ? c.input(2).t : Tensor(), strides, pads));
+}
+
+// The running statistics are the model's buffers (inputs 3 and 4 are initializers): ops::batch_norm
+// updates them in place in training mode with PyTorch's rule. ONNX's momentum weighs the old value
+// (running = running * momentum + batch * (1 - momentum)), PyTorch's the new one: 1 - momentum.
+std::vector<Value> op_batch_norm(const OpCall& c) {
+  const double eps = c.attr_float("epsilon", 1e-5), momentum = c.attr_float("momentum", 0.9);
+  Tensor mean = c.input(3).t, var = c.input(4).t;
+  Tensor y = ops::batch_norm(c.input(0).t, c.input(1).t, c.input(2).t, mean, var, c.training, 1.0 - momentum, eps);
+  std::vector<Value> out = one(y);
+  // A training export asks for the updated statistics as outputs too: they are the buffers.
+  out.push_back(Value::of(mean));
+  out.push_back(Value::of(var));
+  return out;
+}
+
+std::vector<Value> op_max_pool(const OpCall& c) {
+  if (c.attr_int("ceil_mode", 0) != 0) c.fail("ceil_mode 1 is not supported");
+  if (c.attr_int("storage_order", 0) != 0) c.fail("storage_order 1 is not supported");
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.fail("the Indices output is not supported");
+  need_unit_dilations(c);
+  const std::array<int64_t, 2> k = pair_of(c, "kernel_shape", {0, 0});
+  return one(ops::max_pool2d(c.input(0).t, k, pair_of(c, "strides", {1, 1}), symmetric_pads(c)));
+}
+
+std::vector<Value> op_average_pool(const OpCall& c) {
+  if (c.attr_int("ceil_mode", 0) != 0) c.fail("ceil_mode 1 is not supported");
+  const std::array<int64_t, 2> pads = symmetric_pads(c);
+  // tandem's average counts the padding (PyTorch's default); ONNX's default does not.
+  if ((pads[0] || pads[1]) && c.attr_int("count_include_pad", 0) == 0)
+    c.fail("count_include_pad 0 with padding is not supported");
+  const std::array<int64_t, 2> k = pair_of(c, "kernel_shape", {0, 0});
+  return one(ops::avg_pool2d(c.input(0).t, k, pair_of(c, "strides", {1, 1}), pads));
+}
+
+std::vector<Value> op_global_average_pool(const OpCall& c) {
+  const Tensor& x = c.input(0).t;
+  if (x.dim() != 4) c.fail(fmt::format("input of rank {}; tandem pools [N, C, H, W]", x.dim()));
+  return one(ops::mean(ops::mean(x, 3, true), 2, true));
+}
+
+std::vector<Value> op_softmax(const OpCall& c) {
+  const Tensor& x = c.input(0).t;
+  return one(ops::softmax(x, axis_of(c, c.attr_int("axis", -1), x.dim())));
+}
+
+// ---- shapes ----
+
+Shape shape_from(const OpCall& c, const Shape& in, std::vector<int64_t> spec, bool allow_zero) {
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (spec[i] == 0 && !allow_zero) {
+      if (i >= in.size()) c.fail("shape copies a dimension the input does not have");
+      spec[i] = in[i];
+    }
+    if (spec[i] == -1) {
+      if (infer >= 0) c.fail("shape has two -1 entries");
+      infer = static_cast<int64_t>(i);
+    } else {
+      known *= spec[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel_of(in) % known != 0)
+      c.fail(fmt::format("cannot reshape {} into [{}]", shape_str(in), fmt::join(spec, ", ")));
+    spec[static_cast<size_t>(infer)] = numel_of(in) / known;
+  }
+  return Shape(spec.begin(), spec.end());
+}
+
+std::vector<Value> op_reshape(const OpCall& c) {
+  const Value& x = c.input(0);
+  const Shape s = shape_from(c, x.dims(), c.input(1).integers(), c.attr_int("allowzero", 0) != 0);
+  if (x.host) {
+    if (numel_of(s) != static_cast<int64_t>(x.ints.size())) c.fail("reshape changes the number of elements");
+    return {Value::of_ints(x.ints, s)};
+  }
+  return one(ops::reshape(x.t, s));
+}
+
+std::vector<Value> op_flatten(const OpCall& c) {
+  const Tensor& x = c.input(0).t;
+  const int64_t rank = x.dim(), axis = c.attr_int("axis", 1);
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a > rank) c.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  int64_t outer = 1;
+  for (int64_t i = 0; i < a; ++i) outer *= x.size(i);
+  return one(ops::reshape(x, {outer, outer == 0 ? 0 : x.numel() / std::max<int64_t>(outer, 1)}));
+}
+
+std::vector<Value> op_transpose(const OpCall& c) {
+  const Tensor& x = c.input(0).t;
+  std::vector<int64_t> perm = c.attr_ints("perm");
+  if (perm.empty())
+    for (int64_t i = x.dim() - 1; i >= 0; --i) perm.push_back(i);
+  return one(ops::permute(x, perm));
+}
+
+std::vector<Value> op_concat(const OpCall& c) {
+  std::vector<const Value*> parts;
+  bool all_host = true;
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    parts.push_back(&c.input(i));
+    all_host = all_host && parts.back()->host;
+  }
+  const int64_t rank = static_cast<int64_t>(parts.front()->dims().size());
+  const int64_t axis = axis_of(c, c.attr_int("axis", 0), rank);
+  if (all_host) {
+    if (rank != 1) c.fail("integer concatenation of rank > 1 is not supported");
+    std::vector<int64_t> out;
+    for (const Value* p : parts) out.insert(out.end(), p->ints.begin(), p->ints.end());
+    const int64_t n = static_cast<int64_t>(out.size());
+    return {Value::of_ints(std::move(out), {n})};
+  }
+  std::vector<Tensor> ts;
+  for (const Value* p : parts) ts.push_back(p->tensor(c.device));
+  return one(ops::concat(ts, axis));
+}
+
+// Pad: PyTorch's AvgPool2d exports one with all-zero pads in front of AveragePool, a no-op. A real
+// padding is refused for now (a Conv or pool's own pads are supported).
+std::vector<Value> op_pad(const OpCall& c) {
+  if (c.attr_string("mode", "constant") != "constant") c.fail("only constant padding is supported");
+  const std::vector<int64_t> pads = c.has_input(1) ? c.input(1).integers() : c.attr_ints("pads");
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
+    c.fail(fmt::format("pads [{}] are not supported (all zero only)", fmt::join(pads, ", ")));
+  return {c.input(0)};
+}
+
+std::vector<Value> op_shape(const OpCall& c) {
+  const Shape s = c.input(0).dims();
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t start = c.attr_int("start", 0), end = c.attr_int("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  std::vector<int64_t> dims(s.begin() + start, s.begin() + std::max(start, end));
+  const int64_t n = static_cast<int64_t>(dims.size());
+  return {Value::of_ints(std::move(dims), {n})};
+}
+
+// Gather on host integers (picking dims out of a Shape); a tensor's Gather (embeddings) is not yet run.
+std::vector<Value> op_gather(const OpCall& c) {
+  const Value& data = c.input(0);
+  const Value& idx = c.input(1);
+  if (!data.host) c.fail("Gather over a tensor (an embedding lookup) is not supported yet");
+  if (data.shape.size() != 1 || c.attr_int("axis", 0) != 0) c.fail("only a 1-D integer Gather along axis 0 runs");
+  const std::vector<int64_t> at = idx.integers();
+  std::vector<int64_t> out;
+  const int64_t n = static_cast<int64_t>(data.ints.size());
+  for (int64_t i : at) {
+    const int64_t j = i < 0 ? i + n : i;
+    if (j < 0 || j >= n) c.fail(fmt::format("index {} is out of range for {} values", i, n));
+    out.push_back(data.ints[static_cast<size_t>(j)]);
+  }
+  return {Value::of_ints(std::move(out), idx.dims())};
+}
+
+// Unsqueeze and Squeeze: axes from the second input (opset 13) or the attribute (before).
+std::vector<int64_t> axes_of(const OpCall& c) {
+  if (c.has_input(1)) return c.input(1).integers();
+  return c.attr_ints("axes");
+}
+
+std::vector<Value> op_unsqueeze(const OpCall& c) {
+  const Value& x = c.input(0);
+  Shape s = x.dims();
+  std::vector<int64_t> axes = axes_of(c);
+  const int64_t rank = static_cast<int64_t>(s.size() + axes.size());
+  for (int64_t& a : axes) a = axis_of(c, a, rank);
+  std::sort(axes.begin(), axes.end());
+  for (int64_t a : axes) s.insert(s.begin() + a, 1);
+  if (x.host) return {Value::of_ints(x.ints, s)};
+  return one(ops::reshape(x.t, s));
+}
+
+std::vector<Value> op_squeeze(const OpCall& c) {
+  const Value& x = c.input(0);
+  const Shape in = x.dims();
+  std::vector<int64_t> axes = axes_of(c);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  for (int64_t& a : axes) a = axis_of(c, a, rank);
+  Shape s;
+  for (int64_t i = 0; i < rank; ++i) {
+    const bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (listed && in[static_cast<size_t>(i)] != 1) c.fail(fmt::format("axis {} has size {}, not 1", i, in[i]));
+    if (!(listed || (axes.empty() && in[static_cast<size_t>(i)] == 1))) s.push_back(in[static_cast<size_t>(i)]);
+  }
+  if (x.host) return {Value::of_ints(x.ints, s)};
+  return one(ops::reshape(x.t, s));
+}
+
+std::vector<Value> op_constant(const OpCall& c) {
+  if (const Tensor* t = c.attr_tensor("value")) {
+    if (t->dtype() == DType::i64 && t->numel() <= 1024) return {Value::of_ints(t->to_vector<int64_t>(), t->shape())};
+    return one(t->to(c.device));
+  }
+  if (c.node.attributes.count("value_int")) return {Value::of_ints({c.attr_int("value_int", 0)}, {})};
+  if (c.node.attributes.count("value_ints")) {
+    std::vector<int64_t> v = c.attr_ints("value_ints");
+    const int64_t n = static_cast<int64_t>(v.size());
+    return {Value::of_ints(std::move(v), {n})};
+  }
+  if (c.node.attributes.count("value_float"))
+    return one(Tensor::full({}, c.attr_float("value_float", 0), DType::f32, c.device));
+  c.fail("only value, value_int, value_ints and value_float constants are supported");
+}
+
+std::vector<Value> op_cast(const OpCall& c) {
+  const Value& x = c.input(0);
+  const int64_t to = c.attr_int("to", 1);
+  if (to == 7) return {x.host ? x : Value::of_ints(x.integers(), x.dims())};  // INT64: shape arithmetic
+  if (x.host) c.fail("casting integers to another type is not supported");
+  if (to == 1) return one(ops::cast(x.t, DType::f32));
+  if (to == 11) return one(ops::cast(x.t, DType::f64));
+  c.fail(fmt::format("cast to element type {} is not supported", to));
+}
+
+// ReduceSum (axes an input from opset 13) and ReduceMean (axes an attribute until opset 18).
+template <bool Mean>
+std::vector<Value> reduce(const OpCall& c) {
+  const Tensor& x = c.input(0).t;
+  std::vector<int64_t> axes = !Mean && c.graph.opset >= 13 ? (c.has_input(1) ? c.input(1).integers()
+                                                                              : std::vector<int64_t>{})
+                                                           : c.attr_ints("axes");
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (c.attr_int("noop_with_empty_axes", 0)) return {c.input(0)};
+    for (int64_t i = 0; i < x.dim(); ++i) axes.push_back(i);
+  }
+  for (int64_t& a : axes) a = axis_of(c, a, x.dim());
+  std::sort(axes.rbegin(), axes.rend());  // the highest first: the lower ones keep their index
+  Tensor y = x;
+  for (int64_t a : axes) y = Mean ? ops::mean(y, a, keep) : ops::sum(y, a, keep);
+  return one(y);
+}
+
+const OpEntry kOps[] = {
+    {"Add", 7, op_add},
+    {"AveragePool", 11, op_average_pool},
+    {"BatchNormalization", 9, op_batch_norm},
+    {"Cast", 13, op_cast},
+    {"Concat", 11, op_concat},
+    {"Constant", 11, op_constant},
+    {"Conv", 11, op_conv},
+    {"Div", 7, op_div},
+    {"Dropout", 12, op_dropout},
+    {"Flatten", 11, op_flatten},
+    {"Gather", 11, op_gather},
+    {"Gemm", 11, op_gemm},
+    {"GlobalAveragePool", 1, op_global_average_pool},
+    {"Identity", 1, op_identity},
+    {"MatMul", 9, op_matmul},
+    {"MaxPool", 12, op_max_pool},
+    {"Mul", 7, op_mul},
+    {"ReduceMean", 11, reduce<true>},
+    {"ReduceSum", 11, reduce<false>},
+    {"Pad", 11, op_pad},
+    {"Relu", 6, op_relu},
+    {"Reshape", 5, op_reshape},
+    {"Shape", 1, op_shape},
+    {"Sigmoid", 6, op_sigmoid},
+    {"Softmax", 13, op_softmax},
+    {"Squeeze", 11, op_squeeze},
+    {"Sub", 7, op_sub},
+    {"Tanh", 6, op_tanh},
+    {"Transpose", 1, op_transpose},
+    {"Unsqueeze", 11, op_unsqueeze},
+};
+
+}  // namespace
+
+OpFn find_op(const std::string& op, int64_t opset) {
+  // ReduceMean's axes became an input in opset 18: its function reads the attribute.
+  if (op == "ReduceMean" && opset >= 18) return nullptr;
+  for (const OpEntry& e : kOps)
+    if (op == e.op && opset >= e.since) return e.fn;
+  return nullptr;
+}
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> names;
+  for (const OpEntry& e : kOps) names.emplace_back(e.op);
+  return names;
+}
+
+}  // namespace tandem::nn::onnx

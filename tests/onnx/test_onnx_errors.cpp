@@ -1,0 +1,65 @@
+// What the importer refuses, and how it says so: an op it does not run (named with its node and
+// opset, at load, never a wrong result later), a corrupt or missing file, a wrong input.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nn/onnx/onnx_model.h"
+#include "runtime/error.h"
+#include "tests/onnx/onnx_test_util.h"
+
+using namespace tandem;
+using tandem::testing::onnx_model;
+
+namespace {
+
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+void expect_has(const std::string& message, const std::string& piece) {
+  EXPECT_NE(message.find(piece), std::string::npos) << "'" << piece << "' not in: " << message;
+}
+
+}  // namespace
+
+TEST(OnnxErrors, UnsupportedOpIsRefusedAtLoadNamingNodeOpAndOpset) {
+  const std::string m = error_of<ValueError>([] { nn::onnx::OnnxModel model(onnx_model("unsupported.onnx")); });
+  expect_has(m, onnx_model("unsupported.onnx"));
+  expect_has(m, "op CumSum (opset 13) is not supported by tandem");
+  expect_has(m, "node '");
+  expect_has(m, "Conv");  // the list of what it runs
+}
+
+TEST(OnnxErrors, CorruptAndMissingFiles) {
+  expect_has(error_of<ValueError>([] { nn::onnx::OnnxModel model(onnx_model("corrupt.onnx")); }), "corrupt.onnx: not");
+  expect_has(error_of<IOError>([] { nn::onnx::OnnxModel model(onnx_model("no-such.onnx")); }),
+             "cannot open the ONNX model");
+}
+
+TEST(OnnxErrors, WrongInputsNameTheInput) {
+  nn::onnx::OnnxModel model(onnx_model("cnn.onnx"));  // x [batch, 1, 8, 8]
+  expect_has(error_of<ValueError>([&] { model.forward(Tensor::zeros({2, 1, 8, 7})); }),
+             "input 'x' has shape [2, 1, 8, 7]; the model takes [-1, 1, 8, 8]");
+  expect_has(error_of<ValueError>([&] { model.forward(Tensor::zeros({2, 1, 8, 8}, DType::f64)); }),
+             "input 'x' is f64; the model takes f32");
+  expect_has(error_of<ValueError>([&] { model.forward_many({}); }), "takes 1 input, got 0");
+  nn::onnx::OnnxModel two(onnx_model("two_io.onnx"));
+  expect_has(error_of<ValueError>([&] { two.forward(Tensor::zeros({2, 5})); }), "call forward_many");
+  // Any batch, whatever size the export was traced with.
+  EXPECT_EQ(model.forward(Tensor::zeros({7, 1, 8, 8})).shape(), (Shape{7, 5}));
+}
+
+TEST(OnnxErrors, FrozenNameThatMatchesNothingIsATypo) {
+  nn::onnx::ImportOptions o;
+  o.frozen = {"layer9."};
+  expect_has(error_of<ValueError>([&] { nn::onnx::OnnxModel model(onnx_model("resnet.onnx"), o); }),
+             "frozen 'layer9.' names no initializer");
+}
