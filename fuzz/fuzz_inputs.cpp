@@ -12,6 +12,7 @@
 
 #include "nn/config/run_config.h"
 #include "nn/gpt_hf.h"
+#include "nn/onnx/onnx_model.h"
 #include "runtime/data/bpe_tokenizer.h"
 #include "runtime/data/gpt2_pretokenize.h"
 #include "runtime/data/idx.h"
@@ -71,6 +72,26 @@ void parse_state_json_input(const uint8_t* data, size_t size) {
 void parse_run_config_input(const uint8_t* data, size_t size) {
   try {
     nn::config::parse_run_config(std::string(reinterpret_cast<const char*>(data), size), "<fuzz>.yaml");
+  } catch (const Error&) {
+  }
+}
+
+void parse_onnx_input(const uint8_t* data, size_t size) {
+  try {
+    auto model = nn::onnx::OnnxModel::from_bytes(std::string(reinterpret_cast<const char*>(data), size), "<fuzz>.onnx");
+    std::vector<Tensor> inputs;
+    for (const auto& spec : model->inputs()) {
+      Shape shape;
+      int64_t n = 1;
+      for (int64_t d : spec.dims) {
+        if (d > (1 << 16)) return;
+        shape.push_back(d < 0 ? 2 : d);
+        n *= shape.back();
+        if (n > (1 << 16)) return;  // a big input: the point is the graph, not the arithmetic
+      }
+      inputs.push_back(Tensor::zeros(shape, spec.dtype));
+    }
+    model->forward_many(inputs);
   } catch (const Error&) {
   }
 }
@@ -135,6 +156,7 @@ Entry entry_for(const std::string& harness) {
   if (harness == "bpe_tokenizer") return parse_bpe_tokenizer_input;
   if (harness == "bpe_tokenizer_json") return parse_bpe_tokenizer_json_input;
   if (harness == "hf_gpt2") return parse_hf_gpt2_input;
+  if (harness == "onnx") return parse_onnx_input;
   return nullptr;
 }
 

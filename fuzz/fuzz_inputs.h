@@ -30,6 +30,10 @@ void parse_bpe_tokenizer_json_input(const uint8_t* data, size_t size);
 // GPT of that shape (one head) made and the file loaded into it.
 void parse_hf_gpt2_input(const uint8_t* data, size_t size);
 
+// An ONNX model file (nn/onnx): read, checked, imported, and run once on zeros of its declared
+// input shapes (unknown dims 2) where those are small.
+void parse_onnx_input(const uint8_t* data, size_t size);
+
 // Harness names (the corpus folders tests/fuzz/corpus/<name>/) to entry points.
 using Entry = void (*)(const uint8_t*, size_t);
 Entry entry_for(const std::string& harness);

@@ -1,6 +1,6 @@
 // An ONNX model file as tandem reads it: the graph's inputs, outputs, initializers and nodes in
 // plain C++ types, so that nothing past this reader includes protobuf. Read with Debian's ONNX
-// library: its parser, its checker (onnx::checker::check_model) and its shape inference.
+// library: its parser and its checker (onnx::checker::check_model).
 // Internal (not installed).
 #pragma once
 #include <cstdint>
@@ -53,5 +53,7 @@ struct Graph {
 // that is not a valid ONNX model (the checker's message), uses a domain other than the default one,
 // or holds a tensor type tandem has no dtype for.
 Graph read_graph(const std::string& path);
+// The same from the file's bytes; `source` names it in messages.
+Graph read_graph_bytes(const std::string& bytes, const std::string& source);
 
 }  // namespace tandem::nn::onnx

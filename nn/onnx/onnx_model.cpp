@@ -30,9 +30,17 @@ void check_ops(const Graph& g) {
 
 }  // namespace
 
-OnnxModel::OnnxModel(const std::string& path, const ImportOptions& options)
-    : graph_(std::make_shared<const Graph>(read_graph(path))) {
+OnnxModel::OnnxModel(const std::string& path, const ImportOptions& options) : OnnxModel(read_graph(path), options) {}
+
+std::shared_ptr<OnnxModel> OnnxModel::from_bytes(const std::string& bytes, const std::string& source,
+                                                 const ImportOptions& options) {
+  return std::shared_ptr<OnnxModel>(new OnnxModel(read_graph_bytes(bytes, source), options));
+}
+
+OnnxModel::OnnxModel(Graph graph, const ImportOptions& options)
+    : graph_(std::make_shared<const Graph>(std::move(graph))) {
   const Graph& g = *graph_;
+  const std::string& path = g.path;
   check_ops(g);
   // BatchNormalization's inputs 3 and 4 are running statistics: state, not weights.
   std::set<std::string> statistics;
@@ -65,6 +73,18 @@ void OnnxModel::index_state() {
 
 size_t OnnxModel::num_inputs() const { return graph_->inputs.size(); }
 size_t OnnxModel::num_outputs() const { return graph_->outputs.size(); }
+
+std::vector<OnnxModel::TensorSpec> OnnxModel::inputs() const {
+  std::vector<TensorSpec> out;
+  for (const ValueInfo& v : graph_->inputs) out.push_back({v.name, v.dtype, v.dims});
+  return out;
+}
+
+std::vector<OnnxModel::TensorSpec> OnnxModel::outputs() const {
+  std::vector<TensorSpec> out;
+  for (const ValueInfo& v : graph_->outputs) out.push_back({v.name, v.dtype, v.dims});
+  return out;
+}
 
 std::shared_ptr<Module> OnnxModel::clone() const {
   std::shared_ptr<OnnxModel> copy(new OnnxModel(*this));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "runtime/dtype.h"
 
 namespace tandem::nn::onnx {
 
@@ -27,6 +28,9 @@ class OnnxModel : public Module {
   // for an op, attribute or opset tandem does not run (the whole graph is checked here, not at the
   // first forward); IOError for a file that cannot be read.
   explicit OnnxModel(const std::string& path, const ImportOptions& options = {});
+  // The same from a file's bytes (`source` names it in messages).
+  static std::shared_ptr<OnnxModel> from_bytes(const std::string& bytes, const std::string& source,
+                                               const ImportOptions& options = {});
 
   // The graph's inputs in order -> its outputs in order.
   std::vector<Tensor> forward_many(const std::vector<Tensor>& inputs) override;
@@ -37,9 +41,19 @@ class OnnxModel : public Module {
 
   size_t num_inputs() const;
   size_t num_outputs() const;
+  // A graph input or output as the file declares it: dims -1 where it gives a name or nothing (dim 0,
+  // the batch, takes any size whatever it says).
+  struct TensorSpec {
+    std::string name;
+    DType dtype = DType::f32;
+    std::vector<int64_t> dims;
+  };
+  std::vector<TensorSpec> inputs() const;
+  std::vector<TensorSpec> outputs() const;
 
  private:
   OnnxModel() = default;
+  OnnxModel(Graph graph, const ImportOptions& options);
   // Handles onto the registered parameters and buffers by initializer name (the same tensors: a
   // move to another device is seen), and the constants that are neither.
   void index_state();

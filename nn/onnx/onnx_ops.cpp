@@ -39,6 +39,8 @@ const Value& OpCall::input(size_t i) const {
   return *in[i];
 }
 
+Tensor OpCall::tensor(size_t i) const { return input(i).tensor(device); }
+
 int64_t OpCall::attr_int(const std::string& name, int64_t otherwise) const {
   auto it = node.attributes.find(name);
   if (it == node.attributes.end()) return otherwise;
@@ -119,9 +121,9 @@ std::vector<Value> op_div(const OpCall& c) {
   return binary<ops::div>(c, [](int64_t x, int64_t y) { return y == 0 ? int64_t{0} : x / y; });
 }
 
-std::vector<Value> op_relu(const OpCall& c) { return one(ops::relu(c.input(0).t)); }
-std::vector<Value> op_sigmoid(const OpCall& c) { return one(ops::sigmoid(c.input(0).t)); }
-std::vector<Value> op_tanh(const OpCall& c) { return one(ops::tanh(c.input(0).t)); }
+std::vector<Value> op_relu(const OpCall& c) { return one(ops::relu(c.tensor(0))); }
+std::vector<Value> op_sigmoid(const OpCall& c) { return one(ops::sigmoid(c.tensor(0))); }
+std::vector<Value> op_tanh(const OpCall& c) { return one(ops::tanh(c.tensor(0))); }
 std::vector<Value> op_identity(const OpCall& c) { return {c.input(0)}; }
 
 // Dropout (opset 12+: ratio and training_mode are inputs). It follows the model's train()/eval(),
@@ -129,25 +131,26 @@ std::vector<Value> op_identity(const OpCall& c) { return {c.input(0)}; }
 std::vector<Value> op_dropout(const OpCall& c) {
   double ratio = 0.5;
   if (c.has_input(1)) {
-    const Value& r = c.input(1);
-    ratio = r.host ? static_cast<double>(r.ints.at(0)) : r.t.to(kCPU).to_vector<double>().at(0);
+    const std::vector<double> r = c.tensor(1).to(kCPU).to_vector<double>();
+    if (r.size() != 1) c.fail("ratio is not a scalar");
+    ratio = r[0];
   }
-  std::vector<Value> out = one(ops::dropout(c.input(0).t, ratio, c.training));
+  std::vector<Value> out = one(ops::dropout(c.tensor(0), ratio, c.training));
   if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.fail("the mask output is not supported");
   return out;
 }
 
 // ---- linear algebra ----
 
-std::vector<Value> op_matmul(const OpCall& c) { return one(ops::matmul(c.input(0).t, c.input(1).t)); }
+std::vector<Value> op_matmul(const OpCall& c) { return one(ops::matmul(c.tensor(0), c.tensor(1))); }
 
 // Y = alpha * A' B' + beta * C (A' = A or A^T, B' = B or B^T). torch.nn.Linear exports transB = 1:
 // ops::linear, whose backward is one GEMM per operand.
 std::vector<Value> op_gemm(const OpCall& c) {
-  Tensor a = c.input(0).t, b = c.input(1).t;
+  Tensor a = c.tensor(0), b = c.tensor(1);
   if (c.attr_int("transA", 0)) a = ops::transpose(a, 0, 1);
   const double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
-  Tensor bias = c.has_input(2) ? c.input(2).t : Tensor();
+  Tensor bias = c.has_input(2) ? c.tensor(2) : Tensor();
   if (bias.defined() && beta != 1.0) bias = ops::mul(bias, beta);
   Tensor y;
   if (c.attr_int("transB", 0)) {
@@ -172,12 +175,15 @@ std::array<int64_t, 2> symmetric_pads(const OpCall& c) {
   const std::vector<int64_t> p = c.attr_ints("pads", {0, 0, 0, 0});
   if (p.size() != 4) c.fail(fmt::format("pads has {} entries; tandem runs 2-D windows (4 pads)", p.size()));
   if (p[0] != p[2] || p[1] != p[3]) c.fail(fmt::format("pads [{}] are not symmetric", fmt::join(p, ", ")));
+  if (p[0] < 0 || p[1] < 0) c.fail(fmt::format("pads [{}] are negative", fmt::join(p, ", ")));
   return {p[0], p[1]};
 }
 
+// A window's kernel_shape or strides: two entries, each >= 1.
 std::array<int64_t, 2> pair_of(const OpCall& c, const char* name, std::array<int64_t, 2> otherwise) {
   const std::vector<int64_t> v = c.attr_ints(name, {otherwise[0], otherwise[1]});
   if (v.size() != 2) c.fail(fmt::format("{} has {} entries; tandem runs 2-D windows", name, v.size()));
+  if (v[0] < 1 || v[1] < 1) c.fail(fmt::format("{} [{}, {}] must be >= 1", name, v[0], v[1]));
   return {v[0], v[1]};
 }
 
@@ -188,13 +194,13 @@ void need_unit_dilations(const OpCall& c) {
 }
 
 std::vector<Value> op_conv(const OpCall& c) {
-  const Tensor& x = c.input(0).t;
-  const Tensor& w = c.input(1).t;
+  const Tensor& x = c.tensor(0);
+  const Tensor& w = c.tensor(1);
   if (x.dim() != 4 || w.dim() != 4) c.fail(fmt::format("input of rank {}: tandem runs 2-D convolutions", x.dim()));
   if (c.attr_int("group", 1) != 1) c.fail(fmt::format("group {} is not supported (1 only)", c.attr_int("group", 1)));
   need_unit_dilations(c);
   const std::array<int64_t, 2> pads = symmetric_pads(c), strides = pair_of(c, "strides", {1, 1});
-  return one(ops::conv2d(x, w, c.has_input(2) ? c.input(2).t : Tensor(), strides, pads));
+  return one(ops::conv2d(x, w, c.has_input(2) ? c.tensor(2) : Tensor(), strides, pads));
 }
 
 // The running statistics are the model's buffers (inputs 3 and 4 are initializers): ops::batch_norm
@@ -202,8 +208,8 @@ std::vector<Value> op_conv(const OpCall& c) {
 // (running = running * momentum + batch * (1 - momentum)), PyTorch's the new one: 1 - momentum.
 std::vector<Value> op_batch_norm(const OpCall& c) {
   const double eps = c.attr_float("epsilon", 1e-5), momentum = c.attr_float("momentum", 0.9);
-  Tensor mean = c.input(3).t, var = c.input(4).t;
-  Tensor y = ops::batch_norm(c.input(0).t, c.input(1).t, c.input(2).t, mean, var, c.training, 1.0 - momentum, eps);
+  Tensor mean = c.tensor(3), var = c.tensor(4);
+  Tensor y = ops::batch_norm(c.tensor(0), c.tensor(1), c.tensor(2), mean, var, c.training, 1.0 - momentum, eps);
   std::vector<Value> out = one(y);
   // A training export asks for the updated statistics as outputs too: they are the buffers.
   out.push_back(Value::of(mean));
@@ -216,8 +222,8 @@ std::vector<Value> op_max_pool(const OpCall& c) {
   if (c.attr_int("storage_order", 0) != 0) c.fail("storage_order 1 is not supported");
   if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.fail("the Indices output is not supported");
   need_unit_dilations(c);
-  const std::array<int64_t, 2> k = pair_of(c, "kernel_shape", {0, 0});
-  return one(ops::max_pool2d(c.input(0).t, k, pair_of(c, "strides", {1, 1}), symmetric_pads(c)));
+  const std::array<int64_t, 2> k = pair_of(c, "kernel_shape", {0, 0});  // required: {0, 0} fails
+  return one(ops::max_pool2d(c.tensor(0), k, pair_of(c, "strides", {1, 1}), symmetric_pads(c)));
 }
 
 std::vector<Value> op_average_pool(const OpCall& c) {
@@ -227,17 +233,17 @@ std::vector<Value> op_average_pool(const OpCall& c) {
   if ((pads[0] || pads[1]) && c.attr_int("count_include_pad", 0) == 0)
     c.fail("count_include_pad 0 with padding is not supported");
   const std::array<int64_t, 2> k = pair_of(c, "kernel_shape", {0, 0});
-  return one(ops::avg_pool2d(c.input(0).t, k, pair_of(c, "strides", {1, 1}), pads));
+  return one(ops::avg_pool2d(c.tensor(0), k, pair_of(c, "strides", {1, 1}), pads));
 }
 
 std::vector<Value> op_global_average_pool(const OpCall& c) {
-  const Tensor& x = c.input(0).t;
+  const Tensor& x = c.tensor(0);
   if (x.dim() != 4) c.fail(fmt::format("input of rank {}; tandem pools [N, C, H, W]", x.dim()));
   return one(ops::mean(ops::mean(x, 3, true), 2, true));
 }
 
 std::vector<Value> op_softmax(const OpCall& c) {
-  const Tensor& x = c.input(0).t;
+  const Tensor& x = c.tensor(0);
   return one(ops::softmax(x, axis_of(c, c.attr_int("axis", -1), x.dim())));
 }
 
@@ -276,7 +282,7 @@ std::vector<Value> op_reshape(const OpCall& c) {
 }
 
 std::vector<Value> op_flatten(const OpCall& c) {
-  const Tensor& x = c.input(0).t;
+  const Tensor& x = c.tensor(0);
   const int64_t rank = x.dim(), axis = c.attr_int("axis", 1);
   const int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a > rank) c.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
@@ -286,7 +292,7 @@ std::vector<Value> op_flatten(const OpCall& c) {
 }
 
 std::vector<Value> op_transpose(const OpCall& c) {
-  const Tensor& x = c.input(0).t;
+  const Tensor& x = c.tensor(0);
   std::vector<int64_t> perm = c.attr_ints("perm");
   if (perm.empty())
     for (int64_t i = x.dim() - 1; i >= 0; --i) perm.push_back(i);
@@ -294,6 +300,7 @@ std::vector<Value> op_transpose(const OpCall& c) {
 }
 
 std::vector<Value> op_concat(const OpCall& c) {
+  if (c.in.empty()) c.fail("no inputs");
   std::vector<const Value*> parts;
   bool all_host = true;
   for (size_t i = 0; i < c.in.size(); ++i) {
@@ -415,7 +422,7 @@ std::vector<Value> op_cast(const OpCall& c) {
 // ReduceSum (axes an input from opset 13) and ReduceMean (axes an attribute until opset 18).
 template <bool Mean>
 std::vector<Value> reduce(const OpCall& c) {
-  const Tensor& x = c.input(0).t;
+  const Tensor& x = c.tensor(0);
   std::vector<int64_t> axes = !Mean && c.graph.opset >= 13 ? (c.has_input(1) ? c.input(1).integers()
                                                                               : std::vector<int64_t>{})
                                                            : c.attr_ints("axes");

@@ -37,6 +37,7 @@ struct OpCall {
   Device device = kCPU;  // where the model's tensors live
 
   const Value& input(size_t i) const;   // a present input, or an error naming the node
+  Tensor tensor(size_t i) const;        // input(i) as a tensor on `device` (host integers copied there)
   bool has_input(size_t i) const { return i < in.size() && in[i] != nullptr && in[i]->defined(); }
   int64_t attr_int(const std::string& name, int64_t otherwise) const;
   double attr_float(const std::string& name, double otherwise) const;
