@@ -63,6 +63,11 @@ void register_model(ModelEntry entry) {
   table().push_back(std::move(entry));
 }
 
+ModelInput model_input(const config::ModelConfig& model) {
+  const ModelEntry& e = model_entry(model.type);
+  return e.input_of ? e.input_of(model) : e.input;
+}
+
 config::ModelConfig default_model_config(const std::string& type) {
   const ModelEntry& e = model_entry(type);
   config::ModelConfig c;

@@ -47,10 +47,16 @@ struct ModelEntry {
   std::function<std::shared_ptr<Module>(const config::ModelConfig&, Generator&)> build;
   // Forward + backward FLOPs of one sample (nn/models.h counts them); empty where unknown.
   std::function<double(const config::ModelConfig&)> flops_per_sample;
+  // The input of one configured model where the type alone does not say (onnx: the file's first
+  // input); empty: `input`.
+  std::function<ModelInput(const config::ModelConfig&)> input_of;
   // tandem-train's shape when no run config describes one (mlp: 784-512-512-10); empty: the
   // parameters' defaults.
   std::function<void(config::ModelConfig&)> app_defaults;
 };
+
+// What the configured model takes (ModelEntry::input_of, else the entry's input).
+ModelInput model_input(const config::ModelConfig& model);
 
 // Every registered type, in the order of registration.
 const std::vector<ModelEntry>& model_entries();

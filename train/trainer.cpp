@@ -55,7 +55,7 @@ std::unique_ptr<data::BatchSource> Trainer::image_batches(const TrainConfig& con
                                                           const World& world, bool train) {
   data::LoaderOptions opt;
   opt.batch_size = train ? config.batch_size : config.eval_batch_size;
-  opt.layout = nn::model_entry(config.model.type).input == nn::ModelInput::Image ? data::Layout::Image : data::Layout::Flat;
+  opt.layout = nn::model_input(config.model) == nn::ModelInput::Image ? data::Layout::Image : data::Layout::Flat;
   const int64_t n = set.size();
   return std::make_unique<data::BatchLoader>(std::move(set), sampler(config, n, world, train), opt);
 }

@@ -1,6 +1,7 @@
 // Training flags and their parsing.
 #include "apps/common/cli.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "apps/common/cli_checks.h"
+#include "apps/common/config_file.h"
 #include "apps/common/gpt_cli.h"
 #include "apps/common/loop_flags.h"
 #include "apps/common/operations.h"
@@ -27,7 +29,8 @@ std::vector<std::string> trainable_model_types() {
 }
 
 std::string model_flag_help() {
-  std::string help = "model (a --config file sets a model's own parameters):";
+  std::string help = "model (a --config file sets a model's own parameters), or a FILE.onnx exported from PyTorch "
+                     "(docs/onnx.md; its input [N, 784] or [N, 1, 28, 28] for Fashion-MNIST):";
   for (const std::string& t : trainable_model_types()) {
     const nn::ModelEntry& e = nn::model_entry(t);
     help += fmt::format("\n  {} - {} [{}]", t, e.summary, e.dataset == "text" ? "text of --text-dir" : e.dataset);
@@ -42,9 +45,16 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
   app.add_option("--config", cfg.config_path,
                  "a run-config YAML file (model, loss, optimizer, lr_scheduler, training and ddp blocks, "
                  "TorchFort's layout); flags given on the command line override it");
-  app.add_option("--model", cfg.model.type, model_flag_help())
-      ->check(CLI::IsMember(trainable_model_types()))
-      ->capture_default_str();
+  // A registered type, or a FILE.onnx (apply_settings_before_flags has already read it into cfg.model).
+  const std::vector<std::string> types = trainable_model_types();
+  app.add_option_function<std::string>(
+         "--model", [&cfg](const std::string& m) { if (!is_onnx_file(m)) cfg.model.type = m; }, model_flag_help())
+      ->check([types](const std::string& m) -> std::string {
+        if (is_onnx_file(m) || std::find(types.begin(), types.end(), m) != types.end()) return "";
+        return m + " not in " + or_list(types) + " or a FILE.onnx";
+      })
+      ->type_name("TYPE|FILE.onnx")
+      ->default_str(cfg.model.type == "onnx" ? cfg.model.filename : cfg.model.type);
   app.add_option("--epochs", cfg.epochs, "epochs over the training set")
       ->check(kPositive)
       ->capture_default_str();

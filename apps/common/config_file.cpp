@@ -28,6 +28,7 @@ std::vector<std::string> other_fashion_mnist_types() {
 std::string trainable_model(const RunConfig& rc) {
   const nn::config::ModelConfig& m = rc.model;
   if (m.type == "cnn") return "cnn";
+  if (m.type == "onnx") return "onnx";  // its input must fit the data: the first forward says if not
   if (m.type == "gpt") {
     if (m.gpt.vocab_size != 256)
       nn::config::config_error(rc, "model.parameters.vocab_size",
@@ -51,6 +52,10 @@ std::string trainable_model(const RunConfig& rc) {
 
 }  // namespace
 
+bool is_onnx_file(const std::string& model) {
+  return model.size() > 5 && model.compare(model.size() - 5, 5, ".onnx") == 0;
+}
+
 std::optional<std::string> flag_value(int argc, char** argv, const std::string& flag) {
   std::optional<std::string> value;
   for (int i = 1; i < argc; ++i) {
@@ -64,6 +69,15 @@ std::optional<std::string> flag_value(int argc, char** argv, const std::string& 
 
 void apply_settings_before_flags(TrainConfig& cfg, int argc, char** argv) {
   std::optional<std::string> model = flag_value(argc, argv, "--model");
+  if (model && is_onnx_file(*model)) {  // --model FILE.onnx: the run config's model: {type: onnx, filename}
+    TANDEM_CHECK(flag_value(argc, argv, "--config").value_or("").empty(),
+                 "--model {} and --config: give the ONNX file in the config (model: {{type: onnx, parameters: "
+                 "{{filename: ...}}}}) or on the command line, not both", *model);
+    cfg.model = nn::config::ModelConfig{};
+    cfg.model.type = "onnx";
+    cfg.model.filename = *model;
+    return;
+  }
   if (model && nn::find_model_entry(*model) == nullptr) model.reset();  // the flag's check says so
   cfg.config_path = flag_value(argc, argv, "--config").value_or("");
   if (!cfg.config_path.empty()) {

@@ -11,6 +11,9 @@
 
 namespace tandem::app {
 
+// A --model that names an ONNX file rather than a registered type.
+bool is_onnx_file(const std::string& model);
+
 // The value of `flag` in argv ("--config FILE" or "--config=FILE"; the last one given), if any.
 std::optional<std::string> flag_value(int argc, char** argv, const std::string& flag);
 

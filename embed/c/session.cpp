@@ -34,6 +34,7 @@ Session::Session(const std::string& config_file, const std::string& device, std:
   device_ = comm_ ? comm_->device() : pick_device(device, false, 0, 1);
   Generator init(seed ? *seed : static_cast<uint64_t>(config_.seed));
   inner_ = nn::config::build_model(config_.model, init);
+  tokens_in_ = nn::model_input(config_.model) == nn::ModelInput::Tokens;  // once: onnx reads its file
   inner_->to(device_);
   model_ = inner_;
   if (comm_) {
@@ -60,7 +61,7 @@ Tensor Session::to_model(const ArrayRef& a, DType dtype) const {
   return t.to(device_);
 }
 
-bool Session::tokens_in() const { return nn::model_entry(config_.model.type).input == nn::ModelInput::Tokens; }
+bool Session::tokens_in() const { return tokens_in_; }
 
 Tensor Session::model_input(const ArrayRef& input) const {
   if (!tokens_in()) return to_model(input, DType::f32);

@@ -67,6 +67,7 @@ class Session {
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<nn::LRScheduler> scheduler_;
   std::unique_ptr<train::PrecisionStep> precision_;  // autocast, loss scaling, the clipped update: the engine's
+  bool tokens_in_ = false;  // the model takes token ids (a gpt, an ONNX model with an integer input)
   int64_t step_ = 0;   // optimizer steps
   int64_t micro_ = 0;  // micro-batches since the last optimizer step
 };

@@ -63,6 +63,62 @@ OnnxModel::OnnxModel(Graph graph, const ImportOptions& options)
       register_buffer(name, t);
   }
   index_state();
+  fuse_batchnorm_epilogues();
+}
+
+void OnnxModel::fuse_batchnorm_epilogues() {
+  const Graph& g = *graph_;
+  fusion_.assign(g.nodes.size(), Fusion{});
+  // Who reads each value: a fused value must have exactly one reader and not be a graph output.
+  std::unordered_map<std::string, int> readers;
+  for (const Node& n : g.nodes)
+    for (const std::string& in : n.inputs) ++readers[in];
+  for (const ValueInfo& o : g.outputs) readers[o.name] += 2;
+  auto only_reader = [&](size_t from, const std::string& value, const char* op) -> int {
+    if (readers[value] != 1) return -1;
+    for (size_t j = from + 1; j < g.nodes.size(); ++j)
+      for (const std::string& in : g.nodes[j].inputs)
+        if (in == value) return g.nodes[j].op == op ? static_cast<int>(j) : -1;
+    return -1;
+  };
+  auto ints = [](const Node& n, const char* name, std::vector<int64_t> otherwise) {
+    auto it = n.attributes.find(name);
+    return it == n.attributes.end() || it->second.kind != Attribute::Kind::Ints ? otherwise : it->second.ints;
+  };
+  auto int_attr = [](const Node& n, const char* name) {
+    auto it = n.attributes.find(name);
+    return it == n.attributes.end() ? 0 : it->second.i;
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& bn = g.nodes[i];
+    if (bn.op != "BatchNormalization" || bn.outputs.empty()) continue;
+    bool stats_read = false;  // a training export's extra outputs, if anything reads them
+    for (size_t k = 1; k < bn.outputs.size(); ++k) stats_read = stats_read || (!bn.outputs[k].empty() && readers[bn.outputs[k]]);
+    const int relu = stats_read ? -1 : only_reader(i, bn.outputs[0], "Relu");
+    if (relu < 0) continue;
+    Fusion& f = fusion_[i];
+    f.has_epilogue = true;
+    f.epilogue.relu = true;
+    f.output = g.nodes[static_cast<size_t>(relu)].outputs[0];
+    fusion_[static_cast<size_t>(relu)].folded = true;
+    const int pool = only_reader(static_cast<size_t>(relu), f.output, "MaxPool");
+    if (pool < 0) continue;
+    const Node& p = g.nodes[static_cast<size_t>(pool)];
+    const std::vector<int64_t> k = ints(p, "kernel_shape", {}), s = ints(p, "strides", {1, 1}),
+                               pads = ints(p, "pads", {0, 0, 0, 0}), d = ints(p, "dilations", {1, 1});
+    const bool plain = k.size() == 2 && k[0] >= 1 && k[1] >= 1 && s.size() == 2 && s[0] >= 1 && s[1] >= 1 &&
+                       pads.size() == 4 && pads[0] == pads[2] && pads[1] == pads[3] && pads[0] >= 0 && pads[1] >= 0 &&
+                       d == std::vector<int64_t>{1, 1} && int_attr(p, "ceil_mode") == 0 &&
+                       int_attr(p, "storage_order") == 0 && p.outputs.size() == 1 &&
+                       (p.attributes.count("auto_pad") == 0 || p.attributes.at("auto_pad").s == "NOTSET");
+    if (!plain) continue;  // the MaxPool runs as its own node (and says what it refuses)
+    f.epilogue.max_pool = true;
+    f.epilogue.pool_kernel = {k[0], k[1]};
+    f.epilogue.pool_stride = {s[0], s[1]};
+    f.epilogue.pool_padding = {pads[0], pads[1]};
+    f.output = p.outputs[0];
+    fusion_[static_cast<size_t>(pool)].folded = true;
+  }
 }
 
 void OnnxModel::index_state() {
@@ -127,8 +183,12 @@ std::vector<Tensor> OnnxModel::forward_many(const std::vector<Tensor>& inputs) {
     else
       env[name] = Value::of(t);
   }
-  for (const Node& n : g.nodes) {
+  for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
+    const Node& n = g.nodes[idx];
+    const Fusion& fused = fusion_[idx];
+    if (fused.folded) continue;  // ran inside the BatchNormalization before it
     OpCall call{n, g, {}, is_training(), device};
+    if (fused.has_epilogue) call.epilogue = &fused.epilogue;
     for (const std::string& in : n.inputs) {
       if (in.empty()) {
         call.in.push_back(nullptr);
@@ -140,7 +200,7 @@ std::vector<Tensor> OnnxModel::forward_many(const std::vector<Tensor>& inputs) {
     }
     std::vector<Value> out = find_op(n.op, g.opset)(call);
     for (size_t k = 0; k < n.outputs.size() && k < out.size(); ++k)
-      if (!n.outputs[k].empty()) env[n.outputs[k]] = std::move(out[k]);
+      if (!n.outputs[k].empty()) env[k == 0 && fused.has_epilogue ? fused.output : n.outputs[k]] = std::move(out[k]);
   }
   std::vector<Tensor> outputs;
   for (const ValueInfo& o : g.outputs) {

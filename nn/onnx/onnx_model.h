@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "runtime/ops/norm.h"
 #include "runtime/dtype.h"
 
 namespace tandem::nn::onnx {
@@ -58,7 +59,19 @@ class OnnxModel : public Module {
   // move to another device is seen), and the constants that are neither.
   void index_state();
 
+  // BatchNormalization -> Relu [-> MaxPool] chains run as one batch_norm with its epilogue (the
+  // built-in cnn's fusion): per node, its epilogue, whether it is folded into an earlier node, and
+  // the value the fused node writes instead of its own output.
+  void fuse_batchnorm_epilogues();
+
   std::shared_ptr<const Graph> graph_;
+  struct Fusion {
+    bool folded = false;          // this Relu or MaxPool runs inside the BatchNormalization before it
+    bool has_epilogue = false;
+    ops::BatchNormEpilogue epilogue;
+    std::string output;           // the BatchNormalization's Y is written here (the chain's last output)
+  };
+  std::vector<Fusion> fusion_;  // one per node
   std::unordered_map<std::string, Tensor> state_;
 };
 

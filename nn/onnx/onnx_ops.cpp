@@ -209,7 +209,8 @@ std::vector<Value> op_conv(const OpCall& c) {
 std::vector<Value> op_batch_norm(const OpCall& c) {
   const double eps = c.attr_float("epsilon", 1e-5), momentum = c.attr_float("momentum", 0.9);
   Tensor mean = c.tensor(3), var = c.tensor(4);
-  Tensor y = ops::batch_norm(c.tensor(0), c.tensor(1), c.tensor(2), mean, var, c.training, 1.0 - momentum, eps);
+  Tensor y = ops::batch_norm(c.tensor(0), c.tensor(1), c.tensor(2), mean, var, c.training, 1.0 - momentum, eps,
+                             c.epilogue ? *c.epilogue : ops::BatchNormEpilogue{});
   std::vector<Value> out = one(y);
   // A training export asks for the updated statistics as outputs too: they are the buffers.
   out.push_back(Value::of(mean));

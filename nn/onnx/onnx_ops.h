@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nn/onnx/onnx_graph.h"
+#include "runtime/ops/norm.h"
 #include "runtime/tensor.h"
 
 namespace tandem::nn::onnx {
@@ -35,6 +36,9 @@ struct OpCall {
   std::vector<const Value*> in;
   bool training = true;
   Device device = kCPU;  // where the model's tensors live
+  // BatchNormalization: the Relu (and MaxPool) after it that run inside it (OnnxModel's fusion; the
+  // same values bit for bit, as nn::Sequential's fused cnn).
+  const ops::BatchNormEpilogue* epilogue = nullptr;
 
   const Value& input(size_t i) const;   // a present input, or an error naming the node
   Tensor tensor(size_t i) const;        // input(i) as a tensor on `device` (host integers copied there)
