@@ -15,6 +15,7 @@
 #include "apps/common/run_services.h"
 #include "train/threads.h"
 #include "train/train_features.h"
+#include "nn/onnx/onnx_model.h"
 #include "runtime/backend/cpu_isa.h"
 #include "runtime/data/dataset.h"
 #include "runtime/env_settings.h"
@@ -73,6 +74,10 @@ int run_training(app::TrainConfig cfg) {
   app::RunServices services(cfg, trainer, pc.device, log);  // progress, --trace, step records, SIGTERM, --status-port
   app::TrainResult r = trainer.fit();
   services.finish();
+  if (!cfg.save_onnx.empty() && ps.rank() == 0) {
+    std::dynamic_pointer_cast<nn::onnx::OnnxModel>(ps.inner)->save_onnx(cfg.save_onnx);
+    log.info("tandem-train: wrote the trained model to {}", cfg.save_onnx);
+  }
   std::string hash = trainer.param_hash();
   if (r.evaluated)
     log.result("test accuracy {:.4f} on {} test images ({} epochs, {} steps, {:.0f} samples/s, world size {}, "

@@ -230,6 +230,10 @@ tandem_result_t tandem_save_checkpoint(tandem_model_t model, const char* dir) {
   return guarded("tandem_save_checkpoint", [&] { session_of(model).save(text_arg("dir", dir)); });
 }
 
+tandem_result_t tandem_save_onnx(tandem_model_t model, const char* path) {
+  return guarded("tandem_save_onnx", [&] { session_of(model).save_onnx(text_arg("path", path)); });
+}
+
 tandem_result_t tandem_load_checkpoint(tandem_model_t model, const char* path) {
   return guarded("tandem_load_checkpoint", [&] { session_of(model).load(text_arg("path", path)); });
 }

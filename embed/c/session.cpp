@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <exception>
 
+#include <fmt/format.h>
+
 #include "nn/model_registry.h"
+#include "nn/onnx/onnx_model.h"
 #include "train/precision_step.h"
 #include "runtime/autograd.h"
 #include "runtime/device_query.h"
@@ -142,18 +145,29 @@ void Session::save(const std::string& dir) {
   p.step = step_;
   p.world_size = comm_ ? comm_->size() : 1;
   p.strings = {{"api", "c"}, {"config", config_.source}};
+  write_on_rank0(fmt::format("checkpoint '{}'", dir), [&] { nn::save_training_state(dir, components(), p); });
+}
+
+void Session::save_onnx(const std::string& path) {
+  auto onnx = std::dynamic_pointer_cast<nn::onnx::OnnxModel>(inner_);
+  TANDEM_CHECK_KIND(NotSupported, onnx != nullptr, "tandem_save_onnx: model type {}: only a model imported from ONNX "
+                    "(type onnx) is written as ONNX", config_.model.type);
+  write_on_rank0(fmt::format("ONNX file '{}'", path), [&] { onnx->save_onnx(path); });
+}
+
+void Session::write_on_rank0(const std::string& what, const std::function<void()>& write) {
   if (!comm_) {
-    nn::save_training_state(dir, components(), p);
+    write();
     return;
   }
   // Rank 0 writes, then tells every rank whether it could: a write that failed (a bad folder, a
   // full disk) is an error on every rank at once, not a rank 0 that returns while the others wait
   // out the communicator's deadline in a barrier it never joins. Every rank returns once the
-  // checkpoint is complete (rank 0 broadcasts after writing).
+  // file is complete (rank 0 broadcasts after writing).
   std::exception_ptr failure;
   if (comm_->rank() == 0) {
     try {
-      nn::save_training_state(dir, components(), p);
+      write();
     } catch (...) {
       failure = std::current_exception();
     }
@@ -161,8 +175,8 @@ void Session::save(const std::string& dir) {
   Tensor written = Tensor::full({1}, failure ? 0.0 : 1.0, DType::f32, comm_->device());
   comm_->broadcast(written, 0)->wait();
   if (failure) std::rethrow_exception(failure);
-  TANDEM_CHECK_KIND(IO, written.item() == 1.0,
-                    "checkpoint '{}': rank 0 could not write it (its tandem_last_error() says why)", dir);
+  TANDEM_CHECK_KIND(IO, written.item() == 1.0, "{}: rank 0 could not write it (its tandem_last_error() says why)",
+                    what);
 }
 
 void Session::load(const std::string& path) {

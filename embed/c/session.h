@@ -3,6 +3,7 @@
 // with exceptions; embed/c/c_api.cpp turns them into result codes.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,8 @@ class Session {
   // Evaluation-mode forward; the output converted into `out` (whose shape must match).
   void inference(const ArrayRef& input, void* out, DType out_dtype, const Shape& out_shape);
   void save(const std::string& dir);
+  // An imported ONNX model written back with its trained initializers (NotSupportedError otherwise).
+  void save_onnx(const std::string& path);
   void load(const std::string& path);
   int64_t step() const { return step_; }
   Device device() const { return device_; }
@@ -57,6 +60,9 @@ class Session {
   // The input as the model takes it: f32 features, or a gpt's token ids [batch, positions] as i64.
   Tensor model_input(const ArrayRef& input) const;
   nn::TrainComponents components();
+  // Runs `write` on rank 0 (every rank of a distributed model calls this) and makes its failure every
+  // rank's error, so that no rank waits on one that gave up.
+  void write_on_rank0(const std::string& what, const std::function<void()>& write);
 
   nn::config::RunConfig config_;
   Device device_ = kCPU;

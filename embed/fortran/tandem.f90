@@ -29,7 +29,7 @@ module tandem
 
   public :: tandem_version, tandem_last_error, tandem_set_seed, tandem_model_create, &
             tandem_model_create_distributed, tandem_model_destroy, tandem_train, tandem_inference, &
-            tandem_save_checkpoint, tandem_load_checkpoint, tandem_get_step
+            tandem_save_checkpoint, tandem_load_checkpoint, tandem_get_step, tandem_save_onnx
 
   ! The C entry points.
   interface
@@ -87,6 +87,12 @@ module tandem
       character(kind=c_char), dimension(*) :: dir
       integer(c_int) :: res
     end function c_save_checkpoint
+    function c_save_onnx(model, path) bind(c, name="tandem_save_onnx") result(res)
+      import :: c_ptr, c_char, c_int
+      type(c_ptr), value :: model
+      character(kind=c_char), dimension(*) :: path
+      integer(c_int) :: res
+    end function c_save_onnx
     function c_load_checkpoint(model, path) bind(c, name="tandem_load_checkpoint") result(res)
       import :: c_ptr, c_char, c_int
       type(c_ptr), value :: model
@@ -397,6 +403,14 @@ contains
     integer(c_int) :: res
     res = c_save_checkpoint(model%handle, c_str(dir))
   end function tandem_save_checkpoint
+
+  ! A model imported from ONNX written back as ONNX with its trained weights (tandem_c.h).
+  function tandem_save_onnx(model, path) result(res)
+    type(tandem_model), intent(in) :: model
+    character(len=*), intent(in) :: path
+    integer(c_int) :: res
+    res = c_save_onnx(model%handle, c_str(path))
+  end function tandem_save_onnx
 
   function tandem_load_checkpoint(model, path) result(res)
     type(tandem_model), intent(in) :: model

@@ -9,7 +9,9 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include "runtime/autograd.h"
 #include "runtime/error.h"
+#include "runtime/ops/shape.h"
 
 namespace tandem::nn::onnx {
 
@@ -134,6 +136,7 @@ Graph read_graph(const std::string& path) {
 Graph read_graph_bytes(const std::string& bytes, const std::string& path) {
   pb::ModelProto model;
   TANDEM_CHECK(model.ParseFromString(bytes), "{}: not an ONNX model (the protobuf does not parse)", path);
+  auto kept = std::make_shared<const std::string>(bytes);
   // The checker, not the library's shape inference: tandem checks shapes as it runs the ops, and
   // libonnx 1.12's inference divides by zero on some hostile files (convPoolShapeInference: a crash
   // the ONNX fuzzer found in seconds), so a file could end the process.
@@ -144,6 +147,7 @@ Graph read_graph_bytes(const std::string& bytes, const std::string& path) {
   }
   Graph g;
   g.path = path;
+  g.bytes = std::move(kept);
   g.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
   for (const auto& o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") g.opset = o.version();
@@ -173,6 +177,39 @@ Graph read_graph_bytes(const std::string& bytes, const std::string& path) {
     g.nodes.push_back(std::move(node));
   }
   return g;
+}
+
+std::string write_graph_with(const Graph& graph, const std::vector<std::pair<std::string, Tensor>>& values) {
+  pb::ModelProto model;
+  TANDEM_CHECK(graph.bytes && model.ParseFromString(*graph.bytes), "{}: the model's bytes are gone", graph.path);
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, t] : values) by_name[name] = &t;
+  size_t written = 0;
+  for (pb::TensorProto& init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = by_name.find(init.name());
+    if (it == by_name.end()) continue;
+    DType dtype;
+    TANDEM_CHECK(dtype_of(init.data_type(), dtype), "{}: initializer '{}' has an element type tandem cannot write",
+                 graph.path, init.name());
+    const Shape shape(init.dims().begin(), init.dims().end());
+    TANDEM_CHECK(it->second->shape() == shape, "{}: initializer '{}' is {} in the file, {} in the model", graph.path,
+                 init.name(), shape_str(shape), shape_str(it->second->shape()));
+    NoGradGuard no_grad;
+    Tensor host = it->second->to(kCPU);
+    if (host.dtype() != dtype) host = ops::cast(host, dtype);
+    // raw_data only: the typed fields are cleared so that a reader does not see two values.
+    init.clear_float_data();
+    init.clear_double_data();
+    init.clear_int32_data();
+    init.clear_int64_data();
+    init.set_raw_data(std::string(static_cast<const char*>(host.data_ptr()), host.nbytes()));
+    ++written;
+  }
+  TANDEM_CHECK(written == by_name.size(), "{}: {} of the {} tensors to write name no initializer of the file",
+               graph.path, by_name.size() - written, by_name.size());
+  std::string out;
+  TANDEM_CHECK(model.SerializeToString(&out), "{}: the model does not serialise (over 2 GB?)", graph.path);
+  return out;
 }
 
 }  // namespace tandem::nn::onnx

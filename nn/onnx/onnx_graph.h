@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,7 @@ struct Graph {
   std::vector<ValueInfo> outputs;
   std::vector<std::pair<std::string, Tensor>> initializers;  // in file order, on the CPU
   std::vector<Node> nodes;         // topologically sorted (the checker insists)
+  std::shared_ptr<const std::string> bytes;  // the file as read: written back with new initializers
 };
 
 // Reads and checks `path`. IOError for a file that cannot be read; ValueError "<path>: ..." for one
@@ -55,5 +57,11 @@ struct Graph {
 Graph read_graph(const std::string& path);
 // The same from the file's bytes; `source` names it in messages.
 Graph read_graph_bytes(const std::string& bytes, const std::string& source);
+
+// The graph's file with each initializer named in `values` replaced by that tensor (same shape; its
+// values converted to the initializer's element type), everything else as it was: the imported
+// model with its trained weights and statistics, for other runtimes. ValueError for a name the file
+// does not have or a shape that differs.
+std::string write_graph_with(const Graph& graph, const std::vector<std::pair<std::string, Tensor>>& values);
 
 }  // namespace tandem::nn::onnx

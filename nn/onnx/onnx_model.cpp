@@ -8,6 +8,7 @@
 #include "nn/onnx/onnx_graph.h"
 #include "nn/onnx/onnx_ops.h"
 #include "runtime/error.h"
+#include "runtime/serialization/atomic_file.h"
 
 namespace tandem::nn::onnx {
 
@@ -125,6 +126,13 @@ void OnnxModel::index_state() {
   state_.clear();
   for (auto& [name, t] : params_) state_[name] = t;
   for (auto& [name, t] : buffers_) state_[name] = t;
+}
+
+void OnnxModel::save_onnx(const std::string& path) const {
+  std::vector<std::pair<std::string, Tensor>> values;
+  for (const auto& [name, t] : params_) values.emplace_back(name, t);
+  for (const auto& [name, t] : buffers_) values.emplace_back(name, t);
+  serialization::write_file_atomic(path, write_graph_with(*graph_, values));
 }
 
 size_t OnnxModel::num_inputs() const { return graph_->inputs.size(); }

@@ -38,6 +38,9 @@ class OnnxModel : public Module {
   // One input, one output.
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "OnnxModel"; }
+  // The imported file with this model's weights and running statistics in its initializers (the
+  // graph as it was): what tandem trained, for onnxruntime or any other runtime. Written atomically.
+  void save_onnx(const std::string& path) const;
   std::shared_ptr<Module> clone() const override;
 
   size_t num_inputs() const;

@@ -175,7 +175,22 @@ TEST(CApi, OnnxModelFromAFile) {
     if (s == 0) first = last;
   }
   EXPECT_LT(last, 0.1f * first);
+  // Written back as ONNX and read again: the trained model's output.
+  const std::string saved = dir.path + "/trained.onnx";
+  ASSERT_EQ(tandem_save_onnx(m, saved.c_str()), TANDEM_SUCCESS) << tandem_last_error();
+  ASSERT_EQ(tandem_inference(m, x.data(), TANDEM_FLOAT32, 2, xs, out.data(), TANDEM_FLOAT32, 2, ys), TANDEM_SUCCESS);
+  tandem_model_t back = make(dir.write("back.yaml", "model:\n  type: onnx\n  parameters: {filename: trained.onnx}\n"
+                                                    "loss: {type: mse}\n"));
+  std::vector<float> again(12);
+  ASSERT_EQ(tandem_inference(back, x.data(), TANDEM_FLOAT32, 2, xs, again.data(), TANDEM_FLOAT32, 2, ys),
+            TANDEM_SUCCESS) << tandem_last_error();
+  EXPECT_EQ(again, out);
+  tandem_model_destroy(back);
   tandem_model_destroy(m);
+  // A model of another type has no ONNX graph to write back (yet).
+  tandem_model_t mlp = make(dir.write("run.yaml", mlp_config()));
+  EXPECT_TRUE(fails_with(tandem_save_onnx(mlp, saved.c_str()), TANDEM_NOT_SUPPORTED, {"only a model imported"}));
+  tandem_model_destroy(mlp);
 }
 
 TEST(CApi, BadConfigFilesAndDevices) {
