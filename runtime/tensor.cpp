@@ -84,7 +84,8 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, Device dev
 }
 
 // The accessors are out of line so that TensorImpl stays internal. Ops read them a few times per call,
-// not per element (kernels take raw pointers), so the calls cost nothing measurable.
+// not per element (kernels take raw pointers); where the call itself changed a hot loop's code, the
+// library reads the fields inline instead (data_ptr_inline, dtype_inline in tensor_impl.h).
 const Shape& Tensor::shape() const { return impl_->shape; }
 int64_t Tensor::dim() const { return static_cast<int64_t>(impl_->shape.size()); }
 int64_t Tensor::numel() const { return shape_numel(impl_->shape); }
