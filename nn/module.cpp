@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "runtime/autograd.h"
+#include "runtime/tensor_impl.h"
 
 namespace tandem::nn {
 

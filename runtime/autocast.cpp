@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/backend/core.h"
 #include "runtime/backend/multi_tensor.h"
 

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <memory>
 
+#include "runtime/autograd_engine.h"
 #include "runtime/autograd_nodes.h"
+#include "runtime/tensor_impl.h"
 
 namespace tandem {
 

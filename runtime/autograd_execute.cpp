@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/autograd_nodes.h"
 #include "runtime/backend/core.h"
 #include "runtime/backend/elementwise.h"

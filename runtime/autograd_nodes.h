@@ -8,6 +8,7 @@
 
 #include "runtime/autograd.h"
 #include "runtime/backend/core.h"
+#include "runtime/tensor_impl.h"
 
 namespace tandem::autograd_detail {
 

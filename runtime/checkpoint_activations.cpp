@@ -7,6 +7,7 @@
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 
 namespace tandem {
 

@@ -4,8 +4,10 @@
 #include <sstream>
 
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/convert_avx512.h"
 #include "runtime/backend/core.h"
+#include "runtime/tensor_impl.h"
 
 namespace tandem {
 
@@ -80,6 +82,27 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, Device dev
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
+
+// The accessors are out of line so that TensorImpl stays internal. Ops read them a few times per call,
+// not per element (kernels take raw pointers); where the call itself changed a hot loop's code, the
+// library reads the fields inline instead (data_ptr_inline, dtype_inline in tensor_impl.h).
+const Shape& Tensor::shape() const { return impl_->shape; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(impl_->shape.size()); }
+int64_t Tensor::numel() const { return shape_numel(impl_->shape); }
+DType Tensor::dtype() const { return impl_->dtype; }
+Device Tensor::device() const { return impl_->storage->device(); }
+const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage; }
+size_t Tensor::storage_offset() const { return impl_->offset; }
+void* Tensor::data_ptr() const { return static_cast<char*>(impl_->storage->data()) + impl_->offset; }
+const std::string& Tensor::name() const { return impl_->name; }
+Tensor& Tensor::set_name(std::string n) {
+  impl_->name = std::move(n);
+  return *this;
+}
+bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+bool Tensor::is_leaf() const { return !impl_->grad_fn; }
+Tensor Tensor::grad() const { return Tensor(impl_->grad); }
+const std::shared_ptr<Node>& Tensor::grad_fn() const { return impl_->grad_fn; }
 
 int64_t Tensor::size(int64_t d) const {
   int64_t n = dim();

@@ -11,7 +11,6 @@
 
 #include "runtime/device.h"
 #include "runtime/dtype.h"
-#include "runtime/storage.h"
 
 namespace tandem {
 
@@ -23,20 +22,10 @@ class Node;
 class Tensor;
 using GradReadyHook = std::function<void(Tensor& leaf)>;
 
-struct TensorImpl {
-  std::shared_ptr<Storage> storage;
-  size_t offset = 0;  // bytes into storage
-  Shape shape;
-  DType dtype = DType::f32;
-  // autograd
-  bool requires_grad = false;
-  std::shared_ptr<TensorImpl> grad;    // a leaf's accumulated gradient
-  std::shared_ptr<Node> grad_fn;       // the node that made this tensor (non-leaf)
-  int output_nr = 0;                   // which output of grad_fn
-  std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad node, made lazily
-  std::vector<GradReadyHook> grad_ready_hooks;
-  std::string name;  // optional, used in error messages (parameter names)
-};
+// Defined in runtime/tensor_impl.h, which only the library's own code includes: a consumer holds
+// tensors through Tensor and never sees (or depends on) the layout of their state.
+struct TensorImpl;
+class Storage;  // runtime/storage.h, internal as well: one allocation, shared by a tensor's views
 
 class Tensor {
  public:
@@ -60,32 +49,33 @@ class Tensor {
 
   // ---- metadata ----
   bool defined() const { return impl_ != nullptr; }
-  const Shape& shape() const { return impl_->shape; }
-  int64_t dim() const { return static_cast<int64_t>(impl_->shape.size()); }
+  const Shape& shape() const;
+  int64_t dim() const;
   int64_t size(int64_t d) const;  // negative d counts from the end
-  int64_t numel() const { return shape_numel(impl_->shape); }
-  DType dtype() const { return impl_->dtype; }
-  Device device() const { return impl_->storage->device(); }
+  int64_t numel() const;
+  DType dtype() const;
+  Device device() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
   size_t element_size() const { return dtype_size(dtype()); }
-  const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
-  size_t storage_offset() const { return impl_->offset; }
-  void* data_ptr() const { return static_cast<char*>(impl_->storage->data()) + impl_->offset; }
+  const std::shared_ptr<Storage>& storage() const;
+  size_t storage_offset() const;
+  void* data_ptr() const;
   template <class T>
   T* data() const;  // checks dtype_v<T> == dtype()
+  // The state behind the handle, opaque outside the library (runtime/tensor_impl.h).
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
-  const std::string& name() const { return impl_->name; }
-  Tensor& set_name(std::string n) { impl_->name = std::move(n); return *this; }
+  const std::string& name() const;
+  Tensor& set_name(std::string n);
 
   // ---- autograd ----
-  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  bool requires_grad() const;  // false for an undefined tensor
   Tensor& set_requires_grad(bool r = true);  // leaves only
-  bool is_leaf() const { return !impl_->grad_fn; }
-  Tensor grad() const { return Tensor(impl_->grad); }
+  bool is_leaf() const;
+  Tensor grad() const;
   void set_grad(const Tensor& g);  // checks shape/dtype/device
-  const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
+  const std::shared_ptr<Node>& grad_fn() const;
   // Backpropagates from this tensor (a scalar unless `grad` is given) into the leaves' grads.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
   // Runs after this leaf's gradient for the current backward pass is fully accumulated.

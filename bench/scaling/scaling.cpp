@@ -28,6 +28,7 @@
 #include "nn/optim.h"
 #include "nn/parallel/ddp.h"
 #include "nn/parallel/metrics.h"
+#include "nn/parallel/reducer.h"
 #include "runtime/error.h"
 #include "runtime/ops.h"
 

@@ -8,6 +8,7 @@
 
 #include "runtime/backend/dtype_dispatch.h"
 #include "runtime/backend/multi_tensor.h"
+#include "runtime/tensor_impl.h"
 
 namespace tandem::kernels {
 
@@ -85,10 +86,10 @@ void cpu_unscale(const std::vector<Tensor>& grads, double inv_scale, Tensor& fou
   for (size_t c = 0; c < chunks.size(); ++c) {
     const TensorChunk& ch = chunks[c];
     const Tensor& g = grads[static_cast<size_t>(ch.tensor)];
-    dispatch_floating(g.dtype(), "multi_tensor_unscale", [&](auto tag) {
+    dispatch_floating(dtype_inline(g), "multi_tensor_unscale", [&](auto tag) {
       using T = decltype(tag);
       using A = acc_t<T>;
-      T* d = static_cast<T*>(g.data_ptr()) + ch.start;
+      T* d = static_cast<T*>(data_ptr_inline(g)) + ch.start;
       const A f = static_cast<A>(inv_scale);
       for (int64_t i = 0; i < ch.length; ++i) {
         A v = static_cast<A>(d[i]);
@@ -108,9 +109,9 @@ double cpu_sum_squares_check(const std::vector<Tensor>& grads, Tensor& found_inf
   for (size_t c = 0; c < chunks.size(); ++c) {
     const TensorChunk& ch = chunks[c];
     const Tensor& g = grads[static_cast<size_t>(ch.tensor)];
-    dispatch_floating(g.dtype(), "multi_tensor_sum_squares_check", [&](auto tag) {
+    dispatch_floating(dtype_inline(g), "multi_tensor_sum_squares_check", [&](auto tag) {
       using T = decltype(tag);
-      const T* d = static_cast<const T*>(g.data_ptr()) + ch.start;
+      const T* d = static_cast<const T*>(data_ptr_inline(g)) + ch.start;
       double s = 0.0;
       for (int64_t i = 0; i < ch.length; ++i) {
         double v = static_cast<double>(static_cast<acc_t<T>>(d[i]));
@@ -136,7 +137,8 @@ void for_each_param_chunk(const std::vector<Tensor>& params, const std::vector<T
   for (size_t c = 0; c < chunks.size(); ++c) {
     const TensorChunk& ch = chunks[c];
     const size_t t = static_cast<size_t>(ch.tensor);
-    dispatch_floating_pair(params[t].dtype(), grads[t].dtype(), what, [&](auto pt, auto gt) { f(ch, t, pt, gt); });
+    dispatch_floating_pair(dtype_inline(params[t]), dtype_inline(grads[t]), what,
+                           [&](auto pt, auto gt) { f(ch, t, pt, gt); });
   }
 }
 
@@ -158,11 +160,11 @@ void cpu_adam(const MultiTensorAdamArgs& a) {
     using T = decltype(pt);
     using G = decltype(gt);
     using A = acc_t<T>;
-    T* __restrict p = static_cast<T*>(a.params[t].data_ptr()) + ch.start;
-    T* __restrict m = static_cast<T*>(a.exp_avgs[t].data_ptr()) + ch.start;
-    T* __restrict v = static_cast<T*>(a.exp_avg_sqs[t].data_ptr()) + ch.start;
-    const G* __restrict g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
-    G* __restrict out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
+    T* __restrict p = static_cast<T*>(data_ptr_inline(a.params[t])) + ch.start;
+    T* __restrict m = static_cast<T*>(data_ptr_inline(a.exp_avgs[t])) + ch.start;
+    T* __restrict v = static_cast<T*>(data_ptr_inline(a.exp_avg_sqs[t])) + ch.start;
+    const G* __restrict g = static_cast<const G*>(data_ptr_inline(a.grads[t])) + ch.start;
+    G* __restrict out = master ? static_cast<G*>(data_ptr_inline(a.model_params[t])) + ch.start : nullptr;
     const A factor = static_cast<A>(a.grad_factor);
     const AdamHyper h = a.hypers[t];  // a local copy: the stores below cannot alias it
     with_flag(master, [&](auto has_out) {
@@ -192,10 +194,10 @@ void cpu_sgd(const MultiTensorSgdArgs& a) {
     using T = decltype(pt);
     using G = decltype(gt);
     using A = acc_t<T>;
-    T* __restrict p = static_cast<T*>(a.params[t].data_ptr()) + ch.start;
-    T* __restrict b = momentum ? static_cast<T*>(a.momentum_bufs[t].data_ptr()) + ch.start : nullptr;
-    const G* __restrict g = static_cast<const G*>(a.grads[t].data_ptr()) + ch.start;
-    G* __restrict out = master ? static_cast<G*>(a.model_params[t].data_ptr()) + ch.start : nullptr;
+    T* __restrict p = static_cast<T*>(data_ptr_inline(a.params[t])) + ch.start;
+    T* __restrict b = momentum ? static_cast<T*>(data_ptr_inline(a.momentum_bufs[t])) + ch.start : nullptr;
+    const G* __restrict g = static_cast<const G*>(data_ptr_inline(a.grads[t])) + ch.start;
+    G* __restrict out = master ? static_cast<G*>(data_ptr_inline(a.model_params[t])) + ch.start : nullptr;
     const A factor = static_cast<A>(a.grad_factor);
     const SgdHyper h = a.hypers[t];  // a local copy: the stores below cannot alias it
     with_flag(momentum, [&](auto has_buf) {

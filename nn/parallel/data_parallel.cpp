@@ -12,7 +12,9 @@
 #include "nn/parallel/device_workers.h"
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/device_query.h"
+#include "runtime/tensor_impl.h"
 
 namespace tandem::nn::parallel {
 

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "nn/parallel/coalesce.h"
+#include "nn/parallel/reducer.h"
 #include "runtime/autograd.h"
 
 namespace tandem::nn::parallel {
@@ -166,6 +167,8 @@ void DistributedDataParallel::complete_failed_step() {
   reducer_->complete_failed_iteration(/*prepared=*/phase_ == SyncPhase::prepared);
   phase_ = SyncPhase::prepared;
 }
+
+void DistributedDataParallel::finalize() const { reducer_->check_finished(); }
 
 std::vector<std::vector<std::string>> DistributedDataParallel::bucket_names() const {
   std::vector<std::vector<std::string>> out;

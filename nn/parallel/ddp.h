@@ -20,10 +20,12 @@
 #include "comm/communicator.h"
 #include "nn/module.h"
 #include "nn/parallel/ddp_options.h"
-#include "nn/parallel/reducer.h"
 
 namespace tandem::nn::parallel {
 
+// The gradient bucketing and all-reduce engine (nn/parallel/reducer.h), internal: the library's
+// tests and benchmarks include reducer.h to read its buckets and statistics through reducer().
+class Reducer;
 
 class DistributedDataParallel final : public Module {
  public:
@@ -41,7 +43,7 @@ class DistributedDataParallel final : public Module {
   const std::shared_ptr<Module>& module_ptr() const { return module_; }
   comm::Communicator& communicator() { return *comm_; }
   const DDPOptions& options() const { return options_; }
-  Reducer& reducer() { return *reducer_; }
+  Reducer& reducer() { return *reducer_; }  // complete only where reducer.h is included
 
   // While a NoSync is alive, backward passes accumulate gradients locally; the first backward of a
   // forward run after it ends reduces the accumulated sum (PyTorch's `with ddp.no_sync():`).
@@ -67,7 +69,7 @@ class DistributedDataParallel final : public Module {
 
   // Before optimizer.step(): throws the unused-parameter error now (rather than at the next forward)
   // if the last backward did not reduce every bucket. Gradients are already averaged otherwise.
-  void finalize() const { reducer_->check_finished(); }
+  void finalize() const;
 
   // Names of the parameters in each bucket (reducer order), for logs and tests.
   std::vector<std::vector<std::string>> bucket_names() const;

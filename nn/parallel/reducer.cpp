@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/trace.h"
 
 namespace tandem::nn::parallel {

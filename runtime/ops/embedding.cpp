@@ -1,6 +1,7 @@
 // embedding entry: gather rows of weight by index; backward scatter-adds into a dense dweight in index
 // order (deterministic), or straight into the table's .grad (gradient_sink).
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/backend/embedding.h"
 #include "runtime/ops/embedding.h"
 #include "runtime/ops/norm.h"

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/backend/gemm.h"
 #include "runtime/backend/reduce.h"
 #include "runtime/ops/op_checks.h"

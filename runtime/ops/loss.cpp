@@ -5,6 +5,7 @@
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/env_settings.h"
 #include "runtime/backend/loss.h"
 #include "runtime/ops/elementwise.h"

@@ -4,6 +4,7 @@
 
 #include "runtime/autocast.h"
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/backend/norm.h"
 #include "runtime/ops/conv.h"
 #include "runtime/ops/elementwise.h"

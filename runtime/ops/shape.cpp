@@ -4,6 +4,7 @@
 #include "runtime/ops/shape.h"
 
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/backend/core.h"
 #include "runtime/backend/shape.h"
 #include "runtime/ops/op_checks.h"

@@ -1,6 +1,7 @@
 // batch norm (statistics, finalize, apply, backward) and layer norm on the CUDA backend vs the CPU
 // backend.
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/backend/norm.h"
 #include "runtime/ops.h"
 #include "runtime/ops/shape.h"

@@ -9,6 +9,7 @@
 #include "nn/parallel/ddp.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "nn/parallel/metrics.h"
+#include "nn/parallel/reducer.h"
 #include "nn/parallel/sync_batch_norm.h"
 #include "tests/parallel/parallel_util.h"
 

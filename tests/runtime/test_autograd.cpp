@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/autograd.h"
+#include "runtime/autograd_engine.h"
 #include "runtime/tensor.h"
 
 using namespace tandem;
