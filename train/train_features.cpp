@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "train/checkpoint_broadcast.h"
+#include "train/device_choice.h"
 #include "train/factory.h"
 #include "train/mode_auto.h"
 #include "train/nonfinite_guard.h"

@@ -10,21 +10,12 @@
 #include "train/parallel_setup.h"
 #include "train/trainer.h"
 #include "nn/training_state.h"
-#include "runtime/monitor/device_selection.h"
 
 namespace tandem::train {
 
 // The configured mode; for auto, ddp when launched by mpirun/PMI with > 1 rank (OMPI_COMM_WORLD_SIZE /
 // PMI_SIZE), else single (mode_auto.h decides dp too).
 ParallelMode resolve_mode(ParallelMode configured);
-
-// --device: cpu; cuda:N; cuda (cuda:<local rank>; an error where a node has more ranks than GPUs);
-// auto (cuda:<local rank> where each rank on the node has a GPU, else cpu). --mode dp starts on the
-// CPU (its replicas go to --devices).
-Device resolve_device(const TrainConfig& cfg);
-// The same with the reason in one line; auto picks by free memory (comm::choose_node_device,
-// skipping GPUs below --min-free-memory).
-monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg);
 
 // --global-batch-size G on `world` ranks: the per-rank batch G / world; a ValueError saying so when
 // G is not a multiple of world (the global batch, hence the run, could not be kept).

@@ -14,6 +14,7 @@
 #include "train/mode_auto.h"
 #include "apps/common/run_services.h"
 #include "train/threads.h"
+#include "train/device_choice.h"
 #include "train/train_features.h"
 #include "nn/onnx/onnx_model.h"
 #include "runtime/backend/cpu_isa.h"

@@ -75,7 +75,7 @@ TEST(RunConfigErrors, MissingKeys) {
   const std::string msg = value_error_of([] { parse_run_config("loss: {type: mse}\n", "run.yaml"); });
   EXPECT_EQ(msg.rfind("run.yaml: model: required key missing", 0), 0u) << msg;
   expect_error("\nmodel:\n  parameters: {layer_sizes: [1, 1]}\n", "model", "model.type",
-               "required key missing (cnn, gpt, mlp, resmlp or sequential)");
+               "required key missing (cnn, gpt, mlp, onnx, resmlp or sequential)");
   expect_error("model:\n  type: mlp\n  parameters: {dropout: 0.1}\n", "parameters", "model.parameters.layer_sizes",
                "required key missing");
   expect_error("model:\n  type: mlp\n", "model", "model.parameters.layer_sizes", "required key missing");
@@ -136,7 +136,7 @@ TEST(RunConfigErrors, BadValues) {
   expect_error("model:\n  type: gpt\n  parameters:\n    layers: 2\n", "layers", "model.parameters.layers",
                "model type gpt");
   expect_error("model:\n  type: transformer\n", "transformer", "model.type",
-               "unknown model type 'transformer' (expected cnn, gpt, mlp, resmlp or sequential)");
+               "unknown model type 'transformer' (expected cnn, gpt, mlp, onnx, resmlp or sequential)");
 }
 
 TEST(RunConfigErrors, YamlSyntaxAndDocuments) {
