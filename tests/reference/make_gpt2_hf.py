@@ -4,9 +4,7 @@ buffers and lm_head.weight present as HF saves them) and tests/reference/gpt2_hf
 logits of bench/train/torch_gpt.py's model, the PyTorch peer, for fixed token ids). Run with Debian's
 PyTorch: /usr/bin/python3 tests/reference/make_gpt2_hf.py
 """
-import json
 import os
-import struct
 import sys
 
 import torch
@@ -14,22 +12,12 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "train"))
 import torch_gpt  # noqa: E402
+from safetensors_out import save_safetensors
 
 N_LAYER, N_HEAD, N_EMBD, N_POS, VOCAB = 2, 2, 16, 12, 60
 IDS = [[3, 17, 59, 0, 42, 42, 7, 31], [1, 2, 3, 4, 5, 6, 7, 8]]
 
 
-def save_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors:
-        data = t.detach().contiguous().to(torch.float32).numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def hf_layout(m, n_pos):

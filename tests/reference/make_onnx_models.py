@@ -69,15 +69,14 @@ extra outputs / training_mode=1): its outputs agree with train.output to ~1e-7 a
 eval.output by 0.34 (cnn) and 0.45 (resnet); for models without BN the two are the same.
 """
 import copy
-import json
 import os
-import struct
 
 import numpy as np
 import onnx
 import onnx.numpy_helper
 import torch
 import torch.nn as nn
+from safetensors_out import save_safetensors
 
 try:
     import onnxruntime as ort
@@ -283,19 +282,6 @@ def max_diff(a, b):
     return max(float((x - y).abs().max()) for x, y in zip(a, b))
 
 
-def save_safetensors(path, tensors, metadata):
-    """safetensors by hand: an 8-byte little-endian header length, the JSON header (padded with spaces to
-    8 bytes, as the safetensors package does), then the raw little-endian float32 data in header order."""
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for name, t in tensors:
-        data = t.detach().contiguous().to(torch.float32).numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 # ---------------------------------------------------------------------------------------------- main
