@@ -1,6 +1,7 @@
 // OnnxModel: the graph checked at load, its initializers registered, its nodes run per forward.
 #include "nn/onnx/onnx_model.h"
 
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -65,6 +66,70 @@ OnnxModel::OnnxModel(Graph graph, const ImportOptions& options)
   }
   index_state();
   fuse_batchnorm_epilogues();
+  fuse_gelu();
+}
+
+void OnnxModel::fuse_gelu() {
+  const Graph& g = *graph_;
+  std::unordered_map<std::string, size_t> producer;
+  std::unordered_map<std::string, int> readers;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const std::string& o : g.nodes[i].outputs) producer[o] = i;
+    for (const std::string& in : g.nodes[i].inputs) ++readers[in];
+  }
+  for (const ValueInfo& o : g.outputs) readers[o.name] += 2;
+  // A scalar the graph knows at load: a Constant's value or a one-element initializer.
+  auto scalar = [&](const std::string& name, double want) {
+    const Tensor* t = nullptr;
+    if (auto it = producer.find(name); it != producer.end()) {
+      const Node& n = g.nodes[it->second];
+      auto a = n.attributes.find("value");
+      if (n.op == "Constant" && a != n.attributes.end() && a->second.kind == Attribute::Kind::Tensor) t = &a->second.t;
+    }
+    for (const auto& [iname, init] : g.initializers)
+      if (iname == name) t = &init;
+    if (t == nullptr || t->numel() != 1 || !is_floating(t->dtype())) return false;
+    return std::fabs(t->to_vector<double>()[0] - want) <= 1e-6 * std::fabs(want);
+  };
+  // The one node reading `value` (and nothing else does), if it is an `op`.
+  auto reader = [&](const std::string& value, const char* op) -> int {
+    if (readers[value] != 1) return -1;
+    for (size_t j = 0; j < g.nodes.size(); ++j)
+      for (const std::string& in : g.nodes[j].inputs)
+        if (in == value) return g.nodes[j].op == op ? static_cast<int>(j) : -1;
+    return -1;
+  };
+  // The input of a binary node that is not `other`.
+  auto other_input = [](const Node& n, const std::string& other) -> std::string {
+    if (n.inputs.size() != 2) return "";
+    return n.inputs[0] == other ? n.inputs[1] : n.inputs[1] == other ? n.inputs[0] : "";
+  };
+  for (size_t e = 0; e < g.nodes.size(); ++e) {
+    const Node& erf = g.nodes[e];
+    if (erf.op != "Erf" || erf.inputs.size() != 1) continue;
+    auto div_at = producer.find(erf.inputs[0]);
+    if (div_at == producer.end()) continue;
+    const Node& div = g.nodes[div_at->second];
+    if (div.op != "Div" || div.inputs.size() != 2 || !scalar(div.inputs[1], std::sqrt(2.0)) ||
+        readers[div.outputs[0]] != 1)
+      continue;
+    const std::string x = div.inputs[0];
+    const int add = reader(erf.outputs[0], "Add");
+    if (add < 0 || !scalar(other_input(g.nodes[static_cast<size_t>(add)], erf.outputs[0]), 1.0)) continue;
+    const std::string& sum = g.nodes[static_cast<size_t>(add)].outputs[0];
+    const int mul_x = reader(sum, "Mul");
+    if (mul_x < 0 || other_input(g.nodes[static_cast<size_t>(mul_x)], sum) != x) continue;
+    const std::string& prod = g.nodes[static_cast<size_t>(mul_x)].outputs[0];
+    const int half = reader(prod, "Mul");
+    if (half < 0 || !scalar(other_input(g.nodes[static_cast<size_t>(half)], prod), 0.5)) continue;
+    for (size_t folded : {div_at->second, e, static_cast<size_t>(add), static_cast<size_t>(mul_x)})
+      fusion_[folded].folded = true;
+    fusion_[static_cast<size_t>(half)].gelu_input = x;
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].op == "Erf" && !fusion_[i].folded)
+      throw ValueError(fmt::format("{}: node '{}': Erf outside a GELU (x * 0.5 * (1 + erf(x / sqrt(2)))) is not "
+                                   "supported", g.path, g.nodes[i].name));
 }
 
 void OnnxModel::fuse_batchnorm_epilogues() {
@@ -197,7 +262,8 @@ std::vector<Tensor> OnnxModel::forward_many(const std::vector<Tensor>& inputs) {
     if (fused.folded) continue;  // ran inside the BatchNormalization before it
     OpCall call{n, g, {}, is_training(), device};
     if (fused.has_epilogue) call.epilogue = &fused.epilogue;
-    for (const std::string& in : n.inputs) {
+    const std::vector<std::string> gelu_in{fused.gelu_input};
+    for (const std::string& in : fused.gelu_input.empty() ? n.inputs : gelu_in) {
       if (in.empty()) {
         call.in.push_back(nullptr);
         continue;
@@ -206,7 +272,7 @@ std::vector<Tensor> OnnxModel::forward_many(const std::vector<Tensor>& inputs) {
       if (it == env.end()) call.fail(fmt::format("its input '{}' is computed by no earlier node", in));
       call.in.push_back(&it->second);
     }
-    std::vector<Value> out = find_op(n.op, g.opset)(call);
+    std::vector<Value> out = (fused.gelu_input.empty() ? find_op(n.op, g.opset) : gelu_op())(call);
     for (size_t k = 0; k < n.outputs.size() && k < out.size(); ++k)
       if (!n.outputs[k].empty()) env[k == 0 && fused.has_epilogue ? fused.output : n.outputs[k]] = std::move(out[k]);
   }

@@ -66,6 +66,9 @@ class OnnxModel : public Module {
   // built-in cnn's fusion): per node, its epilogue, whether it is folded into an earlier node, and
   // the value the fused node writes instead of its own output.
   void fuse_batchnorm_epilogues();
+  // x * 0.5 * (1 + erf(x / sqrt 2)) (nn.GELU()'s export: Div, Erf, Add, Mul, Mul) runs as one exact
+  // gelu on x; an Erf anywhere else is refused here, at load.
+  void fuse_gelu();
 
   std::shared_ptr<const Graph> graph_;
   struct Fusion {
@@ -73,6 +76,7 @@ class OnnxModel : public Module {
     bool has_epilogue = false;
     ops::BatchNormEpilogue epilogue;
     std::string output;           // the BatchNormalization's Y is written here (the chain's last output)
+    std::string gelu_input;       // non-empty: this node (the pattern's last Mul) runs gelu on this value
   };
   std::vector<Fusion> fusion_;  // one per node
   std::unordered_map<std::string, Tensor> state_;

@@ -12,6 +12,7 @@
 #include "runtime/error.h"
 #include "runtime/ops/conv.h"
 #include "runtime/ops/dropout.h"
+#include "runtime/ops/embedding.h"
 #include "runtime/ops/elementwise.h"
 #include "runtime/ops/loss.h"
 #include "runtime/ops/matmul.h"
@@ -122,6 +123,21 @@ std::vector<Value> op_div(const OpCall& c) {
 }
 
 std::vector<Value> op_relu(const OpCall& c) { return one(ops::relu(c.tensor(0))); }
+std::vector<Value> op_sqrt(const OpCall& c) { return one(ops::sqrt(c.tensor(0))); }
+
+// The exponent is a constant scalar (LayerNorm's decomposition writes x ** 2.0).
+std::vector<Value> op_pow(const OpCall& c) {
+  const std::vector<double> e = c.tensor(1).to(kCPU).to_vector<double>();
+  if (e.size() != 1) c.fail("only a scalar exponent is supported");
+  return one(ops::pow(c.tensor(0), e[0]));
+}
+
+// Erf runs where it is GELU's (OnnxModel fuses x * 0.5 * (1 + erf(x / sqrt 2)) into one gelu);
+// anywhere else it is refused at load (onnx_model.cpp), so this never runs alone.
+std::vector<Value> op_erf(const OpCall& c) { c.fail("Erf outside a GELU (x * 0.5 * (1 + erf(x / sqrt(2)))) is not supported"); }
+
+// GELU(x): the fused form of the Erf pattern, x in input 0.
+std::vector<Value> op_gelu(const OpCall& c) { return one(ops::gelu(c.tensor(0), false)); }
 std::vector<Value> op_sigmoid(const OpCall& c) { return one(ops::sigmoid(c.tensor(0))); }
 std::vector<Value> op_tanh(const OpCall& c) { return one(ops::tanh(c.tensor(0))); }
 std::vector<Value> op_identity(const OpCall& c) { return {c.input(0)}; }
@@ -142,7 +158,24 @@ std::vector<Value> op_dropout(const OpCall& c) {
 
 // ---- linear algebra ----
 
-std::vector<Value> op_matmul(const OpCall& c) { return one(ops::matmul(c.tensor(0), c.tensor(1))); }
+// tandem's matmul takes [M, K] @ [K, N], [B, M, K] @ [B, K, N] or [B, M, K] @ [K, N]: the leading
+// dims of a 4-D (or deeper) product, attention's [batch, heads, T, D], are folded into one.
+std::vector<Value> op_matmul(const OpCall& c) {
+  const Tensor a = c.tensor(0), b = c.tensor(1);
+  if (a.dim() <= 3 && b.dim() <= 3) return one(ops::matmul(a, b));
+  if (a.dim() != b.dim() && b.dim() != 2) c.fail(fmt::format("shapes {} and {} do not multiply here (no broadcasting "
+                                                              "of leading dims)", shape_str(a.shape()), shape_str(b.shape())));
+  Shape lead(a.shape().begin(), a.shape().end() - 2);
+  if (b.dim() == a.dim() && Shape(b.shape().begin(), b.shape().end() - 2) != lead)
+    c.fail(fmt::format("leading dims of {} and {} differ (no broadcasting yet)", shape_str(a.shape()), shape_str(b.shape())));
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1), batch = numel_of(lead);
+  Tensor a3 = ops::reshape(a, {batch, m, k});
+  Tensor b3 = b.dim() == 2 ? b : ops::reshape(b, {batch, b.size(-2), n});
+  Shape out = lead;
+  out.push_back(m);
+  out.push_back(n);
+  return one(ops::reshape(ops::matmul(a3, b3), out));
+}
 
 // Y = alpha * A' B' + beta * C (A' = A or A^T, B' = B or B^T). torch.nn.Linear exports transB = 1:
 // ops::linear, whose backward is one GEMM per operand.
@@ -241,6 +274,16 @@ std::vector<Value> op_global_average_pool(const OpCall& c) {
   const Tensor& x = c.tensor(0);
   if (x.dim() != 4) c.fail(fmt::format("input of rank {}; tandem pools [N, C, H, W]", x.dim()));
   return one(ops::mean(ops::mean(x, 3, true), 2, true));
+}
+
+// LayerNormalization (opset 17): over the dims from `axis` on.
+std::vector<Value> op_layer_norm(const OpCall& c) {
+  const Tensor x = c.tensor(0);
+  const int64_t axis = axis_of(c, c.attr_int("axis", -1), x.dim());
+  for (size_t k = 1; k < c.node.outputs.size(); ++k)
+    if (!c.node.outputs[k].empty()) c.fail("the Mean and InvStdDev outputs are not supported");
+  return one(ops::layer_norm(x, x.dim() - axis, c.tensor(1), c.has_input(2) ? c.tensor(2) : Tensor(),
+                             c.attr_float("epsilon", 1e-5)));
 }
 
 std::vector<Value> op_softmax(const OpCall& c) {
@@ -343,11 +386,19 @@ std::vector<Value> op_shape(const OpCall& c) {
   return {Value::of_ints(std::move(dims), {n})};
 }
 
-// Gather on host integers (picking dims out of a Shape); a tensor's Gather (embeddings) is not yet run.
+// Gather: rows of a tensor along axis 0 (an embedding lookup: nn.Embedding exports Gather(weight,
+// ids)), or host integers (picking dims out of a Shape).
 std::vector<Value> op_gather(const OpCall& c) {
   const Value& data = c.input(0);
   const Value& idx = c.input(1);
-  if (!data.host) c.fail("Gather over a tensor (an embedding lookup) is not supported yet");
+  if (!data.host) {
+    if (c.attr_int("axis", 0) != 0) c.fail("a tensor's Gather along an axis other than 0 is not supported");
+    const Tensor ids = c.tensor(1);
+    if (is_floating(ids.dtype())) c.fail("indices must be integers");
+    const Tensor rows = c.tensor(0);
+    if (rows.dim() != 2) c.fail(fmt::format("a tensor's Gather takes rows of a matrix; the data is {}", shape_str(rows.shape())));
+    return one(ops::embedding(ids, rows));
+  }
   if (data.shape.size() != 1 || c.attr_int("axis", 0) != 0) c.fail("only a 1-D integer Gather along axis 0 runs");
   const std::vector<int64_t> at = idx.integers();
   std::vector<int64_t> out;
@@ -448,23 +499,27 @@ const OpEntry kOps[] = {
     {"Constant", 11, op_constant},
     {"Conv", 11, op_conv},
     {"Div", 7, op_div},
+    {"Erf", 9, op_erf},
     {"Dropout", 12, op_dropout},
     {"Flatten", 11, op_flatten},
     {"Gather", 11, op_gather},
     {"Gemm", 11, op_gemm},
     {"GlobalAveragePool", 1, op_global_average_pool},
     {"Identity", 1, op_identity},
+    {"LayerNormalization", 17, op_layer_norm},
     {"MatMul", 9, op_matmul},
     {"MaxPool", 12, op_max_pool},
     {"Mul", 7, op_mul},
     {"ReduceMean", 11, reduce<true>},
     {"ReduceSum", 11, reduce<false>},
     {"Pad", 11, op_pad},
+    {"Pow", 7, op_pow},
     {"Relu", 6, op_relu},
     {"Reshape", 5, op_reshape},
     {"Shape", 1, op_shape},
     {"Sigmoid", 6, op_sigmoid},
     {"Softmax", 13, op_softmax},
+    {"Sqrt", 6, op_sqrt},
     {"Squeeze", 11, op_squeeze},
     {"Sub", 7, op_sub},
     {"Tanh", 6, op_tanh},
@@ -481,6 +536,8 @@ OpFn find_op(const std::string& op, int64_t opset) {
     if (op == e.op && opset >= e.since) return e.fn;
   return nullptr;
 }
+
+OpFn gelu_op() { return op_gelu; }
 
 std::vector<std::string> supported_ops() {
   std::vector<std::string> names;

@@ -61,6 +61,9 @@ struct OpEntry {
 
 // The function for `op` at `opset`, or nullptr.
 OpFn find_op(const std::string& op, int64_t opset);
+// GELU: what OnnxModel runs in place of the Erf pattern of an exact GELU.
+OpFn gelu_op();
+
 // The op types tandem runs, sorted (docs/onnx.md lists them; errors name them).
 std::vector<std::string> supported_ops();
 
