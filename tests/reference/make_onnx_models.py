@@ -1,14 +1,16 @@
 """Writes small ONNX models exported by PyTorch and their reference values, for the ONNX importer's tests,
 into tests/onnx/models/ (README.md there lists the files):
-  K.onnx                 K = mlp, cnn, resnet, two_io (opset 13), unsupported (opset 13, has a CumSum)
-  mlp_opset17.onnx       the same mlp, same initializers, opset 17 (mlp.ref.safetensors applies to it)
-  K.ref.safetensors      references for K (not for unsupported), all float32; [j] = output j, [i] = input i:
-    input.<i>              the inputs (standard normal, fixed seed; batch 3)
+  K.onnx                 K = mlp, cnn, resnet, two_io, encoder (opset 13), unsupported (opset 13, has a CumSum)
+  K_opset17.onnx         K = mlp, encoder: the same model, same initializers, opset 17 (K.ref.safetensors
+                         applies to it)
+  K.ref.safetensors      references for K (not for unsupported), float32 ("F32") except encoder's int64 input
+                         ("I64"); [j] = output j, [i] = input i:
+    input.<i>              the inputs (standard normal, fixed seed; batch 3; encoder: token ids in [0, 11))
     train.output.<j>       outputs in train() mode (BatchNorm normalizes with the batch's statistics)
     eval.output.<j>        outputs in eval() mode (BatchNorm uses the running stats held by the .onnx)
     probe.<j>              a fixed random tensor shaped as output j; the loss is L = sum_j sum(out_j * probe_j)
     grad.<init>            dL/dparam in train mode, under the parameter's ONNX initializer name
-    grad.input.<i>         dL/dinput i
+    grad.input.<i>         dL/dinput i (float inputs only: none for encoder's ids)
     step10.<init>          each parameter after 10 steps of SGD(lr=0.01, momentum=0.9) on L, same inputs each
                            step, train mode; step10.<bn>.running_mean/.running_var: BatchNorm's running stats
                            after those 10 forward passes (PyTorch: momentum 0.1, the UNBIASED batch variance)
@@ -30,7 +32,7 @@ What it gives (PyTorch 1.13, inspected with onnx.load; the script prints it agai
   "layer2.0.downsample.1.running_var", "fc.bias" ...; every parameter and BN running_mean/running_var is
   one, num_batches_tracked is not (nothing reads it). Graph inputs/outputs carry the names given ("x", "y",
   "a", "b", "y1", "y2") with dim 0 "batch"; inner values are named "/<module path>/<Op>_output_<n>".
-  Opset import: the default domain only (13; 17 for mlp_opset17). ir_version 7 (8 for opset 17).
+  Opset import: the default domain only (13; 17 for K_opset17). ir_version 7 (8 for opset 17).
 - The export traces ONE forward pass in train mode, which updates each BN's running stats with the example
   inputs (momentum 0.1, num_batches_tracked += 1) BEFORE the initializers are taken, and leaves the
   exported module so updated. This script therefore exports a copy and takes that copy's post-export state
@@ -58,12 +60,33 @@ Op types, in the files' opset 13 (the importer's list):
   resnet       Conv BatchNormalization Relu Add GlobalAveragePool Flatten Gemm
   two_io       Concat Gemm Relu Constant ReduceSum Add
   unsupported  Gemm Constant CumSum
+  encoder      Gather Add ReduceMean Sub Constant Pow Sqrt Div Mul Shape Transpose MatMul Split Unsqueeze Concat
+               Reshape Softmax Erf Gemm
   Linear is Gemm(alpha 1, beta 1, transB 1) with the weight [out, in]. Conv carries dilations, group,
   kernel_shape, pads and strides explicitly; resnet's convs have no bias (2 inputs). MaxPool/AveragePool:
   kernel_shape, strides, pads 0, ceil_mode 0. AvgPool2d(2) exports as Pad(x, Constant int64 zeros[8],
   mode "constant") then AveragePool: a zero pad, a no-op. AdaptiveAvgPool2d(1) is GlobalAveragePool;
   torch.flatten(x, 1) and nn.Flatten are Flatten(axis 1). ReduceSum (opset 13) takes its axes as a second
   input, a Constant int64 [1], and keepdims=1; CumSum takes its axis as a Constant int64 scalar.
+The encoder (input "ids" int64 [batch, 5], output "logits" [batch, 3]; initializers pos, tok.weight, ln1.*,
+qkv.*, proj.*, ln2.*, fc1.*, fc2.*, ln_f.*, head.*, each .weight/.bias):
+  nn.Embedding is Gather(tok.weight, ids) (no axis attribute: 0), then Add(., pos) broadcasting [5, 8].
+  nn.Linear on a 3-d input is Transpose(<w>, perm [1, 0]), MatMul(x, .), Add(<b>, .) (the bias first); the
+  last, on the 2-d mean, is Gemm(transB 1). split(8, -1) is Split(x, Constant int64 [8, 8, 8]), axis -1.
+  view/reshape take their shape from Concat(axis 0) of Unsqueeze(., Constant int64 [0]) of each dim: batch and
+  tokens are Gather(Shape(ln1's output), Constant int64 scalar 0 / 1, axis 0), the others Constant int64
+  scalars (2, 4; 8): three Reshape to [B, T, 2, 4], one to [B, T, 8]; opset 17's Reshape has allowzero 0.
+  No Cast, Expand, Where, Equal or ConstantOfShape. transpose(1, 2) is Transpose perm [0, 2, 1, 3];
+  k.transpose(-2, -1) after it is folded into one Transpose perm [0, 2, 3, 1]; the scores are
+  Div(MatMul(q, k^T), Constant 2.0), Softmax axis -1, MatMul with v.
+  nn.GELU() is x * (1 + Erf(x / Constant 1.4142135)) * Constant 0.5 (Div, Erf, Add, Mul, Mul).
+  nn.LayerNorm at opset 13: ReduceMean(x, axes [-1], keepdims default 1), Sub, Pow(., Constant float32 scalar
+  2.0), ReduceMean(axes [-1]), Add(., Constant 1e-5), Sqrt, Div, Mul(., <ln>.weight), Add(., <ln>.bias) (the
+  biased variance); at opset 17 one LayerNormalization(x, <ln>.weight, <ln>.bias), axis -1, epsilon 1e-5,
+  one output. mean(1) is ReduceMean(axes [1], keepdims 0). encoder_opset17 ops: Gather Add
+  LayerNormalization Shape Constant Transpose MatMul Split Unsqueeze Concat Reshape Div Softmax Erf Mul
+  ReduceMean Gemm. LayerNorm weight/bias start off 1/0 (as BN's), pos ~ 0.5 N(0, 1); the ids leave tokens
+  0, 4 and 10 unused (zero rows in grad.tok.weight) and repeat 6 four times (Gather's gradient accumulates).
 onnxruntime runs the TRAINING export's BatchNormalization with the batch's statistics (it honours the
 extra outputs / training_mode=1): its outputs agree with train.output to ~1e-7 and differ from
 eval.output by 0.34 (cnn) and 0.45 (resnet); for models without BN the two are the same.
@@ -154,6 +177,39 @@ class Unsupported(nn.Module):
         return torch.cumsum(self.fc(x), dim=1)
 
 
+class Encoder(nn.Module):
+    """A tiny transformer encoder over token ids [batch, 5] (vocabulary 11, width 8, 2 heads of 4): token
+    embedding + a learned positional parameter `pos`, one pre-LayerNorm block (attention written by hand,
+    one Linear for q, k, v; an erf-GELU MLP), a final LayerNorm, the mean over the tokens, a Linear to 3."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(11, 8)
+        self.pos = nn.Parameter(0.5 * torch.randn(5, 8))
+        self.ln1 = nn.LayerNorm(8)
+        self.qkv = nn.Linear(8, 24)
+        self.proj = nn.Linear(8, 8)
+        self.ln2 = nn.LayerNorm(8)
+        self.fc1 = nn.Linear(8, 16)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(16, 8)
+        self.ln_f = nn.LayerNorm(8)
+        self.head = nn.Linear(8, 3)
+
+    def attn(self, x):
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x).split(8, dim=-1)
+        q, k, v = (t.view(B, T, 2, 4).transpose(1, 2) for t in (q, k, v))
+        a = (q @ k.transpose(-2, -1) / 2.0).softmax(-1)
+        return self.proj((a @ v).transpose(1, 2).reshape(B, T, 8))
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos
+        x = x + self.attn(self.ln1(x))
+        x = x + self.fc2(self.act(self.fc1(self.ln2(x))))
+        return self.head(self.ln_f(x).mean(1))
+
+
 def mlp():
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
 
@@ -164,20 +220,25 @@ def cnn():
                          nn.Flatten(), nn.Linear(8 * 2 * 2, 5))
 
 
-# name: (constructor, seed, input names and shapes, output names, whether references are written)
+# name: (constructor, seed, inputs, output names, whether references are written); an input is (name, shape),
+# standard normal float32, or (name, shape, n): int64 ids uniform in [0, n)
 MODELS = {
     "mlp": (mlp, 101, [("x", (3, 6))], ["y"], True),
     "cnn": (cnn, 102, [("x", (3, 1, 8, 8))], ["y"], True),
     "resnet": (TinyResNet, 103, [("x", (3, 3, 8, 8))], ["y"], True),
     "two_io": (TwoIO, 104, [("a", (3, 5)), ("b", (3, 2))], ["y1", "y2"], True),
     "unsupported": (Unsupported, 105, [("x", (3, 4))], ["y"], False),
+    "encoder": (Encoder, 106, [("ids", (3, 5), 11)], ["logits"], True),
 }
+# Models also exported at opset 17 as K_opset17.onnx, from the same pre-export state (K.ref.safetensors applies).
+OPSET17 = ("mlp", "encoder")
 
 
 def make_model(ctor, seed):
     """The model with its initial weights. BatchNorm's state is moved away from its defaults (running stats
-    0/1, weight 1, bias 0) so that eval mode differs from train mode and a swapped or ignored tensor shows;
-    this happens before the export, so the initializers carry these values."""
+    0/1, weight 1, bias 0) so that eval mode differs from train mode and a swapped or ignored tensor shows,
+    and LayerNorm's weight/bias off 1/0 likewise; this happens before the export, so the initializers carry
+    these values."""
     torch.manual_seed(seed)
     m = ctor()
     with torch.no_grad():
@@ -185,6 +246,9 @@ def make_model(ctor, seed):
             if isinstance(mod, nn.BatchNorm2d):
                 mod.running_mean.copy_(0.5 * torch.randn_like(mod.running_mean))
                 mod.running_var.copy_(torch.empty_like(mod.running_var).uniform_(0.5, 2.0))
+                mod.weight.copy_(1.0 + 0.2 * torch.randn_like(mod.weight))
+                mod.bias.copy_(0.2 * torch.randn_like(mod.bias))
+            if isinstance(mod, nn.LayerNorm):
                 mod.weight.copy_(1.0 + 0.2 * torch.randn_like(mod.weight))
                 mod.bias.copy_(0.2 * torch.randn_like(mod.bias))
     return m.train()
@@ -256,11 +320,12 @@ def references(m0, inputs, seed):
         return sum((y * p).sum() for y, p in zip(outputs_of(m, xs), probes))
 
     m = copy.deepcopy(m0).train()
-    xs = [x.clone().requires_grad_(True) for x in inputs]
+    xs = [x.clone().requires_grad_(True) if x.is_floating_point() else x for x in inputs]
+    fx = [(i, x) for i, x in enumerate(xs) if x.is_floating_point()]  # no grad.input.<i> for an int64 input
     params = list(m.named_parameters())
-    grads = torch.autograd.grad(loss(m, xs), [p for _, p in params] + xs)
+    grads = torch.autograd.grad(loss(m, xs), [p for _, p in params] + [x for _, x in fx])
     refs += [(f"grad.{n}", g) for (n, _), g in zip(params, grads)]
-    refs += [(f"grad.input.{i}", g) for i, g in enumerate(grads[len(params):])]
+    refs += [(f"grad.input.{i}", g) for (i, _), g in zip(fx, grads[len(params):])]
 
     m = copy.deepcopy(m0).train()
     opt = torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM)
@@ -292,8 +357,8 @@ def main():
     for name, (ctor, seed, ins, out_names, with_refs) in MODELS.items():
         m0 = make_model(ctor, seed)
         torch.manual_seed(seed + 1000)
-        inputs = [torch.randn(shape) for _, shape in ins]
-        in_names = [n for n, _ in ins]
+        inputs = [torch.randn(sp[1]) if len(sp) == 2 else torch.randint(0, sp[2], sp[1]) for sp in ins]
+        in_names = [sp[0] for sp in ins]
         path = os.path.join(OUT, name + ".onnx")
         m_init = m0
         model, m0 = export(m0, inputs, in_names, out_names, path, 13)
@@ -303,11 +368,11 @@ def main():
         for bn_in, n_out, attrs in d["bn"]:
             print(f"   BatchNormalization inputs {bn_in} outputs {n_out} attributes {attrs}")
         row = [name, " ".join(d["ops"]), "-", "-"]
-        if name == "mlp":
-            # From the same pre-export state, so the opset-17 file holds the same initializers (mlp has no BN).
-            m17, _ = export(m_init, inputs, in_names, out_names, os.path.join(OUT, "mlp_opset17.onnx"), 17)
+        if name in OPSET17:
+            # From the same pre-export state, so the opset-17 file holds the same initializers (no BN here).
+            m17, _ = export(m_init, inputs, in_names, out_names, os.path.join(OUT, name + "_opset17.onnx"), 17)
             check_initializers(m17, m0)
-            print(f"   mlp_opset17 ops {describe(m17)['ops']}")
+            print(f"   {name}_opset17 ops {describe(m17)['ops']}")
         if with_refs:
             refs, train_out, eval_out = references(m0, inputs, seed)
             meta = {"generator": "tests/reference/make_onnx_models.py", "torch": torch.__version__,
@@ -317,9 +382,9 @@ def main():
                 refs += [(f"ort.output.{j}", y) for j, y in enumerate(ort_out)]
                 meta["onnxruntime"] = ort.__version__
                 row[2:] = [f"{max_diff(ort_out, train_out):.3g}", f"{max_diff(ort_out, eval_out):.3g}"]
-                if name == "mlp":
-                    o17 = run_ort(os.path.join(OUT, "mlp_opset17.onnx"), in_names, inputs)
-                    print(f"   mlp_opset17: max |ort - torch train| {max_diff(o17, train_out):.3g}")
+                if name in OPSET17:
+                    o17 = run_ort(os.path.join(OUT, name + "_opset17.onnx"), in_names, inputs)
+                    print(f"   {name}_opset17: max |ort - torch train| {max_diff(o17, train_out):.3g}")
             save_safetensors(os.path.join(OUT, name + ".ref.safetensors"), refs, meta)
         summary.append(row)
 
