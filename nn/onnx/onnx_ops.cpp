@@ -375,6 +375,35 @@ std::vector<Value> op_pad(const OpCall& c) {
   return {c.input(0)};
 }
 
+// Split along `axis` into the node's outputs: sizes from the second input (opset 13) or the
+// attribute (before), else equal parts.
+std::vector<Value> op_split(const OpCall& c) {
+  const Tensor x = c.tensor(0);
+  const int64_t axis = axis_of(c, c.attr_int("axis", 0), x.dim());
+  const size_t parts = c.node.outputs.size();
+  std::vector<int64_t> sizes = c.has_input(1) ? c.input(1).integers() : c.attr_ints("split");
+  if (sizes.empty()) {
+    if (parts == 0 || x.size(axis) % static_cast<int64_t>(parts) != 0)
+      c.fail(fmt::format("{} does not split into {} equal parts along axis {}", shape_str(x.shape()), parts, axis));
+    sizes.assign(parts, x.size(axis) / static_cast<int64_t>(parts));
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) c.fail("a negative split size");
+    total += s;
+  }
+  if (sizes.size() != parts || total != x.size(axis))
+    c.fail(fmt::format("split sizes [{}] do not cover {} along axis {} in {} outputs", fmt::join(sizes, ", "),
+                       shape_str(x.shape()), axis, parts));
+  std::vector<Value> out;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(Value::of(ops::narrow(x, axis, start, s)));
+    start += s;
+  }
+  return out;
+}
+
 std::vector<Value> op_shape(const OpCall& c) {
   const Shape s = c.input(0).dims();
   const int64_t rank = static_cast<int64_t>(s.size());
@@ -519,6 +548,7 @@ const OpEntry kOps[] = {
     {"Shape", 1, op_shape},
     {"Sigmoid", 6, op_sigmoid},
     {"Softmax", 13, op_softmax},
+    {"Split", 13, op_split},
     {"Sqrt", 6, op_sqrt},
     {"Squeeze", 11, op_squeeze},
     {"Sub", 7, op_sub},

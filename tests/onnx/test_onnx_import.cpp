@@ -36,13 +36,14 @@ struct Case {
 
 const Case kCases[] = {{"mlp.onnx", "mlp", 1, 1},       {"mlp_opset17.onnx", "mlp", 1, 1},
                        {"cnn.onnx", "cnn", 1, 1},       {"resnet.onnx", "resnet", 1, 1},
-                       {"two_io.onnx", "two_io", 2, 2}};
+                       {"two_io.onnx", "two_io", 2, 2},   {"encoder.onnx", "encoder", 1, 1},
+                       {"encoder_opset17.onnx", "encoder", 1, 1}};
 
 std::vector<Tensor> inputs_of(const serialization::SafetensorsContents& r, size_t n, bool grad) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < n; ++i) {
     Tensor x = ref(r, "input." + std::to_string(i)).clone();
-    if (grad) x.set_requires_grad(true);
+    if (grad && is_floating(x.dtype())) x.set_requires_grad(true);  // token ids have no gradient
     in.push_back(x);
   }
   return in;
@@ -101,7 +102,7 @@ TEST_P(OnnxImport, ParametersAreTheExportersNamesAndGradientsMatchPyTorch) {
   }
   std::printf("%s: gradients max |tandem - PyTorch| %.3g\n", c.file, worst);
   for (size_t i = 0; i < c.inputs; ++i)
-    expect_close(in[i].grad(), ref(r, "grad.input." + std::to_string(i)), 1e-4, "grad.input");
+    if (const Tensor* want = r.find("grad.input." + std::to_string(i))) expect_close(in[i].grad(), *want, 1e-4, "grad.input");
 }
 
 // Ten steps of SGD (lr 0.01, momentum 0.9) on the same batch: the weights and BatchNorm's running
