@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -125,6 +126,44 @@ std::vector<Value> op_div(const OpCall& c) {
 std::vector<Value> op_relu(const OpCall& c) { return one(ops::relu(c.tensor(0))); }
 std::vector<Value> op_sqrt(const OpCall& c) { return one(ops::sqrt(c.tensor(0))); }
 
+// min(max(x, lo), hi) from relus: lo + relu(x - lo), then hi - relu(hi - y). The gradient is 1 strictly
+// inside (lo, hi) and 0 outside, as PyTorch's clamp (which also passes it on the bounds themselves).
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  Tensor y = x;
+  if (lo) y = ops::add(ops::relu(ops::add(y, -*lo)), *lo);
+  if (hi) y = ops::rsub(*hi, ops::relu(ops::rsub(*hi, y)));
+  return y;
+}
+
+std::optional<double> scalar_input(const OpCall& c, size_t i) {
+  if (!c.has_input(i)) return std::nullopt;
+  const std::vector<double> v = c.tensor(i).to(kCPU).to_vector<double>();
+  if (v.size() != 1) c.fail(fmt::format("input {} is not a scalar", i));
+  return v[0];
+}
+
+// Clip: the bounds are inputs from opset 11 (ReLU6 exports Clip(x, 0, 6)), attributes before.
+std::vector<Value> op_clip(const OpCall& c) {
+  if (c.graph.opset >= 11) return one(clamp(c.tensor(0), scalar_input(c, 1), scalar_input(c, 2)));
+  const auto& a = c.node.attributes;
+  std::optional<double> lo, hi;
+  if (a.count("min")) lo = c.attr_float("min", 0);
+  if (a.count("max")) hi = c.attr_float("max", 0);
+  return one(clamp(c.tensor(0), lo, hi));
+}
+
+// HardSigmoid: clip(alpha x + beta, 0, 1) (PyTorch's Hardsigmoid exports alpha 1/6).
+std::vector<Value> op_hard_sigmoid(const OpCall& c) {
+  const double alpha = c.attr_float("alpha", 0.2), beta = c.attr_float("beta", 0.5);
+  return one(clamp(ops::add(ops::mul(c.tensor(0), alpha), beta), 0.0, 1.0));
+}
+
+// HardSwish (opset 14): x * hardsigmoid(x) with alpha 1/6, beta 1/2.
+std::vector<Value> op_hard_swish(const OpCall& c) {
+  const Tensor x = c.tensor(0);
+  return one(ops::mul(x, clamp(ops::add(ops::mul(x, 1.0 / 6.0), 0.5), 0.0, 1.0)));
+}
+
 // The exponent is a constant scalar (LayerNorm's decomposition writes x ** 2.0).
 std::vector<Value> op_pow(const OpCall& c) {
   const std::vector<double> e = c.tensor(1).to(kCPU).to_vector<double>();
@@ -226,14 +265,25 @@ void need_unit_dilations(const OpCall& c) {
     c.fail(fmt::format("dilations [{}] are not supported (1 only)", fmt::join(d, ", ")));
 }
 
+// A grouped convolution (MobileNet's depthwise ones: group = channels) runs as one conv per group
+// on its slice of the channels, concatenated: the same values, one kernel call per group.
 std::vector<Value> op_conv(const OpCall& c) {
-  const Tensor& x = c.tensor(0);
-  const Tensor& w = c.tensor(1);
+  const Tensor x = c.tensor(0), w = c.tensor(1);
+  const Tensor b = c.has_input(2) ? c.tensor(2) : Tensor();
   if (x.dim() != 4 || w.dim() != 4) c.fail(fmt::format("input of rank {}: tandem runs 2-D convolutions", x.dim()));
-  if (c.attr_int("group", 1) != 1) c.fail(fmt::format("group {} is not supported (1 only)", c.attr_int("group", 1)));
   need_unit_dilations(c);
   const std::array<int64_t, 2> pads = symmetric_pads(c), strides = pair_of(c, "strides", {1, 1});
-  return one(ops::conv2d(x, w, c.has_input(2) ? c.tensor(2) : Tensor(), strides, pads));
+  const int64_t group = c.attr_int("group", 1);
+  if (group == 1) return one(ops::conv2d(x, w, b, strides, pads));
+  if (group < 1 || x.size(1) % group != 0 || w.size(0) % group != 0 || w.size(1) * group != x.size(1))
+    c.fail(fmt::format("group {} does not divide input {} and weight {}", group, shape_str(x.shape()),
+                       shape_str(w.shape())));
+  const int64_t in = x.size(1) / group, out = w.size(0) / group;
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < group; ++g)
+    parts.push_back(ops::conv2d(ops::narrow(x, 1, g * in, in), ops::narrow(w, 0, g * out, out),
+                                b.defined() ? ops::narrow(b, 0, g * out, out) : Tensor(), strides, pads));
+  return one(ops::concat(parts, 1));
 }
 
 // The running statistics are the model's buffers (inputs 3 and 4 are initializers): ops::batch_norm
@@ -524,6 +574,7 @@ const OpEntry kOps[] = {
     {"AveragePool", 11, op_average_pool},
     {"BatchNormalization", 9, op_batch_norm},
     {"Cast", 13, op_cast},
+    {"Clip", 6, op_clip},
     {"Concat", 11, op_concat},
     {"Constant", 11, op_constant},
     {"Conv", 11, op_conv},
@@ -534,6 +585,8 @@ const OpEntry kOps[] = {
     {"Gather", 11, op_gather},
     {"Gemm", 11, op_gemm},
     {"GlobalAveragePool", 1, op_global_average_pool},
+    {"HardSigmoid", 6, op_hard_sigmoid},
+    {"HardSwish", 14, op_hard_swish},
     {"Identity", 1, op_identity},
     {"LayerNormalization", 17, op_layer_norm},
     {"MatMul", 9, op_matmul},
