@@ -1,8 +1,9 @@
 """Writes small ONNX models exported by PyTorch and their reference values, for the ONNX importer's tests,
 into tests/onnx/models/ (README.md there lists the files):
-  K.onnx                 K = mlp, cnn, resnet, two_io, encoder (opset 13), unsupported (opset 13, has a CumSum)
-  K_opset17.onnx         K = mlp, encoder: the same model, same initializers, opset 17 (K.ref.safetensors
-                         applies to it)
+  K.onnx                 K = mlp, cnn, resnet, two_io, encoder, mobilenet (opset 13), unsupported (opset 13, has
+                         a CumSum)
+  K_opset17.onnx         K = mlp, encoder, mobilenet: the same model, same initializers, opset 17
+                         (K.ref.safetensors applies to it)
   K.ref.safetensors      references for K (not for unsupported), float32 ("F32") except encoder's int64 input
                          ("I64"); [j] = output j, [i] = input i:
     input.<i>              the inputs (standard normal, fixed seed; batch 3; encoder: token ids in [0, 11))
@@ -62,6 +63,9 @@ Op types, in the files' opset 13 (the importer's list):
   unsupported  Gemm Constant CumSum
   encoder      Gather Add ReduceMean Sub Constant Pow Sqrt Div Mul Shape Transpose MatMul Split Unsqueeze Concat
                Reshape Softmax Erf Gemm
+  mobilenet    Conv BatchNormalization HardSigmoid Mul Constant Clip GlobalAveragePool Relu Flatten Gemm
+               (mobilenet_opset17: Conv BatchNormalization HardSwish Constant Clip GlobalAveragePool Relu
+               HardSigmoid Mul Flatten Gemm)
   Linear is Gemm(alpha 1, beta 1, transB 1) with the weight [out, in]. Conv carries dilations, group,
   kernel_shape, pads and strides explicitly; resnet's convs have no bias (2 inputs). MaxPool/AveragePool:
   kernel_shape, strides, pads 0, ceil_mode 0. AvgPool2d(2) exports as Pad(x, Constant int64 zeros[8],
@@ -87,9 +91,21 @@ qkv.*, proj.*, ln2.*, fc1.*, fc2.*, ln_f.*, head.*, each .weight/.bias):
   LayerNormalization Shape Constant Transpose MatMul Split Unsqueeze Concat Reshape Div Softmax Erf Mul
   ReduceMean Gemm. LayerNorm weight/bias start off 1/0 (as BN's), pos ~ 0.5 N(0, 1); the ids leave tokens
   0, 4 and 10 unused (zero rows in grad.tok.weight) and repeat 6 four times (Gather's gradient accumulates).
+The mobilenet (TinyMobileNet: input "x" [batch, 3, 8, 8], output "y" [batch, 10]; initializers stem.0.weight,
+stem.1.*, dw.0.weight, dw.1.*, se.fc1.*, se.fc2.*, pw.0.weight, pw.1.*, gconv.0.weight/.bias, gconv.1.*,
+fc.*; each BN's weight, bias, running_mean, running_var):
+  Convs: stem group 1, strides [2, 2], pads [1, 1, 1, 1]; dw (depthwise) group 8, weight [8, 1, 3, 3]; se.fc1/
+  se.fc2 1x1 with bias; pw 1x1 no bias; gconv group 4, weight [16, 4, 3, 3], with bias; all dilations [1, 1].
+  nn.Hardswish at opset 13 is Mul(x, HardSigmoid(x)) (x read twice, same shape); at opset 17 one HardSwish
+  node. nn.Hardsigmoid is HardSigmoid with alpha 1/6 (float 0.16666667) and NO beta attribute (ONNX's
+  default 0.5), at both opsets. nn.ReLU6 is Clip(x, min, max) with min and max as inputs, each a Constant
+  float32 scalar (0.0, 6.0), not initializers, at both opsets. AdaptiveAvgPool2d(1) is GlobalAveragePool
+  (no ReduceMean); the squeeze-excitation's product is Mul(x [B, 8, 4, 4], scale [B, 8, 1, 1]) (broadcast).
+  With these inputs ReLU6 never reaches 6 and the SE's HardSigmoid input stays in (-3, 3); the stem's
+  Hardswish sees values on both sides of +-3.
 onnxruntime runs the TRAINING export's BatchNormalization with the batch's statistics (it honours the
 extra outputs / training_mode=1): its outputs agree with train.output to ~1e-7 and differ from
-eval.output by 0.34 (cnn) and 0.45 (resnet); for models without BN the two are the same.
+eval.output by 0.34 (cnn), 0.45 (resnet) and 0.27 (mobilenet); for models without BN the two are the same.
 """
 import copy
 import os
@@ -210,6 +226,44 @@ class Encoder(nn.Module):
         return self.head(self.ln_f(x).mean(1))
 
 
+class SqueezeExcitation(nn.Module):
+    """torchvision's SqueezeExcitation as MobileNetV3 uses it: the spatial mean, fc1 (1x1 conv), ReLU, fc2
+    (1x1 conv), Hardsigmoid, multiplied into the input channel by channel."""
+
+    def __init__(self, c, squeeze):
+        super().__init__()
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(c, squeeze, 1)
+        self.activation = nn.ReLU()
+        self.fc2 = nn.Conv2d(squeeze, c, 1)
+        self.scale_activation = nn.Hardsigmoid()
+
+    def forward(self, x):
+        return x * self.scale_activation(self.fc2(self.activation(self.fc1(self.avgpool(x)))))
+
+
+class TinyMobileNet(nn.Module):
+    """A MobileNetV3-style net at toy size, input [batch, 3, 8, 8]: a stride-2 stem (conv, BN, Hardswish); a
+    depthwise-separable block (depthwise 3x3 conv, BN, ReLU6, squeeze-excitation, pointwise 1x1 conv to 16,
+    BN); a grouped 3x3 conv (4 groups), BN, Hardswish; the spatial mean, Flatten, Linear(16, 10)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8),
+                                  nn.Hardswish())
+        self.dw = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), nn.BatchNorm2d(8), nn.ReLU6())
+        self.se = SqueezeExcitation(8, 4)
+        self.pw = nn.Sequential(nn.Conv2d(8, 16, 1, bias=False), nn.BatchNorm2d(16))
+        self.gconv = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=4), nn.BatchNorm2d(16), nn.Hardswish())
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pw(self.se(self.dw(self.stem(x))))
+        return self.fc(self.flatten(self.avgpool(self.gconv(x))))
+
+
 def mlp():
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
 
@@ -229,9 +283,10 @@ MODELS = {
     "two_io": (TwoIO, 104, [("a", (3, 5)), ("b", (3, 2))], ["y1", "y2"], True),
     "unsupported": (Unsupported, 105, [("x", (3, 4))], ["y"], False),
     "encoder": (Encoder, 106, [("ids", (3, 5), 11)], ["logits"], True),
+    "mobilenet": (TinyMobileNet, 107, [("x", (3, 3, 8, 8))], ["y"], True),
 }
 # Models also exported at opset 17 as K_opset17.onnx, from the same pre-export state (K.ref.safetensors applies).
-OPSET17 = ("mlp", "encoder")
+OPSET17 = ("mlp", "encoder", "mobilenet")
 
 
 def make_model(ctor, seed):
@@ -369,7 +424,8 @@ def main():
             print(f"   BatchNormalization inputs {bn_in} outputs {n_out} attributes {attrs}")
         row = [name, " ".join(d["ops"]), "-", "-"]
         if name in OPSET17:
-            # From the same pre-export state, so the opset-17 file holds the same initializers (no BN here).
+            # From the same pre-export state: its one train-mode pass updates the BN running stats exactly as
+            # the opset-13 export did, so the opset-17 file holds the same initializers (checked).
             m17, _ = export(m_init, inputs, in_names, out_names, os.path.join(OUT, name + "_opset17.onnx"), 17)
             check_initializers(m17, m0)
             print(f"   {name}_opset17 ops {describe(m17)['ops']}")
