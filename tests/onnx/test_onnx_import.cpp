@@ -37,7 +37,8 @@ struct Case {
 const Case kCases[] = {{"mlp.onnx", "mlp", 1, 1},       {"mlp_opset17.onnx", "mlp", 1, 1},
                        {"cnn.onnx", "cnn", 1, 1},       {"resnet.onnx", "resnet", 1, 1},
                        {"two_io.onnx", "two_io", 2, 2},   {"encoder.onnx", "encoder", 1, 1},
-                       {"encoder_opset17.onnx", "encoder", 1, 1}};
+                       {"encoder_opset17.onnx", "encoder", 1, 1}, {"mobilenet.onnx", "mobilenet", 1, 1},
+                       {"mobilenet_opset17.onnx", "mobilenet", 1, 1}};
 
 std::vector<Tensor> inputs_of(const serialization::SafetensorsContents& r, size_t n, bool grad) {
   std::vector<Tensor> in;
