@@ -32,8 +32,9 @@ int main(int argc, char** argv) {
   set_num_threads(threads);
 
   nn::onnx::OnnxModel model(path);
+  const std::vector<nn::onnx::OnnxModel::TensorSpec> inputs = model.inputs();  // kept: dims is a member
   Shape shape;
-  for (int64_t d : model.inputs().at(0).dims) shape.push_back(d < 0 ? batch : d);
+  for (int64_t d : inputs.at(0).dims) shape.push_back(d < 0 ? batch : d);
   shape[0] = batch;
   Generator gen(0);
   Tensor x = Tensor::zeros(shape);
