@@ -7,11 +7,9 @@
 namespace tandem::train {
 
 // --device: cpu; cuda:N; cuda (cuda:<local rank>; an error where a node has more ranks than GPUs);
-// auto (cuda:<local rank> where each rank on the node has a GPU, else cpu). --mode dp starts on the
-// CPU (its replicas go to --devices).
-Device resolve_device(const TrainConfig& cfg);
-// The same with the reason in one line; auto picks by free memory (comm::choose_node_device,
-// skipping GPUs below --min-free-memory).
+// auto (cuda:<local rank> where each rank on the node has a GPU, else cpu; by free memory:
+// comm::choose_node_device, skipping GPUs below --min-free-memory). --mode dp starts on the CPU (its
+// replicas go to --devices). With the reason in one line.
 monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg);
 
 }  // namespace tandem::train

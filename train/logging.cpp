@@ -92,13 +92,6 @@ spdlog::level::level_enum to_spdlog(Level l) {
 
 }  // namespace
 
-Level parse_level(const std::string& name) {
-  static const char* names[] = {"trace", "debug", "info", "warn", "error", "off"};
-  for (int i = 0; i < 6; ++i)
-    if (name == names[i]) return static_cast<Level>(i);
-  TANDEM_FAIL(Value, "--log-level must be trace, debug, info, warn, error or off, got '{}'", name);
-}
-
 void configure(Level level, int rank, int world_size) {
   state().level = static_cast<int>(level);
   state().configure_pattern(rank, world_size);

@@ -15,8 +15,7 @@ namespace logging {
 
 enum class Level { trace, debug, info, warn, error, off };
 
-// "trace" | "debug" | "info" | "warn" | "error" | "off"; throws ValueError otherwise.
-Level parse_level(const std::string& name);
+// Its words ("trace" ... "off") are EnumNames<Level>'s, below: enum_value<Level>(word).
 // Sets the process-wide level and the rank prefix (world_size > 1: "[rank R] "). Call again once the
 // world is known; before that, lines have no prefix and the level is info.
 void configure(Level level, int rank, int world_size);

@@ -67,8 +67,6 @@ ParallelMode resolve_mode(ParallelMode configured) {
   return decide_mode_here(cfg).mode;
 }
 
-Device resolve_device(const TrainConfig& cfg) { return resolve_device_choice(cfg).device; }
-
 monitor::DeviceChoice resolve_device_choice(const TrainConfig& cfg) {
   if (resolve_mode(cfg.mode) == ParallelMode::DP) return {kCPU, "cpu: --mode dp places its replicas on --devices"};
   if (cfg.device == "cpu") return {kCPU, "cpu: --device cpu"};

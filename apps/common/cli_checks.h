@@ -4,7 +4,6 @@
 #pragma once
 #include "apps/common/engine.h"
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "nn/config/checks.h"
 #include "runtime/enum_names.h"
 #include "runtime/spelling.h"
 
@@ -44,18 +44,14 @@ CLI::Option* add_enum_option(CLI::App& app, const std::string& name, E& field, c
   std::vector<std::string> words;
   for (const std::string& w : enum_words<E>())
     if (only.empty() || std::find(only.begin(), only.end(), *enum_value<E>(w)) != only.end()) words.push_back(w);
-  auto lower = [](std::string w) {
-    for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return w;
-  };
-  auto offered = [words, lower](const std::string& w) {
-    return std::find(words.begin(), words.end(), lower(w)) != words.end();
+  auto offered = [words](const std::string& w) {
+    return std::find(words.begin(), words.end(), nn::config::lower(w)) != words.end();
   };
   std::string list;
   for (const std::string& w : words) list += (list.empty() ? "" : "|") + w;
   return app
       .add_option_function<std::string>(
-          name, [&field, lower](const std::string& w) { field = *enum_value<E>(lower(w)); }, help)
+          name, [&field](const std::string& w) { field = *enum_value<E>(nn::config::lower(w)); }, help)
       ->check(CLI::Validator(
           [offered, words](std::string& w) { return offered(w) ? std::string() : w + " not in " + or_list(words); },
           ""))

@@ -128,15 +128,15 @@ Attribute attribute(const pb::AttributeProto& a, const std::string& path) {
 Graph read_graph(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IOError(fmt::format("{}: cannot open the ONNX model: {}", path, std::strerror(errno)));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   TANDEM_CHECK_KIND(IO, !in.bad(), "{}: cannot read the ONNX model", path);
-  return read_graph_bytes(bytes, path);
+  return read_graph_bytes(std::move(bytes), path);
 }
 
-Graph read_graph_bytes(const std::string& bytes, const std::string& path) {
+Graph read_graph_bytes(std::string bytes, const std::string& path) {
   pb::ModelProto model;
   TANDEM_CHECK(model.ParseFromString(bytes), "{}: not an ONNX model (the protobuf does not parse)", path);
-  auto kept = std::make_shared<const std::string>(bytes);
+  auto kept = std::make_shared<const std::string>(std::move(bytes));  // moved, not copied: a model can be GBs
   // The checker, not the library's shape inference: tandem checks shapes as it runs the ops, and
   // libonnx 1.12's inference divides by zero on some hostile files (convPoolShapeInference: a crash
   // the ONNX fuzzer found in seconds), so a file could end the process.

@@ -55,8 +55,8 @@ struct Graph {
 // that is not a valid ONNX model (the checker's message), uses a domain other than the default one,
 // or holds a tensor type tandem has no dtype for.
 Graph read_graph(const std::string& path);
-// The same from the file's bytes; `source` names it in messages.
-Graph read_graph_bytes(const std::string& bytes, const std::string& source);
+// The same from the file's bytes (kept in the Graph for write_graph_with); `source` names it in messages.
+Graph read_graph_bytes(std::string bytes, const std::string& source);
 
 // The graph's file with each initializer named in `values` replaced by that tensor (same shape; its
 // values converted to the initializer's element type), everything else as it was: the imported

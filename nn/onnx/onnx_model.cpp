@@ -15,19 +15,24 @@ namespace tandem::nn::onnx {
 
 namespace {
 
-bool floating(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
-
 bool matches(const std::string& name, const std::string& pattern) {
   if (!pattern.empty() && pattern.back() == '.') return name.rfind(pattern, 0) == 0;
   return name == pattern;
 }
 
-// Every node's op must run at the graph's opset: checked before anything else is built.
-void check_ops(const Graph& g) {
-  for (const Node& n : g.nodes)
-    if (find_op(n.op, g.opset) == nullptr)
-      throw ValueError(fmt::format("{}: node '{}': op {} (opset {}) is not supported by tandem; it runs {}", g.path,
-                                   n.name, n.op, g.opset, fmt::join(supported_ops(), ", ")));
+int readers_of(const std::unordered_map<std::string, int>& readers, const std::string& value) {
+  auto it = readers.find(value);
+  return it == readers.end() ? 0 : it->second;
+}
+
+// The one node reading `value` (and nothing else does, not even the graph's outputs), if it is an `op`.
+int sole_reader(const Graph& g, const std::unordered_map<std::string, int>& readers, const std::string& value,
+                const char* op) {
+  if (readers_of(readers, value) != 1) return -1;
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    for (const std::string& in : g.nodes[j].inputs)
+      if (in == value) return g.nodes[j].op == op ? static_cast<int>(j) : -1;
+  return -1;
 }
 
 }  // namespace
@@ -43,7 +48,15 @@ OnnxModel::OnnxModel(Graph graph, const ImportOptions& options)
     : graph_(std::make_shared<const Graph>(std::move(graph))) {
   const Graph& g = *graph_;
   const std::string& path = g.path;
-  check_ops(g);
+  // Every node's op must run at the graph's opset: checked before anything else is built.
+  plan_.resize(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    plan_[i] = {find_op(n.op, g.opset), n.inputs, n.outputs, false, {}};
+    if (plan_[i].fn == nullptr)
+      throw ValueError(fmt::format("{}: node '{}': op {} (opset {}) is not supported by tandem; it runs {}", path,
+                                   n.name, n.op, g.opset, fmt::join(supported_ops(), ", ")));
+  }
   // BatchNormalization's inputs 3 and 4 are running statistics: state, not weights.
   std::set<std::string> statistics;
   for (const Node& n : g.nodes)
@@ -58,26 +71,26 @@ OnnxModel::OnnxModel(Graph graph, const ImportOptions& options)
     bool frozen = false;
     for (const std::string& f : options.frozen) frozen = frozen || matches(name, f);
     // The exporter names folded constants "onnx::<op>_<n>": values of the graph, not weights.
-    const bool weight = floating(t.dtype()) && !statistics.count(name) && !frozen && name.rfind("onnx::", 0) != 0;
+    const bool weight = is_floating(t.dtype()) && !statistics.count(name) && !frozen && name.rfind("onnx::", 0) != 0;
     if (weight)
       register_parameter(name, t);
     else
       register_buffer(name, t);
   }
   index_state();
-  fuse_batchnorm_epilogues();
-  fuse_gelu();
+  ReaderCounts readers;
+  for (const Node& n : g.nodes)
+    for (const std::string& in : n.inputs) ++readers[in];
+  for (const ValueInfo& o : g.outputs) readers[o.name] += 2;
+  fuse_batchnorm_epilogues(readers);
+  fuse_gelu(readers);
 }
 
-void OnnxModel::fuse_gelu() {
+void OnnxModel::fuse_gelu(const ReaderCounts& readers) {
   const Graph& g = *graph_;
   std::unordered_map<std::string, size_t> producer;
-  std::unordered_map<std::string, int> readers;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const std::string& o : g.nodes[i].outputs) producer[o] = i;
-    for (const std::string& in : g.nodes[i].inputs) ++readers[in];
-  }
-  for (const ValueInfo& o : g.outputs) readers[o.name] += 2;
   // A scalar the graph knows at load: a Constant's value or a one-element initializer.
   auto scalar = [&](const std::string& name, double want) {
     const Tensor* t = nullptr;
@@ -91,14 +104,7 @@ void OnnxModel::fuse_gelu() {
     if (t == nullptr || t->numel() != 1 || !is_floating(t->dtype())) return false;
     return std::fabs(t->to_vector<double>()[0] - want) <= 1e-6 * std::fabs(want);
   };
-  // The one node reading `value` (and nothing else does), if it is an `op`.
-  auto reader = [&](const std::string& value, const char* op) -> int {
-    if (readers[value] != 1) return -1;
-    for (size_t j = 0; j < g.nodes.size(); ++j)
-      for (const std::string& in : g.nodes[j].inputs)
-        if (in == value) return g.nodes[j].op == op ? static_cast<int>(j) : -1;
-    return -1;
-  };
+  auto reader = [&](const std::string& value, const char* op) { return sole_reader(g, readers, value, op); };
   // The input of a binary node that is not `other`.
   auto other_input = [](const Node& n, const std::string& other) -> std::string {
     if (n.inputs.size() != 2) return "";
@@ -111,7 +117,7 @@ void OnnxModel::fuse_gelu() {
     if (div_at == producer.end()) continue;
     const Node& div = g.nodes[div_at->second];
     if (div.op != "Div" || div.inputs.size() != 2 || !scalar(div.inputs[1], std::sqrt(2.0)) ||
-        readers[div.outputs[0]] != 1)
+        readers_of(readers, div.outputs[0]) != 1)
       continue;
     const std::string x = div.inputs[0];
     const int add = reader(erf.outputs[0], "Add");
@@ -123,30 +129,19 @@ void OnnxModel::fuse_gelu() {
     const int half = reader(prod, "Mul");
     if (half < 0 || !scalar(other_input(g.nodes[static_cast<size_t>(half)], prod), 0.5)) continue;
     for (size_t folded : {div_at->second, e, static_cast<size_t>(add), static_cast<size_t>(mul_x)})
-      fusion_[folded].folded = true;
-    fusion_[static_cast<size_t>(half)].gelu_input = x;
+      plan_[folded].fn = nullptr;
+    NodePlan& last = plan_[static_cast<size_t>(half)];
+    last.fn = gelu_op();
+    last.inputs = {x};
   }
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (g.nodes[i].op == "Erf" && !fusion_[i].folded)
+    if (g.nodes[i].op == "Erf" && plan_[i].fn != nullptr)
       throw ValueError(fmt::format("{}: node '{}': Erf outside a GELU (x * 0.5 * (1 + erf(x / sqrt(2)))) is not "
                                    "supported", g.path, g.nodes[i].name));
 }
 
-void OnnxModel::fuse_batchnorm_epilogues() {
+void OnnxModel::fuse_batchnorm_epilogues(const ReaderCounts& readers) {
   const Graph& g = *graph_;
-  fusion_.assign(g.nodes.size(), Fusion{});
-  // Who reads each value: a fused value must have exactly one reader and not be a graph output.
-  std::unordered_map<std::string, int> readers;
-  for (const Node& n : g.nodes)
-    for (const std::string& in : n.inputs) ++readers[in];
-  for (const ValueInfo& o : g.outputs) readers[o.name] += 2;
-  auto only_reader = [&](size_t from, const std::string& value, const char* op) -> int {
-    if (readers[value] != 1) return -1;
-    for (size_t j = from + 1; j < g.nodes.size(); ++j)
-      for (const std::string& in : g.nodes[j].inputs)
-        if (in == value) return g.nodes[j].op == op ? static_cast<int>(j) : -1;
-    return -1;
-  };
   auto ints = [](const Node& n, const char* name, std::vector<int64_t> otherwise) {
     auto it = n.attributes.find(name);
     return it == n.attributes.end() || it->second.kind != Attribute::Kind::Ints ? otherwise : it->second.ints;
@@ -159,15 +154,16 @@ void OnnxModel::fuse_batchnorm_epilogues() {
     const Node& bn = g.nodes[i];
     if (bn.op != "BatchNormalization" || bn.outputs.empty()) continue;
     bool stats_read = false;  // a training export's extra outputs, if anything reads them
-    for (size_t k = 1; k < bn.outputs.size(); ++k) stats_read = stats_read || (!bn.outputs[k].empty() && readers[bn.outputs[k]]);
-    const int relu = stats_read ? -1 : only_reader(i, bn.outputs[0], "Relu");
+    for (size_t k = 1; k < bn.outputs.size(); ++k)
+      stats_read = stats_read || (!bn.outputs[k].empty() && readers_of(readers, bn.outputs[k]) > 0);
+    const int relu = stats_read ? -1 : sole_reader(g, readers, bn.outputs[0], "Relu");
     if (relu < 0) continue;
-    Fusion& f = fusion_[i];
+    NodePlan& f = plan_[i];
     f.has_epilogue = true;
     f.epilogue.relu = true;
-    f.output = g.nodes[static_cast<size_t>(relu)].outputs[0];
-    fusion_[static_cast<size_t>(relu)].folded = true;
-    const int pool = only_reader(static_cast<size_t>(relu), f.output, "MaxPool");
+    f.outputs[0] = g.nodes[static_cast<size_t>(relu)].outputs[0];
+    plan_[static_cast<size_t>(relu)].fn = nullptr;
+    const int pool = sole_reader(g, readers, f.outputs[0], "MaxPool");
     if (pool < 0) continue;
     const Node& p = g.nodes[static_cast<size_t>(pool)];
     const std::vector<int64_t> k = ints(p, "kernel_shape", {}), s = ints(p, "strides", {1, 1}),
@@ -182,8 +178,8 @@ void OnnxModel::fuse_batchnorm_epilogues() {
     f.epilogue.pool_kernel = {k[0], k[1]};
     f.epilogue.pool_stride = {s[0], s[1]};
     f.epilogue.pool_padding = {pads[0], pads[1]};
-    f.output = p.outputs[0];
-    fusion_[static_cast<size_t>(pool)].folded = true;
+    f.outputs[0] = p.outputs[0];
+    plan_[static_cast<size_t>(pool)].fn = nullptr;
   }
 }
 
@@ -194,10 +190,7 @@ void OnnxModel::index_state() {
 }
 
 void OnnxModel::save_onnx(const std::string& path) const {
-  std::vector<std::pair<std::string, Tensor>> values;
-  for (const auto& [name, t] : params_) values.emplace_back(name, t);
-  for (const auto& [name, t] : buffers_) values.emplace_back(name, t);
-  serialization::write_file_atomic(path, write_graph_with(*graph_, values));
+  serialization::write_file_atomic(path, write_graph_with(*graph_, state_dict()));
 }
 
 size_t OnnxModel::num_inputs() const { return graph_->inputs.size(); }
@@ -257,13 +250,11 @@ std::vector<Tensor> OnnxModel::forward_many(const std::vector<Tensor>& inputs) {
       env[name] = Value::of(t);
   }
   for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
-    const Node& n = g.nodes[idx];
-    const Fusion& fused = fusion_[idx];
-    if (fused.folded) continue;  // ran inside the BatchNormalization before it
-    OpCall call{n, g, {}, is_training(), device};
-    if (fused.has_epilogue) call.epilogue = &fused.epilogue;
-    const std::vector<std::string> gelu_in{fused.gelu_input};
-    for (const std::string& in : fused.gelu_input.empty() ? n.inputs : gelu_in) {
+    const NodePlan& plan = plan_[idx];
+    if (plan.fn == nullptr) continue;  // runs inside the node its value feeds (a fusion)
+    OpCall call{g.nodes[idx], g, {}, is_training(), device};
+    if (plan.has_epilogue) call.epilogue = &plan.epilogue;
+    for (const std::string& in : plan.inputs) {
       if (in.empty()) {
         call.in.push_back(nullptr);
         continue;
@@ -272,9 +263,9 @@ std::vector<Tensor> OnnxModel::forward_many(const std::vector<Tensor>& inputs) {
       if (it == env.end()) call.fail(fmt::format("its input '{}' is computed by no earlier node", in));
       call.in.push_back(&it->second);
     }
-    std::vector<Value> out = (fused.gelu_input.empty() ? find_op(n.op, g.opset) : gelu_op())(call);
-    for (size_t k = 0; k < n.outputs.size() && k < out.size(); ++k)
-      if (!n.outputs[k].empty()) env[k == 0 && fused.has_epilogue ? fused.output : n.outputs[k]] = std::move(out[k]);
+    std::vector<Value> out = plan.fn(call);
+    for (size_t k = 0; k < plan.outputs.size() && k < out.size(); ++k)
+      if (!plan.outputs[k].empty()) env[plan.outputs[k]] = std::move(out[k]);
   }
   std::vector<Tensor> outputs;
   for (const ValueInfo& o : g.outputs) {

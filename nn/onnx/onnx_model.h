@@ -16,6 +16,8 @@
 namespace tandem::nn::onnx {
 
 struct Graph;
+struct OpCall;  // onnx_ops.h (internal): one node's run
+struct Value;
 
 struct ImportOptions {
   // Initializers that are not trained: a name, or a prefix ending in "." ("layer1." freezes a block).
@@ -62,23 +64,26 @@ class OnnxModel : public Module {
   // move to another device is seen), and the constants that are neither.
   void index_state();
 
+  // How many nodes read each value (a graph output counts as two readers: it is never fused away).
+  using ReaderCounts = std::unordered_map<std::string, int>;
   // BatchNormalization -> Relu [-> MaxPool] chains run as one batch_norm with its epilogue (the
-  // built-in cnn's fusion): per node, its epilogue, whether it is folded into an earlier node, and
-  // the value the fused node writes instead of its own output.
-  void fuse_batchnorm_epilogues();
+  // built-in cnn's fusion).
+  void fuse_batchnorm_epilogues(const ReaderCounts& readers);
   // x * 0.5 * (1 + erf(x / sqrt 2)) (nn.GELU()'s export: Div, Erf, Add, Mul, Mul) runs as one exact
   // gelu on x; an Erf anywhere else is refused here, at load.
-  void fuse_gelu();
+  void fuse_gelu(const ReaderCounts& readers);
 
   std::shared_ptr<const Graph> graph_;
-  struct Fusion {
-    bool folded = false;          // this Relu or MaxPool runs inside the BatchNormalization before it
+  // What forward runs for each node, decided at load.
+  struct NodePlan {
+    // The op at the graph's opset (onnx_ops.h's OpFn); null: folded into the node before it.
+    std::vector<Value> (*fn)(const OpCall&) = nullptr;
+    std::vector<std::string> inputs;   // what it reads (a fused GELU: x alone)
+    std::vector<std::string> outputs;  // what it writes (a fused BatchNormalization's Y: its chain's end)
     bool has_epilogue = false;
     ops::BatchNormEpilogue epilogue;
-    std::string output;           // the BatchNormalization's Y is written here (the chain's last output)
-    std::string gelu_input;       // non-empty: this node (the pattern's last Mul) runs gelu on this value
   };
-  std::vector<Fusion> fusion_;  // one per node
+  std::vector<NodePlan> plan_;  // one per node
   std::unordered_map<std::string, Tensor> state_;
 };
 

@@ -2,8 +2,6 @@
 // the table in onnx_ops.cpp lists. Internal.
 #pragma once
 #include <cstdint>
-#include <functional>
-#include <numeric>
 #include <vector>
 
 #include <fmt/format.h>
@@ -18,10 +16,6 @@ inline std::vector<Value> one(Tensor t) { return {Value::of(std::move(t))}; }
 inline int64_t axis_of(const OpCall& c, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) c.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
   return axis < 0 ? axis + rank : axis;
-}
-
-inline int64_t numel_of(const Shape& s) {
-  return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<int64_t>());
 }
 
 // The shape ops: Reshape, Flatten, Transpose, Concat, Pad, Split, Shape, Gather, Unsqueeze,

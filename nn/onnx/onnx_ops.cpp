@@ -127,16 +127,17 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
   return y;
 }
 
-std::optional<double> scalar_input(const OpCall& c, size_t i) {
+// Input i as one number (nullopt where the node omits it); `what` names it when it is not a scalar.
+std::optional<double> scalar_input(const OpCall& c, size_t i, const char* what) {
   if (!c.has_input(i)) return std::nullopt;
   const std::vector<double> v = c.tensor(i).to(kCPU).to_vector<double>();
-  if (v.size() != 1) c.fail(fmt::format("input {} is not a scalar", i));
+  if (v.size() != 1) c.fail(fmt::format("{} is not a scalar", what));
   return v[0];
 }
 
 // Clip: the bounds are inputs from opset 11 (ReLU6 exports Clip(x, 0, 6)), attributes before.
 std::vector<Value> op_clip(const OpCall& c) {
-  if (c.graph.opset >= 11) return one(clamp(c.tensor(0), scalar_input(c, 1), scalar_input(c, 2)));
+  if (c.graph.opset >= 11) return one(clamp(c.tensor(0), scalar_input(c, 1, "min"), scalar_input(c, 2, "max")));
   const auto& a = c.node.attributes;
   std::optional<double> lo, hi;
   if (a.count("min")) lo = c.attr_float("min", 0);
@@ -144,23 +145,26 @@ std::vector<Value> op_clip(const OpCall& c) {
   return one(clamp(c.tensor(0), lo, hi));
 }
 
-// HardSigmoid: clip(alpha x + beta, 0, 1) (PyTorch's Hardsigmoid exports alpha 1/6).
+// clip(alpha x + beta, 0, 1).
+Tensor hard_sigmoid(const Tensor& x, double alpha, double beta) {
+  return clamp(ops::add(ops::mul(x, alpha), beta), 0.0, 1.0);
+}
+
+// HardSigmoid (PyTorch's Hardsigmoid exports alpha 1/6).
 std::vector<Value> op_hard_sigmoid(const OpCall& c) {
-  const double alpha = c.attr_float("alpha", 0.2), beta = c.attr_float("beta", 0.5);
-  return one(clamp(ops::add(ops::mul(c.tensor(0), alpha), beta), 0.0, 1.0));
+  return one(hard_sigmoid(c.tensor(0), c.attr_float("alpha", 0.2), c.attr_float("beta", 0.5)));
 }
 
 // HardSwish (opset 14): x * hardsigmoid(x) with alpha 1/6, beta 1/2.
 std::vector<Value> op_hard_swish(const OpCall& c) {
   const Tensor x = c.tensor(0);
-  return one(ops::mul(x, clamp(ops::add(ops::mul(x, 1.0 / 6.0), 0.5), 0.0, 1.0)));
+  return one(ops::mul(x, hard_sigmoid(x, 1.0 / 6.0, 0.5)));
 }
 
 // The exponent is a constant scalar (LayerNorm's decomposition writes x ** 2.0).
 std::vector<Value> op_pow(const OpCall& c) {
-  const std::vector<double> e = c.tensor(1).to(kCPU).to_vector<double>();
-  if (e.size() != 1) c.fail("only a scalar exponent is supported");
-  return one(ops::pow(c.tensor(0), e[0]));
+  c.input(1);  // required: an error naming the node where it is missing
+  return one(ops::pow(c.tensor(0), *scalar_input(c, 1, "the exponent (only a scalar one is supported)")));
 }
 
 // Erf runs where it is GELU's (OnnxModel fuses x * 0.5 * (1 + erf(x / sqrt 2)) into one gelu);
@@ -176,12 +180,7 @@ std::vector<Value> op_identity(const OpCall& c) { return {c.input(0)}; }
 // Dropout (opset 12+: ratio and training_mode are inputs). It follows the model's train()/eval(),
 // whatever the export's training_mode says, like BatchNormalization.
 std::vector<Value> op_dropout(const OpCall& c) {
-  double ratio = 0.5;
-  if (c.has_input(1)) {
-    const std::vector<double> r = c.tensor(1).to(kCPU).to_vector<double>();
-    if (r.size() != 1) c.fail("ratio is not a scalar");
-    ratio = r[0];
-  }
+  const double ratio = scalar_input(c, 1, "ratio").value_or(0.5);
   std::vector<Value> out = one(ops::dropout(c.tensor(0), ratio, c.training));
   if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.fail("the mask output is not supported");
   return out;
@@ -199,7 +198,7 @@ std::vector<Value> op_matmul(const OpCall& c) {
   Shape lead(a.shape().begin(), a.shape().end() - 2);
   if (b.dim() == a.dim() && Shape(b.shape().begin(), b.shape().end() - 2) != lead)
     c.fail(fmt::format("leading dims of {} and {} differ (no broadcasting yet)", shape_str(a.shape()), shape_str(b.shape())));
-  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1), batch = numel_of(lead);
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1), batch = shape_numel(lead);
   Tensor a3 = ops::reshape(a, {batch, m, k});
   Tensor b3 = b.dim() == 2 ? b : ops::reshape(b, {batch, b.size(-2), n});
   Shape out = lead;

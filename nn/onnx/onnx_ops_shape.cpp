@@ -27,9 +27,9 @@ static Shape shape_from(const OpCall& c, const Shape& in, std::vector<int64_t> s
     }
   }
   if (infer >= 0) {
-    if (known == 0 || numel_of(in) % known != 0)
+    if (known == 0 || shape_numel(in) % known != 0)
       c.fail(fmt::format("cannot reshape {} into [{}]", shape_str(in), fmt::join(spec, ", ")));
-    spec[static_cast<size_t>(infer)] = numel_of(in) / known;
+    spec[static_cast<size_t>(infer)] = shape_numel(in) / known;
   }
   return Shape(spec.begin(), spec.end());
 }
@@ -38,7 +38,7 @@ std::vector<Value> op_reshape(const OpCall& c) {
   const Value& x = c.input(0);
   const Shape s = shape_from(c, x.dims(), c.input(1).integers(), c.attr_int("allowzero", 0) != 0);
   if (x.host) {
-    if (numel_of(s) != static_cast<int64_t>(x.ints.size())) c.fail("reshape changes the number of elements");
+    if (shape_numel(s) != static_cast<int64_t>(x.ints.size())) c.fail("reshape changes the number of elements");
     return {Value::of_ints(x.ints, s)};
   }
   return one(ops::reshape(x.t, s));
