@@ -17,12 +17,24 @@
 #include "runtime/data/gpt2_pretokenize.h"
 #include "runtime/data/idx.h"
 #include "runtime/error.h"
+#include "runtime/host_cache.h"
+#include "runtime/memory_budget.h"
 #include "runtime/serialization/safetensors.h"
 #include "runtime/serialization/training_checkpoint.h"
 
 namespace tandem::fuzz {
 
 namespace {
+// A model's own numbers size its intermediate tensors (a broadcast of [16384, 1] and [1, 16384], a
+// ConstantOfShape): under a budget they fail with OutOfMemoryError as on a full GPU instead of
+// tripping libFuzzer's memory limit. The host cache would keep up to 1 GiB of freed blocks, which
+// that limit counts too: off.
+[[maybe_unused]] const bool memory_bounded = [] {
+  memory::set_limit(DeviceKind::CPU, size_t{256} << 20);
+  memory::set_host_cache_limit(0);
+  return true;
+}();
+
 // The readers take paths: each input goes into an in-memory file (one per slot, the tokenizer
 // reads two), reopened through /proc each time.
 std::string memory_file(int slot, const uint8_t* data, size_t size) {
