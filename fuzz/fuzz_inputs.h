@@ -34,6 +34,10 @@ void parse_hf_gpt2_input(const uint8_t* data, size_t size);
 // input shapes (unknown dims 2) where those are small.
 void parse_onnx_input(const uint8_t* data, size_t size);
 
+// The user's array files (runtime/data/array_file.h): byte 0 chooses .npy (0), .npz (1) or HDF5
+// (2), the rest is the file; every array it lists has its first rows and its last read.
+void parse_arrays_input(const uint8_t* data, size_t size);
+
 // Harness names (the corpus folders tests/fuzz/corpus/<name>/) to entry points.
 using Entry = void (*)(const uint8_t*, size_t);
 Entry entry_for(const std::string& harness);

@@ -55,7 +55,7 @@ data::Batch TensorBatches::batch(int64_t b) const {
   const int64_t begin = b * batch_size_, rows = std::min(batch_size_, num_samples() - begin);
   Shape xs = x_.shape();
   xs[0] = rows;
-  data::Batch out{Tensor::empty(xs, x_.dtype()), Tensor::empty({rows}, DType::i64)};
+  data::Batch out{Tensor::empty(xs, x_.dtype()), Tensor::empty({rows}, DType::i64), {}};
   for (int64_t j = 0; j < rows; ++j) {
     const int64_t i = order_[static_cast<size_t>(begin + j)];
     copy_row(x_, i, out.x, j);

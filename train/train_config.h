@@ -26,6 +26,12 @@ struct TrainConfig : nn::config::RunConfig {
   // model and data: `model` (RunConfig) is a registered type tandem-train trains (mlp, cnn, gpt, ...)
   // with its parameters; a gpt's shape is model.gpt.
   std::string data_dir;       // Fashion-MNIST's IDX files (default: Debian's fashion-mnist package's folder)
+  // --data: the user's arrays instead (runtime/data/array_file.h, train/array_batches.h)
+  std::string data_file;             // .npy, .npz, .h5 or .hdf5 (empty: Fashion-MNIST or text)
+  std::vector<std::string> data_inputs{"x"};  // the model's input arrays, in order
+  std::string data_labels = "y";     // the target array
+  std::string val_data_file;         // validation arrays of the same names (empty: none, or val_fraction)
+  double val_fraction = 0;           // else the last fraction of data_file's rows validates (0: no validation)
   GptRunConfig gpt;           // --model gpt: text, validation, sample (gpt_config.h)
   // optimisation (the README defaults: they reach mlp >= 0.88 and cnn >= 0.91 in 5 epochs)
   int64_t epochs = 5;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "train/lr_schedule.h"
+#include "nn/config/run_config.h"
 #include "nn/model_registry.h"
 #include "nn/parallel/distributed_sampler.h"
 #include "runtime/autograd.h"
@@ -109,6 +110,7 @@ data::Batch Trainer::load(const data::BatchSource& loader, int64_t b) const {
   if (batch.x.device() != input_device_) {
     batch.x = batch.x.to(input_device_);
     batch.y = batch.y.to(input_device_);
+    for (Tensor& x : batch.more_x) x = x.to(input_device_);
   }
   return batch;
 }
@@ -124,10 +126,20 @@ void flatten_tokens(Tensor& logits, Tensor& target) {
 
 }  // namespace
 
+Tensor Trainer::model_output(const data::Batch& batch) {
+  if (batch.more_x.empty()) return (*model_)(batch.x);
+  std::vector<Tensor> out = model_->forward_many(batch.inputs());
+  TANDEM_CHECK(out.size() == 1, "the model gives {} outputs; training with one label array needs one", out.size());
+  return out[0];
+}
+
 Tensor Trainer::forward_loss(const data::Batch& batch) {
-  Tensor logits = (*model_)(batch.x), target = batch.y;  // [B, 10] and [B], or [B, T, V] and [B, T]
-  flatten_tokens(logits, target);
-  return ops::cross_entropy(logits, target);
+  // config.loss: cross_entropy on logits [B, C] and classes [B] (or per token: [B, T, V] and [B, T]),
+  // or a loss between an output and a target of one shape (the user's arrays).
+  Tensor loss = nn::config::compute_loss(config_.loss, model_output(batch), batch.y);
+  TANDEM_CHECK(loss.numel() == 1, "loss reduction '{}' gives {} values; training needs mean or sum",
+               enum_name(config_.loss.reduction), loss.numel());
+  return loss;
 }
 
 void Trainer::backward(const Tensor& loss) { loss.backward(); }
@@ -198,13 +210,20 @@ EvalResult Trainer::evaluate() {
   bool was_training = model_->is_training();
   model_->eval();
   test_loader_->set_epoch(0);
+  const bool classes = config_.loss.type == nn::config::LossType::CrossEntropy;
   double correct = 0, loss_sum = 0, samples = 0;
   for (int64_t b = 0; b < test_loader_->num_batches(); ++b) {
     data::Batch batch = load(*test_loader_, b);
-    Tensor logits = (*model_)(batch.x), target = batch.y;
-    flatten_tokens(logits, target);
-    loss_sum += ops::cross_entropy(logits, target, -100, ops::Reduction::Sum).item();
-    auto pred = ops::argmax(logits, 1).to_vector<int64_t>();
+    Tensor out = model_output(batch), target = batch.y;
+    if (!classes) {  // a regression: the mean loss only (per element, as training's mean)
+      nn::config::LossConfig mean_loss{config_.loss.type, ops::Reduction::Mean};
+      loss_sum += nn::config::compute_loss(mean_loss, out, target).item() * static_cast<double>(batch.size());
+      samples += static_cast<double>(batch.size());
+      continue;
+    }
+    flatten_tokens(out, target);
+    loss_sum += ops::cross_entropy(out, target, -100, ops::Reduction::Sum).item();
+    auto pred = ops::argmax(out, 1).to_vector<int64_t>();
     auto truth = target.to_vector<int64_t>();  // copies to the host where on a device
     for (size_t i = 0; i < pred.size(); ++i) correct += pred[i] == truth[i];
     samples += static_cast<double>(truth.size());
@@ -213,6 +232,7 @@ EvalResult Trainer::evaluate() {
   std::vector<double> totals{correct, loss_sum, samples};
   world_.sum(totals);
   EvalResult r;
+  r.classification = classes;
   r.samples = static_cast<int64_t>(totals[2]);
   r.accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0.0;
   r.loss = totals[2] > 0 ? totals[1] / totals[2] : 0.0;
@@ -235,19 +255,24 @@ TrainResult Trainer::fit() {
       stats.test_acc = ev.accuracy;
       stats.test_loss = ev.loss;
       stats.test_samples = ev.samples;
+      stats.classification = ev.classification;
       result.evaluated = true;
       result.test_acc = ev.accuracy;
+      result.test_loss = ev.loss;
       result.test_samples = ev.samples;
+      result.classification = ev.classification;
     }
-    log_.info("epoch {}/{}  train_loss {:.4f}  test_acc {}  samples/s {:.0f}  lr {:.4g}  ({:.1f} s)", stats.epoch,
-              config_.epochs, stats.train_loss, stats.evaluated ? fmt::format("{:.4f}", stats.test_acc) : "-",
-              stats.samples_per_s, stats.lr, stats.train_seconds);
+    const std::string test = !stats.evaluated          ? "test_acc -"
+                             : stats.classification ? fmt::format("test_acc {:.4f}", stats.test_acc)
+                                                    : fmt::format("test_loss {:.6g}", stats.test_loss);
+    log_.info("epoch {}/{}  train_loss {:.4f}  {}  samples/s {:.0f}  lr {:.4g}  ({:.1f} s)", stats.epoch,
+              config_.epochs, stats.train_loss, test, stats.samples_per_s, stats.lr, stats.train_seconds);
     nlohmann::json rec{{"event", "epoch"},          {"epoch", stats.epoch},
                        {"steps", stats.steps},      {"samples", stats.samples},
                        {"train_loss", stats.train_loss}, {"samples_per_s", stats.samples_per_s},
                        {"epoch_time_s", stats.train_seconds}, {"lr", stats.lr}};
     if (stats.evaluated) {
-      rec["test_acc"] = stats.test_acc;
+      if (stats.classification) rec["test_acc"] = stats.test_acc;
       rec["test_loss"] = stats.test_loss;
       rec["test_samples"] = stats.test_samples;
     }
@@ -269,7 +294,8 @@ TrainResult Trainer::fit() {
                       {"world_size", world_.size()},
                       {"epochs", result.epochs},
                       {"steps", result.steps},
-                      {"test_acc", result.evaluated ? nlohmann::json(result.test_acc) : nlohmann::json()},
+                      {"test_acc", result.evaluated && result.classification ? nlohmann::json(result.test_acc)
+                                                                             : nlohmann::json()},
                       {"train_samples_per_s", result.samples_per_s},
                       {"peak_rss_mb", peak_rss_mb()}};
   if (stop_) done["stopped"] = true;  // request_stop() ended it before the last step (e.g. SIGTERM)

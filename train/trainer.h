@@ -42,20 +42,22 @@ struct EpochStats {
   double samples_per_s = 0;   // all ranks
   double lr = 0;              // at the end of the epoch
   bool evaluated = false;
+  bool classification = true;  // false: a regression loss, test_acc means nothing
   double test_acc = 0, test_loss = 0;
   int64_t test_samples = 0;  // all ranks: the whole test split, each image once
 };
 
 struct EvalResult {
   int64_t samples = 0;
+  bool classification = true;  // loss cross_entropy: accuracy counts; otherwise loss alone
   double accuracy = 0, loss = 0;
 };
 
 struct TrainResult {
   int64_t epochs = 0, steps = 0, samples = 0;
   double train_seconds = 0, samples_per_s = 0;
-  bool evaluated = false;
-  double test_acc = 0;
+  bool evaluated = false, classification = true;
+  double test_acc = 0, test_loss = 0;
   int64_t test_samples = 0;
   std::vector<EpochStats> history;
 };
@@ -97,7 +99,8 @@ class Trainer {
   // Runs from state() to the last epoch (or max_steps); logs and writes metrics as it goes.
   TrainResult fit();
   // Accuracy and mean loss over the test split (this rank's shard, summed over ranks); for sequence
-  // models (logits [B, T, V]) per token: next-token accuracy and loss.
+  // models (logits [B, T, V]) per token: next-token accuracy and loss; for a loss other than
+  // cross_entropy the mean loss alone.
   EvalResult evaluate();
 
   TrainState& state() { return state_; }
@@ -144,6 +147,8 @@ class Trainer {
  private:
   // Trains one epoch from state_.batch_in_epoch; returns false when max_steps or a stop ended it.
   bool train_epoch(EpochStats& stats);
+  // The model on the batch's inputs (one, or several through forward_many): its one output.
+  Tensor model_output(const data::Batch& batch);
   // Batch b of `loader`, on the device of the model's parameters.
   data::Batch load(const data::BatchSource& loader, int64_t b) const;
   // Forward and backward of the loader batches [g, group_end) as one optimizer step's gradient (the

@@ -58,7 +58,7 @@ Trainer::GroupResult Trainer::attempt_group(int64_t g, int64_t group_end) {
       // a cut: a piece of n samples weighs n / (its batch's size), not 1 / (the pieces), which
       // differ where the pieces do (batch 5 in pieces of 3 and 2; an epoch's short last batch).
       const double weight = static_cast<double>(n) / static_cast<double>(whole.size()) / batches;
-      const data::Batch part = n == whole.size() ? whole : data::Batch{whole.x.narrow0(off, n), whole.y.narrow0(off, n)};
+      const data::Batch part = n == whole.size() ? whole : whole.narrow(off, n);
       auto scope = micro_batch_scope(k + 1 == count);
       Tensor loss;
       {

@@ -96,6 +96,29 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       ->check(kPositive)
       ->capture_default_str();
   app.add_option("--data-dir", cfg.data_dir, "folder with the Fashion-MNIST IDX files")->capture_default_str();
+  // The user's arrays (docs/data.md) instead of Fashion-MNIST.
+  CLI::Option* data = app.add_option("--data", cfg.data_file,
+                                     "train on your arrays: FILE.npy, .npz, .h5 or .hdf5 (read by rows, each rank "
+                                     "its own), with --inputs and --labels naming them")
+                          ->check(CLI::ExistingFile);
+  app.add_option("--inputs", cfg.data_inputs, "with --data: the model's input arrays, in order (x,mask)")
+      ->delimiter(',')
+      ->needs(data)
+      ->capture_default_str();
+  app.add_option("--labels", cfg.data_labels, "with --data: the array of labels or targets")
+      ->needs(data)
+      ->capture_default_str();
+  CLI::Option* val = app.add_option("--val-data", cfg.val_data_file,
+                                    "with --data: validation arrays of the same names in FILE")
+                         ->check(CLI::ExistingFile)
+                         ->needs(data);
+  app.add_option("--val-fraction", cfg.val_fraction, "with --data: validate on the last fraction F of its rows")
+      ->check(CLI::Range(0.0, 0.9))
+      ->needs(data)
+      ->excludes(val);
+  add_enum_option(app, "--loss", cfg.loss.type,
+                  "cross_entropy (labels: class indices; accuracy reported) or, with --data, mse, l1 or "
+                  "bce_with_logits (targets of the output's shape; the validation loss reported)");
   app.add_option("--metrics", cfg.metrics_path, "write JSON-lines metrics to FILE");
   app.add_option("--metrics-every", cfg.metrics_every, "with --metrics: a step record every N steps (0: epochs only)")
       ->check(kNonNegative)

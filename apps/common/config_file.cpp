@@ -24,9 +24,11 @@ std::vector<std::string> other_fashion_mnist_types() {
 }
 
 // tandem-train's data is Fashion-MNIST (784 pixels, 10 classes) for its own two models, or text for
-// its gpt; a file describing another model is an error, not a silent swap.
-std::string trainable_model(const RunConfig& rc) {
+// its gpt; a file describing another model is an error, not a silent swap. With the user's arrays
+// (--data) any model: check_arrays_fit (array_data.h) says whether it fits them.
+std::string trainable_model(const RunConfig& rc, bool own_data) {
   const nn::config::ModelConfig& m = rc.model;
+  if (own_data && m.type != "gpt") return m.type;
   if (m.type == "cnn") return "cnn";
   if (m.type == "onnx") return "onnx";  // its input must fit the data: the first forward says if not
   if (m.type == "gpt") {
@@ -83,13 +85,16 @@ void apply_settings_before_flags(TrainConfig& cfg, int argc, char** argv) {
   if (!cfg.config_path.empty()) {
     // The file alone first: what it describes must be something tandem-train trains.
     const RunConfig file = nn::config::load_run_config(cfg.config_path);
-    const std::string type = trainable_model(file);
+    const bool own_data = flag_value(argc, argv, "--data").has_value();
+    const std::string type = trainable_model(file, own_data);
     if (model && *model != type)
       nn::config::config_error(file, "model.type",
                                fmt::format("the file's model is {} and --model says {}: give one of them", type,
                                            *model));
-    if (file.sets("loss") && !(file.loss.type == nn::config::LossType::CrossEntropy &&
-                               file.loss.reduction == ops::Reduction::Mean))
+    if (own_data && file.loss.reduction == ops::Reduction::None)
+      nn::config::config_error(file, "loss.parameters.reduction", "training needs one loss value: mean or sum");
+    if (!own_data && file.sets("loss") &&
+        !(file.loss.type == nn::config::LossType::CrossEntropy && file.loss.reduction == ops::Reduction::Mean))
       nn::config::config_error(file,
                                file.loss.type == nn::config::LossType::CrossEntropy ? "loss.parameters.reduction"
                                                                                      : "loss.type",

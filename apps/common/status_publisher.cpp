@@ -96,7 +96,7 @@ void StatusPublisher::after_step(Trainer& t) {
 }
 
 void StatusPublisher::on_epoch_end(Trainer&, const EpochStats& stats) {
-  if (stats.evaluated) test_accuracy_ = stats.test_acc;
+  if (stats.evaluated && stats.classification) test_accuracy_ = stats.test_acc;
 }
 
 void StatusPublisher::on_train_end(Trainer& t, const TrainResult&) {

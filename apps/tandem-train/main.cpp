@@ -4,6 +4,7 @@
 // --metrics).
 #include <CLI/CLI.hpp>
 
+#include "apps/common/array_data.h"
 #include "apps/common/cli.h"
 #include "apps/common/config_file.h"
 #include "train/factory.h"
@@ -64,12 +65,31 @@ int run_training(app::TrainConfig cfg) {
   if (!cfg.config_path.empty())
     log.info("tandem-train: settings from {} under the command line's flags; lr schedule {}", cfg.config_path,
              enum_name(cfg.lr_scheduler.type));
+  TANDEM_CHECK(cfg.loss.type == nn::config::LossType::CrossEntropy || !cfg.data_file.empty(),
+               "--loss {}: the Fashion-MNIST classifiers train with cross_entropy; the other losses are for your "
+               "arrays (--data)", enum_name(cfg.loss.type));
+  TANDEM_CHECK(cfg.model.type != "gpt" || cfg.data_file.empty(),
+               "--data: tandem-train's gpt trains on text (--text-dir); give another model for the arrays");
   if (cfg.model.type == "gpt") return app::train_gpt(cfg, ps, pc.device);  // text instead of Fashion-MNIST
-  data::Dataset train_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Train);
-  data::Dataset test_set = data::load_fashion_mnist(cfg.data_dir, data::Split::Test);
+  std::unique_ptr<data::BatchSource> train_batches, test_batches;
+  const app::World world{ps.comm};
+  if (!cfg.data_file.empty()) {  // the user's arrays
+    const app::ArrayData arrays = app::open_array_data(cfg);
+    app::check_arrays_fit(cfg, arrays, *ps.inner);
+    train::ArraySelection none = arrays.train;
+    none.count = 0;
+    if (!arrays.val) cfg.eval = false;  // nothing to evaluate on
+    train_batches = train::array_batches(cfg, arrays.train, world, true);
+    test_batches = train::array_batches(cfg, arrays.val.value_or(none), world, false);
+  } else {
+    train_batches = app::Trainer::image_batches(cfg, data::load_fashion_mnist(cfg.data_dir, data::Split::Train), world,
+                                                true);
+    test_batches = app::Trainer::image_batches(cfg, data::load_fashion_mnist(cfg.data_dir, data::Split::Test), world,
+                                               false);
+  }
   auto optimizer = app::make_optimizer(cfg, ps.model->parameters());
   app::log_loop_options(log, cfg, ps, *optimizer);
-  app::FullTrainer trainer(cfg, ps, std::move(optimizer), train_set, test_set);
+  app::FullTrainer trainer(cfg, ps, std::move(optimizer), std::move(train_batches), std::move(test_batches));
   log.info("tandem-train: device {}", choice.reason);
   if (!cfg.resume_dir.empty()) trainer.resume(cfg.resume_dir);
   app::RunServices services(cfg, trainer, pc.device, log);  // progress, --trace, step records, SIGTERM, --status-port
@@ -80,7 +100,11 @@ int run_training(app::TrainConfig cfg) {
     log.info("tandem-train: wrote the trained model to {}", cfg.save_onnx);
   }
   std::string hash = trainer.param_hash();
-  if (r.evaluated)
+  if (r.evaluated && !r.classification)
+    log.result("validation loss {:.6g} on {} samples ({} epochs, {} steps, {:.0f} samples/s, world size {}, "
+               "param_hash {})",
+               r.test_loss, r.test_samples, r.epochs, r.steps, r.samples_per_s, ps.world_size(), hash);
+  else if (r.evaluated)
     log.result("test accuracy {:.4f} on {} test images ({} epochs, {} steps, {:.0f} samples/s, world size {}, "
                "param_hash {})",
                r.test_acc, r.test_samples, r.epochs, r.steps, r.samples_per_s, ps.world_size(), hash);

@@ -54,7 +54,7 @@ struct ModelConfig {
 
 // The closed sets of words a run config holds as enums (runtime/enum_names.h gives their words: the
 // YAML file, the flags and the logs spell them so).
-enum class LossType { MSE, L1, CrossEntropy };                                // mse, l1, cross_entropy
+enum class LossType { MSE, L1, CrossEntropy, BceWithLogits };  // mse, l1, cross_entropy, bce_with_logits
 enum class OptimizerType { SGD, Adam, AdamW };                                // sgd, adam, adamw
 enum class ScheduleType { Constant, Step, Cosine, CosineAnnealing, LinearWarmup };
 enum class Amp { Off, F16, BF16 };                                            // off, f16, bf16
@@ -183,7 +183,8 @@ template <>
 struct EnumNames<nn::config::LossType> {
   static constexpr std::pair<nn::config::LossType, const char*> words[] = {
       {nn::config::LossType::MSE, "mse"}, {nn::config::LossType::L1, "l1"},
-      {nn::config::LossType::CrossEntropy, "cross_entropy"}};
+      {nn::config::LossType::CrossEntropy, "cross_entropy"},
+      {nn::config::LossType::BceWithLogits, "bce_with_logits"}};
 };
 template <>
 struct EnumNames<ops::Reduction> {

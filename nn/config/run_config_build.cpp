@@ -132,6 +132,7 @@ Tensor compute_loss(const LossConfig& loss, const Tensor& output, const Tensor& 
                "loss {}: output has shape {} but target has shape {}; give a target of the output's shape", type,
                shape_str(output.shape()), shape_str(target.shape()));
   if (loss.type == LossType::MSE) return ops::mse_loss(output, target, reduction);
+  if (loss.type == LossType::BceWithLogits) return ops::binary_cross_entropy_with_logits(output, target, reduction);
   // l1: |d| as relu(d) + relu(-d): differentiable, with gradient 0 at d = 0 (torch's sign(0)).
   const Tensor diff = output - target;
   const Tensor abs = ops::relu(diff) + ops::relu(-diff);

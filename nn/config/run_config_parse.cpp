@@ -51,10 +51,10 @@ void refuse_rl(const Block& top) {
 
 void parse_loss(RunConfig& out, const Block& l) {
   l.only({"type", "parameters"});
-  if (!l.has("type")) l.missing("type", "mse, l1 or cross_entropy");
+  if (!l.has("type")) l.missing("type", "mse, l1, cross_entropy or bce_with_logits");
   std::string word;
   if (l.get("type", word) && lower(word) == "torchscript")
-    l.fail("type", "TorchScript losses are not supported (expected mse, l1 or cross_entropy)");
+    l.fail("type", "TorchScript losses are not supported (expected mse, l1, cross_entropy or bce_with_logits)");
   get_word(l, "type", out.loss.type, "loss type");
   const Block p = l.block("parameters");
   p.only({"reduction"}, std::string("loss type ") + enum_name(out.loss.type));

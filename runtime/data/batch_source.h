@@ -4,15 +4,19 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/tensor.h"
 
 namespace tandem::data {
 
 struct Batch {
-  Tensor x;  // images f32 [B, H*W] or [B, 1, H, W]; token ids i64 [B, T]
-  Tensor y;  // labels i64 [B]; next tokens i64 [B, T]
+  Tensor x;  // images f32 [B, H*W] or [B, 1, H, W]; token ids i64 [B, T]; the user's first input array
+  Tensor y;  // labels i64 [B]; next tokens i64 [B, T]; the user's label array (targets f32 [B, ...])
+  std::vector<Tensor> more_x;  // a model of several inputs: its second, third... (rows as x)
   int64_t size() const { return y.size(0); }
+  std::vector<Tensor> inputs() const;   // x and more_x
+  Batch narrow(int64_t start, int64_t n) const;  // rows [start, start + n) of every tensor
 };
 
 class BatchSource {

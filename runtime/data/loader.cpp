@@ -1,4 +1,4 @@
-// Batch gathering and per-batch normalisation.
+// Batch gathering and per-batch normalisation; a batch's rows.
 #include "runtime/data/loader.h"
 
 #include <cstring>
@@ -6,6 +6,18 @@
 #include "runtime/error.h"
 
 namespace tandem::data {
+
+std::vector<Tensor> Batch::inputs() const {
+  std::vector<Tensor> all{x};
+  all.insert(all.end(), more_x.begin(), more_x.end());
+  return all;
+}
+
+Batch Batch::narrow(int64_t start, int64_t n) const {
+  Batch part{x.narrow0(start, n), y.narrow0(start, n), {}};
+  for (const Tensor& t : more_x) part.more_x.push_back(t.narrow0(start, n));
+  return part;
+}
 
 Tensor gather_images(const Dataset& ds, const int64_t* indices, int64_t n) {
   const int64_t p = ds.pixels(), size = ds.size();

@@ -82,7 +82,7 @@ Batch gather_windows(const std::vector<int32_t>& tokens, const int64_t* starts, 
       py[i * context + t] = src[t + 1];
     }
   }
-  return {x, y};
+  return {x, y, {}};
 }
 
 namespace {

@@ -108,4 +108,35 @@ Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduc
   return sq;
 }
 
+Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& target_in, Reduction reduction) {
+  const char* name = "binary_cross_entropy_with_logits";
+  detail::check_defined(logits_in, name, "logits");
+  detail::check_defined(target_in, name, "target");
+  Tensor x = autocast_arg(logits_in, AutocastCategory::Float32);
+  Tensor t = autocast_arg(target_in, AutocastCategory::Float32);
+  detail::check_compatible(name, x, t);
+  detail::check_floating(name, x);
+  TANDEM_CHECK(x.shape() == t.shape(), "{}: logits {} and target {} must have the same shape", name,
+               shape_str(x.shape()), shape_str(t.shape()));
+  // The value from existing ops without recording them (relu and |x| have kinks at 0 whose
+  // recorded gradients would give -t there); the gradient recorded in one piece instead.
+  Tensor per_element;
+  {
+    NoGradGuard no_grad;
+    const Tensor minus_abs = neg(add(relu(x), relu(neg(x))));
+    per_element = add(sub(relu(x), mul(x, t)), log(add(exp(minus_abs), 1.0)));
+  }
+  per_element = record("BinaryCrossEntropyWithLogitsBackward", {x, t}, per_element,
+                       [x, t](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+                         const Tensor& go = g[0];
+                         return {mul(sub(sigmoid(x), t), go), mul(neg(x), go)};
+                       });
+  switch (reduction) {
+    case Reduction::None: return per_element;
+    case Reduction::Sum: return sum(per_element);
+    case Reduction::Mean: return mean(per_element);
+  }
+  return per_element;
+}
+
 }  // namespace tandem::ops

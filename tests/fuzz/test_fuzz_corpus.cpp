@@ -49,6 +49,6 @@ TEST_P(FuzzCorpus, EveryInputEndsInAResultOrATypedError) {
 
 INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzCorpus,
                          ::testing::Values("idx", "safetensors", "state_json", "run_config", "serve_request",
-                                           "bpe_tokenizer", "bpe_tokenizer_json", "hf_gpt2", "onnx"));
+                                           "bpe_tokenizer", "bpe_tokenizer_json", "hf_gpt2", "onnx", "arrays"));
 
 }  // namespace

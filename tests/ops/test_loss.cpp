@@ -117,5 +117,25 @@ TEST(MseLoss, MatchesTorchAndGradcheck) {
   expect_value_error([] { ops::mse_loss(Tensor::zeros({4, 3}), Tensor::zeros({3})); }, {"mse_loss", "[4, 3]", "[3]"});
 }
 
+TEST(BinaryCrossEntropyWithLogits, MatchesTorchAndGradcheck) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const double tol = dt == DType::f64 ? 1e-12 : 1e-5;
+    Tensor x = ref_tensor(R::bce_x, {3, 5}, dt), t = ref_tensor(R::bce_t, {3, 5}, dt);
+    x.set_requires_grad(true);
+    Tensor loss = ops::binary_cross_entropy_with_logits(x, t);
+    expect_close(loss, R::bce_mean, tol, tol);
+    expect_close(ops::binary_cross_entropy_with_logits(x, t, ops::Reduction::Sum), R::bce_sum, tol, tol);
+    expect_close(ops::binary_cross_entropy_with_logits(x, t, ops::Reduction::None), R::bce_none, tol, tol);
+    loss.backward();  // the logits include 0 and +-120: the gradient there is sigmoid(x) - t
+    expect_close(x.grad(), R::bce_grad, tol, tol);
+  }
+  for (auto red : {ops::Reduction::Mean, ops::Reduction::Sum, ops::Reduction::None})
+    expect_gradcheck(
+        [=](const std::vector<Tensor>& in) { return ops::binary_cross_entropy_with_logits(in[0], in[1], red); },
+        {random_leaf({4, 3}, 43, -5, 5), random_leaf({4, 3}, 44, 0, 1)});
+  expect_value_error([] { ops::binary_cross_entropy_with_logits(Tensor::zeros({4, 3}), Tensor::zeros({4})); },
+                     {"binary_cross_entropy_with_logits", "[4, 3]", "[4]"});
+}
+
 }  // namespace
 }  // namespace tandem
