@@ -27,6 +27,11 @@ struct tandem_model_s {
   std::unique_ptr<tandem::embed::Session> session;
 };
 
+// The caller's arrays for the multi-argument calls: addresses, dtypes and shapes, never the data.
+struct tandem_tensor_list_s {
+  std::vector<tandem::embed::ArrayRef> arrays;
+};
+
 namespace {
 
 using tandem::DType;
@@ -119,6 +124,24 @@ ArrayRef array_of(const char* what, const void* data, tandem_dtype_t dtype, int 
   return ArrayRef{data, dtype_of(what, dtype), shape_of(what, rank, shape)};
 }
 
+const std::vector<ArrayRef>& arrays_of(const char* what, tandem_tensor_list_t list) {
+  TANDEM_CHECK(list != nullptr, "{} is NULL; create it with tandem_tensor_list_create", what);
+  TANDEM_CHECK(!list->arrays.empty(), "{}: the list is empty; add arrays with tandem_tensor_list_add_tensor", what);
+  return list->arrays;
+}
+
+// Every array has the same batch (its first dimension).
+void check_batches(const std::vector<ArrayRef>& a, const char* what_a, const std::vector<ArrayRef>& b,
+                   const char* what_b) {
+  const int64_t batch = a[0].shape[0];
+  for (size_t i = 0; i < a.size(); ++i)
+    TANDEM_CHECK(a[i].shape[0] == batch, "{} {} has batch {} (its first dimension), {} 0 has {}", what_a, i,
+                 a[i].shape[0], what_a, batch);
+  for (size_t i = 0; i < b.size(); ++i)
+    TANDEM_CHECK(b[i].shape[0] == batch, "{} {} has batch {} (its first dimension), {} 0 has {}", what_b, i,
+                 b[i].shape[0], what_a, batch);
+}
+
 std::optional<uint64_t> seed() {
   std::lock_guard<std::mutex> lock(g_seed_mutex);
   return g_seed;
@@ -208,7 +231,7 @@ tandem_result_t tandem_train(tandem_model_t model, const void* input, tandem_dty
     const ArrayRef y = array_of("label", label, label_dtype, label_rank, label_shape);
     TANDEM_CHECK(x.shape[0] == y.shape[0], "input has batch {} (its first dimension), label has {}", x.shape[0],
                  y.shape[0]);
-    const double value = s.train(x, y);
+    const double value = s.train({x}, {y});
     if (loss) *loss = static_cast<float>(value);
   });
 }
@@ -222,7 +245,53 @@ tandem_result_t tandem_inference(tandem_model_t model, const void* input, tandem
     TANDEM_CHECK(output != nullptr, "output is NULL");
     const DType out_dtype = dtype_of("output", output_dtype);
     TANDEM_CHECK(tandem::is_floating(out_dtype), "output: float32 or float64, got {}", tandem::dtype_name(out_dtype));
-    s.inference(x, output, out_dtype, shape_of("output", output_rank, output_shape));
+    s.inference({x}, {ArrayRef{output, out_dtype, shape_of("output", output_rank, output_shape)}});
+  });
+}
+
+tandem_result_t tandem_tensor_list_create(tandem_tensor_list_t* list) {
+  if (list) *list = nullptr;
+  return guarded("tandem_tensor_list_create", [&] {
+    TANDEM_CHECK(list != nullptr, "the list pointer is NULL (pass the address of a tandem_tensor_list_t)");
+    *list = new tandem_tensor_list_s();
+  });
+}
+
+tandem_result_t tandem_tensor_list_destroy(tandem_tensor_list_t list) {
+  return guarded("tandem_tensor_list_destroy", [&] { delete list; });
+}
+
+tandem_result_t tandem_tensor_list_add_tensor(tandem_tensor_list_t list, void* data, tandem_dtype_t dtype, int rank,
+                                              const int64_t* shape) {
+  return guarded("tandem_tensor_list_add_tensor", [&] {
+    TANDEM_CHECK(list != nullptr, "the list is NULL; create it with tandem_tensor_list_create");
+    list->arrays.push_back(array_of("array", data, dtype, rank, shape));
+  });
+}
+
+tandem_result_t tandem_train_multiarg(tandem_model_t model, tandem_tensor_list_t inputs, tandem_tensor_list_t labels,
+                                      float* loss) {
+  return guarded("tandem_train_multiarg", [&] {
+    auto& s = session_of(model);
+    const std::vector<ArrayRef>& x = arrays_of("inputs", inputs);
+    const std::vector<ArrayRef>& y = arrays_of("labels", labels);
+    check_batches(x, "input", y, "label");
+    const double value = s.train(x, y);
+    if (loss) *loss = static_cast<float>(value);
+  });
+}
+
+tandem_result_t tandem_inference_multiarg(tandem_model_t model, tandem_tensor_list_t inputs,
+                                          tandem_tensor_list_t outputs) {
+  return guarded("tandem_inference_multiarg", [&] {
+    auto& s = session_of(model);
+    const std::vector<ArrayRef>& x = arrays_of("inputs", inputs);
+    const std::vector<ArrayRef>& y = arrays_of("outputs", outputs);
+    for (const ArrayRef& o : y)
+      TANDEM_CHECK(tandem::is_floating(o.dtype), "outputs: float32 or float64 arrays, got {}",
+                   tandem::dtype_name(o.dtype));
+    check_batches(x, "input", y, "output");
+    s.inference(x, y);
   });
 }
 

@@ -74,18 +74,37 @@ Tensor Session::model_input(const ArrayRef& input) const {
   return to_model(input, DType::i64);
 }
 
-double Session::train(const ArrayRef& input, const ArrayRef& label) {
+std::vector<Tensor> Session::model_inputs(const std::vector<ArrayRef>& inputs) const {
+  TANDEM_CHECK(!inputs.empty(), "inputs: the list is empty");
+  if (inputs.size() == 1) return {model_input(inputs[0])};
+  std::vector<Tensor> out;
+  for (const ArrayRef& a : inputs) out.push_back(to_model(a, is_floating(a.dtype) ? DType::f32 : DType::i64));
+  return out;
+}
+
+double Session::train(const std::vector<ArrayRef>& inputs, const std::vector<ArrayRef>& labels) {
   const bool classes = config_.loss.type == nn::config::LossType::CrossEntropy;
-  TANDEM_CHECK(classes || is_floating(label.dtype), "label: loss {} needs float32 or float64 labels, got {}",
-               enum_name(config_.loss.type), dtype_name(label.dtype));
-  TANDEM_CHECK(!classes || !is_floating(label.dtype), "label: cross_entropy needs class indices (int32 or int64), "
-               "got {}", dtype_name(label.dtype));
-  Tensor x = model_input(input);
-  Tensor y = to_model(label, classes ? DType::i64 : DType::f32);
+  std::vector<Tensor> targets;
+  for (const ArrayRef& label : labels) {
+    TANDEM_CHECK(classes || is_floating(label.dtype), "label: loss {} needs float32 or float64 labels, got {}",
+                 enum_name(config_.loss.type), dtype_name(label.dtype));
+    TANDEM_CHECK(!classes || !is_floating(label.dtype), "label: cross_entropy needs class indices (int32 or int64), "
+                 "got {}", dtype_name(label.dtype));
+    targets.push_back(to_model(label, classes ? DType::i64 : DType::f32));
+  }
+  TANDEM_CHECK(!targets.empty(), "labels: the list is empty");
+  const std::vector<Tensor> x = model_inputs(inputs);
   const bool last_micro = micro_ + 1 >= config_.accumulation_steps;
   std::optional<nn::parallel::DistributedDataParallel::NoSync> no_sync;
   if (ddp_ && !last_micro) no_sync.emplace(ddp_->no_sync());  // reduce only with the last micro-batch
-  Tensor loss = precision_->forward([&] { return nn::config::compute_loss(config_.loss, model_->forward(x), y); });
+  Tensor loss = precision_->forward([&] {
+    const std::vector<Tensor> out = x.size() == 1 ? std::vector<Tensor>{model_->forward(x[0])} : model_->forward_many(x);
+    TANDEM_CHECK(out.size() == targets.size(), "the model gives {} outputs and {} labels were given: one label per "
+                 "output", out.size(), targets.size());
+    Tensor sum = nn::config::compute_loss(config_.loss, out[0], targets[0]);
+    for (size_t j = 1; j < out.size(); ++j) sum = sum + nn::config::compute_loss(config_.loss, out[j], targets[j]);
+    return sum;
+  });
   TANDEM_CHECK(loss.numel() == 1, "loss reduction '{}' gives {} values; training needs mean or sum",
                enum_name(config_.loss.reduction), loss.numel());
   const double value = loss.item();
@@ -107,26 +126,33 @@ double Session::train(const ArrayRef& input, const ArrayRef& label) {
   return value;
 }
 
-void Session::inference(const ArrayRef& input, void* out, DType out_dtype, const Shape& out_shape) {
-  Tensor x = model_input(input);
-  Tensor y;
+void Session::inference(const std::vector<ArrayRef>& inputs, const std::vector<ArrayRef>& outputs) {
+  const std::vector<Tensor> x = model_inputs(inputs);
+  std::vector<Tensor> y;
   {
     NoGradGuard no_grad;
     inner_->eval();
     try {
-      y = inner_->forward(x);
+      y = x.size() == 1 ? std::vector<Tensor>{inner_->forward(x[0])} : inner_->forward_many(x);
     } catch (...) {
       inner_->train();
       throw;
     }
     inner_->train();
   }
-  TANDEM_CHECK(y.shape() == out_shape, "output: the model gives shape {} for this input, the output array has "
-               "shape {}", shape_str(y.shape()), shape_str(out_shape));
-  const int where = cuda::pointer_device(out);
-  const Device at = where < 0 ? kCPU : Device(DeviceKind::CUDA, where);
-  Tensor dst = Tensor::from_blob(out, out_shape, out_dtype, at, nullptr);
-  dst.copy_(y);
+  TANDEM_CHECK(y.size() == outputs.size(), "the model gives {} outputs and {} output arrays were given", y.size(),
+               outputs.size());
+  for (size_t j = 0; j < y.size(); ++j) {
+    const ArrayRef& o = outputs[j];
+    TANDEM_CHECK(y[j].shape() == o.shape, "output{}: the model gives shape {} for this input, the output array has "
+                 "shape {}", y.size() > 1 ? " " + std::to_string(j) : std::string(), shape_str(y[j].shape()),
+                 shape_str(o.shape));
+    void* out = const_cast<void*>(o.data);  // an output array: the caller's to write
+    const int where = cuda::pointer_device(out);
+    const Device at = where < 0 ? kCPU : Device(DeviceKind::CUDA, where);
+    Tensor dst = Tensor::from_blob(out, o.shape, o.dtype, at, nullptr);
+    dst.copy_(y[j]);
+  }
 }
 
 nn::TrainComponents Session::components() {

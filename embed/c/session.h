@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "nn/config/run_config.h"
@@ -40,10 +41,12 @@ class Session {
           std::optional<uint64_t> seed);
 
   // One micro-batch: forward, loss, backward; the optimizer step every accumulation_steps calls.
-  // Returns the micro-batch's loss.
-  double train(const ArrayRef& input, const ArrayRef& label);
-  // Evaluation-mode forward; the output converted into `out` (whose shape must match).
-  void inference(const ArrayRef& input, void* out, DType out_dtype, const Shape& out_shape);
+  // Returns the micro-batch's loss. Several inputs go to the model's forward_many in order; with
+  // several labels (one per output) the loss is the sum of the configured loss over the pairs.
+  double train(const std::vector<ArrayRef>& inputs, const std::vector<ArrayRef>& labels);
+  // Evaluation-mode forward; each output converted into its array of `outputs` (`data` written;
+  // shapes must match, one array per model output).
+  void inference(const std::vector<ArrayRef>& inputs, const std::vector<ArrayRef>& outputs);
   void save(const std::string& dir);
   // An imported ONNX model written back with its trained initializers (NotSupportedError otherwise).
   void save_onnx(const std::string& path);
@@ -57,8 +60,10 @@ class Session {
   Tensor to_model(const ArrayRef& a, DType dtype) const;
   // Whether the model takes token ids (gpt), not f32 features.
   bool tokens_in() const;
-  // The input as the model takes it: f32 features, or a gpt's token ids [batch, positions] as i64.
+  // The input as the model takes it: f32 features, or a gpt's token ids [batch, positions] as i64;
+  // of several inputs, each floating one as f32 and each integer one as i64.
   Tensor model_input(const ArrayRef& input) const;
+  std::vector<Tensor> model_inputs(const std::vector<ArrayRef>& inputs) const;
   nn::TrainComponents components();
   // Runs `write` on rank 0 (every rank of a distributed model calls this) and makes its failure every
   // rank's error, so that no rank waits on one that gave up.

@@ -27,9 +27,17 @@ module tandem
     type(c_ptr) :: handle = c_null_ptr
   end type tandem_model
 
+  ! A list of arrays for the multi-argument calls (a model of several inputs or outputs): it holds
+  ! the arrays' addresses, so they must be targets that outlive the calls using the list.
+  type, public :: tandem_tensor_list
+    type(c_ptr) :: handle = c_null_ptr
+  end type tandem_tensor_list
+
   public :: tandem_version, tandem_last_error, tandem_set_seed, tandem_model_create, &
             tandem_model_create_distributed, tandem_model_destroy, tandem_train, tandem_inference, &
-            tandem_save_checkpoint, tandem_load_checkpoint, tandem_get_step, tandem_save_onnx
+            tandem_save_checkpoint, tandem_load_checkpoint, tandem_get_step, tandem_save_onnx, &
+            tandem_tensor_list_create, tandem_tensor_list_destroy, tandem_tensor_list_add_tensor, &
+            tandem_train_multiarg, tandem_inference_multiarg
 
   ! The C entry points.
   interface
@@ -105,6 +113,33 @@ module tandem
       integer(c_int64_t) :: step
       integer(c_int) :: res
     end function c_get_step
+    function c_list_create(list) bind(c, name="tandem_tensor_list_create") result(res)
+      import :: c_ptr, c_int
+      type(c_ptr) :: list
+      integer(c_int) :: res
+    end function c_list_create
+    function c_list_destroy(list) bind(c, name="tandem_tensor_list_destroy") result(res)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: list
+      integer(c_int) :: res
+    end function c_list_destroy
+    function c_list_add(list, data, dtype, rank, shape) bind(c, name="tandem_tensor_list_add_tensor") result(res)
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: list, data
+      integer(c_int), value :: dtype, rank
+      integer(c_int64_t), dimension(*) :: shape
+      integer(c_int) :: res
+    end function c_list_add
+    function c_train_multiarg(model, inputs, labels, loss) bind(c, name="tandem_train_multiarg") result(res)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: model, inputs, labels, loss
+      integer(c_int) :: res
+    end function c_train_multiarg
+    function c_inference_multiarg(model, inputs, outputs) bind(c, name="tandem_inference_multiarg") result(res)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: model, inputs, outputs
+      integer(c_int) :: res
+    end function c_inference_multiarg
     function c_strlen(s) bind(c, name="strlen") result(n)
       import :: c_ptr, c_size_t
       type(c_ptr), value :: s
@@ -121,6 +156,10 @@ module tandem
     ! class indices as labels; token ids in and out (gpt)
     module procedure train_r4_i4, train_r4_i8, train_r8_i4, train_r8_i8, train_i4_i4, train_i8_i8
   end interface tandem_train
+
+  interface tandem_tensor_list_add_tensor
+    module procedure list_add_r4, list_add_r8, list_add_i4, list_add_i8
+  end interface tandem_tensor_list_add_tensor
 
   interface tandem_inference
     module procedure inference_r4_r4, inference_r4_r8, inference_r8_r4, inference_r8_r8
@@ -427,5 +466,67 @@ contains
     res = c_get_step(model%handle, s)
     step = int(s, int64)
   end function tandem_get_step
+
+  function tandem_tensor_list_create(list) result(res)
+    type(tandem_tensor_list), intent(out) :: list
+    integer(c_int) :: res
+    res = c_list_create(list%handle)
+  end function tandem_tensor_list_create
+
+  function tandem_tensor_list_destroy(list) result(res)
+    type(tandem_tensor_list), intent(inout) :: list
+    integer(c_int) :: res
+    res = c_list_destroy(list%handle)
+    list%handle = c_null_ptr
+  end function tandem_tensor_list_destroy
+
+  ! Adds an array (the batch its last dimension, as for tandem_train).
+  function list_add_r4(list, array) result(res)
+    type(tandem_tensor_list), intent(in) :: list
+    real(real32), intent(in), contiguous, target :: array(..)
+    integer(c_int) :: res
+    res = c_list_add(list%handle, c_loc(array), DTYPE_F32, int(rank(array), c_int), c_shape(shape(array, c_int64_t)))
+  end function list_add_r4
+
+  function list_add_r8(list, array) result(res)
+    type(tandem_tensor_list), intent(in) :: list
+    real(real64), intent(in), contiguous, target :: array(..)
+    integer(c_int) :: res
+    res = c_list_add(list%handle, c_loc(array), DTYPE_F64, int(rank(array), c_int), c_shape(shape(array, c_int64_t)))
+  end function list_add_r8
+
+  function list_add_i4(list, array) result(res)
+    type(tandem_tensor_list), intent(in) :: list
+    integer(int32), intent(in), contiguous, target :: array(..)
+    integer(c_int) :: res
+    res = c_list_add(list%handle, c_loc(array), DTYPE_I32, int(rank(array), c_int), c_shape(shape(array, c_int64_t)))
+  end function list_add_i4
+
+  function list_add_i8(list, array) result(res)
+    type(tandem_tensor_list), intent(in) :: list
+    integer(int64), intent(in), contiguous, target :: array(..)
+    integer(c_int) :: res
+    res = c_list_add(list%handle, c_loc(array), DTYPE_I64, int(rank(array), c_int), c_shape(shape(array, c_int64_t)))
+  end function list_add_i8
+
+  ! Several inputs and one label per model output (tandem_c.h: the loss is summed over the outputs).
+  function tandem_train_multiarg(model, inputs, labels, loss) result(res)
+    type(tandem_model), intent(in) :: model
+    type(tandem_tensor_list), intent(in) :: inputs, labels
+    real(c_float), intent(out), optional, target :: loss
+    integer(c_int) :: res
+    type(c_ptr) :: loss_ptr
+    loss_ptr = c_null_ptr
+    if (present(loss)) loss_ptr = c_loc(loss)
+    res = c_train_multiarg(model%handle, inputs%handle, labels%handle, loss_ptr)
+  end function tandem_train_multiarg
+
+  ! The outputs list's arrays (real32 or real64) receive the model's outputs, in order.
+  function tandem_inference_multiarg(model, inputs, outputs) result(res)
+    type(tandem_model), intent(in) :: model
+    type(tandem_tensor_list), intent(in) :: inputs, outputs
+    integer(c_int) :: res
+    res = c_inference_multiarg(model%handle, inputs%handle, outputs%handle)
+  end function tandem_inference_multiarg
 
 end module tandem

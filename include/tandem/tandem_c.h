@@ -63,6 +63,8 @@ typedef enum {
 
 /* A model with its optimizer, loss, schedule and (distributed) communicator. */
 typedef struct tandem_model_s* tandem_model_t;
+/* A list of the caller's arrays for the multi-argument calls (TorchFort's torchfort_tensor_list_t). */
+typedef struct tandem_tensor_list_s* tandem_tensor_list_t;
 
 /* The library's version ("0.1.0") and the calling thread's last error message. */
 TANDEM_C_API const char* tandem_version(void);
@@ -115,6 +117,25 @@ TANDEM_C_API tandem_result_t tandem_inference(tandem_model_t model, const void* 
                                               int input_rank, const int64_t* input_shape, void* output,
                                               tandem_dtype_t output_dtype, int output_rank,
                                               const int64_t* output_shape);
+
+/* Lists of arrays for a model of several inputs or outputs (an ONNX graph's, in its order). A list
+ * records each array's address, dtype and shape, not its data: the arrays must stay valid while a
+ * call uses the list, and may change between calls (a list made once serves every step). */
+TANDEM_C_API tandem_result_t tandem_tensor_list_create(tandem_tensor_list_t* list);
+TANDEM_C_API tandem_result_t tandem_tensor_list_destroy(tandem_tensor_list_t list);
+TANDEM_C_API tandem_result_t tandem_tensor_list_add_tensor(tandem_tensor_list_t list, void* data,
+                                                           tandem_dtype_t dtype, int rank, const int64_t* shape);
+
+/* tandem_train with several inputs (floating ones converted to float32, integer ones to int64) and
+ * several labels, one per model output: the loss is the sum over the outputs of the configured loss
+ * of output j against label j. Every array has the same batch (first dimension). Collective in a
+ * distributed model. */
+TANDEM_C_API tandem_result_t tandem_train_multiarg(tandem_model_t model, tandem_tensor_list_t inputs,
+                                                   tandem_tensor_list_t labels, float* loss);
+/* tandem_inference with several inputs and one output array per model output (float32 or float64,
+ * each of its output's shape). Local (not collective). */
+TANDEM_C_API tandem_result_t tandem_inference_multiarg(tandem_model_t model, tandem_tensor_list_t inputs,
+                                                       tandem_tensor_list_t outputs);
 
 /* Checkpoints to `dir`/ckpt-<step> (weights as safetensors, optimizer, schedule, scaler, RNG, step),
  * replacing `dir`/latest atomically. Collective in a distributed model: rank 0 writes, and when it

@@ -193,6 +193,71 @@ TEST(CApi, OnnxModelFromAFile) {
   tandem_model_destroy(mlp);
 }
 
+// TorchFort's multi-argument calls: a model of two inputs and two outputs (two_io.onnx).
+TEST(CApi, MultiargTwoInputsTwoOutputs) {
+  TempDir dir;
+  const std::string models = TANDEM_ONNX_MODELS;
+  tandem_model_t m = make(dir.write("two.yaml", "model:\n  type: onnx\n  parameters: {filename: " + models +
+                                                    "/two_io.onnx}\nloss: {type: mse}\n"
+                                                    "optimizer: {type: sgd, parameters: {learning_rate: 0.02}}\n"));
+  const serialization::SafetensorsContents r = serialization::load_safetensors(models + "/two_io.ref.safetensors");
+  std::vector<float> a = r.find("input.0")->to_vector<float>(), b = r.find("input.1")->to_vector<float>();
+  const Tensor& want1 = *r.find("eval.output.0");
+  const Tensor& want2 = *r.find("eval.output.1");
+  const int64_t as[2] = {3, 5}, bs[2] = {3, 2}, y1s[2] = {3, want1.size(1)}, y2s[2] = {3, want2.size(1)};
+  std::vector<float> y1(static_cast<size_t>(want1.numel())), y2(static_cast<size_t>(want2.numel()));
+  tandem_tensor_list_t in = nullptr, out = nullptr, labels = nullptr;
+  ASSERT_EQ(tandem_tensor_list_create(&in), TANDEM_SUCCESS);
+  ASSERT_EQ(tandem_tensor_list_create(&out), TANDEM_SUCCESS);
+  ASSERT_EQ(tandem_tensor_list_create(&labels), TANDEM_SUCCESS);
+  ASSERT_EQ(tandem_tensor_list_add_tensor(in, a.data(), TANDEM_FLOAT32, 2, as), TANDEM_SUCCESS);
+  ASSERT_EQ(tandem_tensor_list_add_tensor(in, b.data(), TANDEM_FLOAT32, 2, bs), TANDEM_SUCCESS);
+  ASSERT_EQ(tandem_tensor_list_add_tensor(out, y1.data(), TANDEM_FLOAT32, 2, y1s), TANDEM_SUCCESS);
+  EXPECT_TRUE(fails_with(tandem_inference_multiarg(m, in, out), TANDEM_INVALID_USAGE,
+                         {"tandem_inference_multiarg", "2 outputs and 1 output arrays"}));
+  ASSERT_EQ(tandem_tensor_list_add_tensor(out, y2.data(), TANDEM_FLOAT32, 2, y2s), TANDEM_SUCCESS);
+  ASSERT_EQ(tandem_inference_multiarg(m, in, out), TANDEM_SUCCESS) << tandem_last_error();
+  const std::vector<float> w1 = want1.to_vector<float>(), w2 = want2.to_vector<float>();
+  for (size_t i = 0; i < y1.size(); ++i) EXPECT_NEAR(y1[i], w1[i], 1e-5) << i;
+  for (size_t i = 0; i < y2.size(); ++i) EXPECT_NEAR(y2[i], w2[i], 1e-5) << i;
+
+  // The loss is the sum of each output's mse against its label.
+  std::vector<float> t1(y1.size(), 0.25f), t2(y2.size(), -0.5f);
+  ASSERT_EQ(tandem_tensor_list_add_tensor(labels, t1.data(), TANDEM_FLOAT32, 2, y1s), TANDEM_SUCCESS);
+  float loss = 0;
+  EXPECT_TRUE(fails_with(tandem_train_multiarg(m, in, labels, &loss), TANDEM_INVALID_USAGE,
+                         {"2 outputs and 1 labels"}));
+  ASSERT_EQ(tandem_tensor_list_add_tensor(labels, t2.data(), TANDEM_FLOAT32, 2, y2s), TANDEM_SUCCESS);
+  double expected = 0;
+  for (size_t i = 0; i < y1.size(); ++i) expected += (w1[i] - 0.25) * (w1[i] - 0.25) / static_cast<double>(y1.size());
+  for (size_t i = 0; i < y2.size(); ++i) expected += (w2[i] + 0.5) * (w2[i] + 0.5) / static_cast<double>(y2.size());
+  float first = 0;
+  for (int s = 0; s < 30; ++s) {
+    ASSERT_EQ(tandem_train_multiarg(m, in, labels, &loss), TANDEM_SUCCESS) << tandem_last_error();
+    if (s == 0) first = loss;
+  }
+  EXPECT_NEAR(first, expected, 1e-5);
+  EXPECT_LT(loss, 0.5f * first);
+  int64_t step = 0;
+  tandem_get_step(m, &step);
+  EXPECT_EQ(step, 30);
+
+  // Errors: a NULL or empty list, batches that differ.
+  tandem_tensor_list_t empty = nullptr;
+  ASSERT_EQ(tandem_tensor_list_create(&empty), TANDEM_SUCCESS);
+  EXPECT_TRUE(fails_with(tandem_train_multiarg(m, nullptr, labels, &loss), TANDEM_INVALID_USAGE, {"inputs is NULL"}));
+  EXPECT_TRUE(fails_with(tandem_train_multiarg(m, empty, labels, &loss), TANDEM_INVALID_USAGE, {"inputs: the list is empty"}));
+  const int64_t short_b[2] = {2, 2};
+  ASSERT_EQ(tandem_tensor_list_add_tensor(empty, a.data(), TANDEM_FLOAT32, 2, as), TANDEM_SUCCESS);
+  ASSERT_EQ(tandem_tensor_list_add_tensor(empty, b.data(), TANDEM_FLOAT32, 2, short_b), TANDEM_SUCCESS);
+  EXPECT_TRUE(fails_with(tandem_train_multiarg(m, empty, labels, &loss), TANDEM_INVALID_USAGE,
+                         {"input 1 has batch 2", "input 0 has 3"}));
+  EXPECT_TRUE(fails_with(tandem_tensor_list_add_tensor(nullptr, a.data(), TANDEM_FLOAT32, 2, as), TANDEM_INVALID_USAGE,
+                         {"the list is NULL"}));
+  for (tandem_tensor_list_t l : {in, out, labels, empty}) EXPECT_EQ(tandem_tensor_list_destroy(l), TANDEM_SUCCESS);
+  tandem_model_destroy(m);
+}
+
 TEST(CApi, BadConfigFilesAndDevices) {
   TempDir dir;
   tandem_model_t m = nullptr;
