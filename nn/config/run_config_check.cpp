@@ -98,7 +98,8 @@ void check_model(const ModelConfig& model, const ConfigFail& fail) {
 
 void check_loss(const LossConfig& loss, const ConfigFail& fail) {
   // A program may cast any integer into an enum; the file's words are checked as they are read.
-  if (enum_name(loss.type)[0] == '?') report(fail, "loss.type", "not a loss type (expected mse, l1, cross_entropy or bce_with_logits)");
+  if (enum_name(loss.type)[0] == '?')
+    report(fail, "loss.type", "not a loss type (expected mse, l1, cross_entropy or bce_with_logits)");
   if (enum_name(loss.reduction)[0] == '?')
     report(fail, "loss.parameters.reduction", "not a reduction (expected mean, sum or none)");
 }
