@@ -107,12 +107,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<nn::Module> model, std::uni
 
 data::Batch Trainer::load(const data::BatchSource& loader, int64_t b) const {
   data::Batch batch = loader.batch(b);
-  if (batch.x.device() != input_device_) {
-    batch.x = batch.x.to(input_device_);
-    batch.y = batch.y.to(input_device_);
-    for (Tensor& x : batch.more_x) x = x.to(input_device_);
-  }
-  return batch;
+  return batch.x.device() == input_device_ ? batch : batch.to(input_device_);
 }
 
 namespace {
@@ -126,9 +121,8 @@ void flatten_tokens(Tensor& logits, Tensor& target) {
 
 }  // namespace
 
-Tensor Trainer::model_output(const data::Batch& batch) {
-  if (batch.more_x.empty()) return (*model_)(batch.x);
-  std::vector<Tensor> out = model_->forward_many(batch.inputs());
+Tensor batch_output(nn::Module& model, const data::Batch& batch) {
+  std::vector<Tensor> out = model.forward_many(batch.inputs());
   TANDEM_CHECK(out.size() == 1, "the model gives {} outputs; training with one label array needs one", out.size());
   return out[0];
 }
@@ -136,7 +130,7 @@ Tensor Trainer::model_output(const data::Batch& batch) {
 Tensor Trainer::forward_loss(const data::Batch& batch) {
   // config.loss: cross_entropy on logits [B, C] and classes [B] (or per token: [B, T, V] and [B, T]),
   // or a loss between an output and a target of one shape (the user's arrays).
-  Tensor loss = nn::config::compute_loss(config_.loss, model_output(batch), batch.y);
+  Tensor loss = nn::config::compute_loss(config_.loss, batch_output(*model_, batch), batch.y);
   TANDEM_CHECK(loss.numel() == 1, "loss reduction '{}' gives {} values; training needs mean or sum",
                enum_name(config_.loss.reduction), loss.numel());
   return loss;
@@ -214,7 +208,7 @@ EvalResult Trainer::evaluate() {
   double correct = 0, loss_sum = 0, samples = 0;
   for (int64_t b = 0; b < test_loader_->num_batches(); ++b) {
     data::Batch batch = load(*test_loader_, b);
-    Tensor out = model_output(batch), target = batch.y;
+    Tensor out = batch_output(*model_, batch), target = batch.y;
     if (!classes) {  // a regression: the mean loss only (per element, as training's mean)
       nn::config::LossConfig mean_loss{config_.loss.type, ops::Reduction::Mean};
       loss_sum += nn::config::compute_loss(mean_loss, out, target).item() * static_cast<double>(batch.size());

@@ -64,6 +64,10 @@ struct TrainResult {
 
 class Trainer;
 
+// `model` on the batch's inputs (x, then more_x, through forward_many): its one output, the one
+// the loss compares with batch.y; ValueError for a model of several outputs.
+Tensor batch_output(nn::Module& model, const data::Batch& batch);
+
 // Hooks with empty defaults. Called on every rank.
 class TrainerCallback {
  public:
@@ -147,8 +151,6 @@ class Trainer {
  private:
   // Trains one epoch from state_.batch_in_epoch; returns false when max_steps or a stop ended it.
   bool train_epoch(EpochStats& stats);
-  // The model on the batch's inputs (one, or several through forward_many): its one output.
-  Tensor model_output(const data::Batch& batch);
   // Batch b of `loader`, on the device of the model's parameters.
   data::Batch load(const data::BatchSource& loader, int64_t b) const;
   // Forward and backward of the loader batches [g, group_end) as one optimizer step's gradient (the

@@ -17,14 +17,15 @@ ArrayData open_array_data(const TrainConfig& cfg) {
   if (!cfg.val_data_file.empty()) {
     d.val = train::ArraySelection{data::open_array_file(cfg.val_data_file), cfg.data_inputs, cfg.data_labels, 0, -1};
     d.val->rows();
+    // One sample of an array: its dtype and its shape without the first dimension.
+    auto sample = [](const data::ArrayInfo& a) {
+      return fmt::format("{} {}", dtype_name(a.dtype), shape_str(Shape(a.shape.begin() + 1, a.shape.end())));
+    };
     for (const std::string& name : cfg.data_inputs) {
-      const Shape& a = d.train.file->array(name).shape;
-      const Shape& b = d.val->file->array(name).shape;
-      TANDEM_CHECK(Shape(a.begin() + 1, a.end()) == Shape(b.begin() + 1, b.end()) &&
-                       d.train.file->array(name).dtype == d.val->file->array(name).dtype,
-                   "array '{}': {} has samples of shape {} and {} has {}: validation samples must be like training's",
-                   name, cfg.data_file, shape_str(Shape(a.begin() + 1, a.end())), cfg.val_data_file,
-                   shape_str(Shape(b.begin() + 1, b.end())));
+      const std::string train_sample = sample(d.train.file->array(name)), val_sample = sample(d.val->file->array(name));
+      TANDEM_CHECK(train_sample == val_sample,
+                   "array '{}': {} has samples of {} and {} has {}: validation samples must be like training's", name,
+                   cfg.data_file, train_sample, cfg.val_data_file, val_sample);
     }
   } else if (cfg.val_fraction > 0.0) {
     const auto val_rows = static_cast<int64_t>(static_cast<double>(rows) * cfg.val_fraction);
@@ -44,28 +45,23 @@ void check_arrays_fit(const TrainConfig& cfg, const ArrayData& d, nn::Module& mo
   train::ArraySelection probe = d.train;
   probe.count = n;
   const train::ArrayBatches rows(probe, cfg.loss.type, n, std::make_shared<data::SequentialSampler>(n));
-  data::Batch batch = rows.batch(0);
-  std::string arrays;
-  for (const std::string& name : cfg.data_inputs) {
-    const data::ArrayInfo& a = d.train.file->array(name);
-    arrays += fmt::format("'{}' {} {}, ", name, dtype_name(a.dtype), shape_str(a.shape));
-  }
-  const data::ArrayInfo& y = d.train.file->array(cfg.data_labels);
-  arrays += fmt::format("labels '{}' {} {}", cfg.data_labels, dtype_name(y.dtype), shape_str(y.shape));
   const bool was_training = model.is_training();
   try {
     NoGradGuard no_grad;
     model.eval();
     const std::vector<Tensor> params = model.parameters();
-    const Device device = params.empty() ? kCPU : params.front().device();
-    std::vector<Tensor> inputs = batch.inputs();
-    for (Tensor& t : inputs) t = t.to(device);
-    std::vector<Tensor> out = model.forward_many(inputs);
-    TANDEM_CHECK(out.size() == 1, "the model gives {} outputs; training with one label array needs one", out.size());
-    nn::config::compute_loss(cfg.loss, out[0], batch.y.to(device));
+    const data::Batch batch = rows.batch(0).to(params.empty() ? kCPU : params.front().device());
+    nn::config::compute_loss(cfg.loss, train::batch_output(model, batch), batch.y);
     model.train(was_training);
   } catch (const Error& e) {
     model.train(was_training);
+    std::string arrays;
+    for (const std::string& name : cfg.data_inputs) {
+      const data::ArrayInfo& a = d.train.file->array(name);
+      arrays += fmt::format("'{}' {} {}, ", name, dtype_name(a.dtype), shape_str(a.shape));
+    }
+    const data::ArrayInfo& y = d.train.file->array(cfg.data_labels);
+    arrays += fmt::format("labels '{}' {} {}", cfg.data_labels, dtype_name(y.dtype), shape_str(y.shape));
     TANDEM_FAIL(Value, "{}: arrays {} do not fit model {} with loss {}: {}", cfg.data_file, arrays, cfg.model.type,
                 enum_name(cfg.loss.type), e.what());
   }

@@ -134,12 +134,10 @@ const std::vector<ArrayRef>& arrays_of(const char* what, tandem_tensor_list_t li
 void check_batches(const std::vector<ArrayRef>& a, const char* what_a, const std::vector<ArrayRef>& b,
                    const char* what_b) {
   const int64_t batch = a[0].shape[0];
-  for (size_t i = 0; i < a.size(); ++i)
-    TANDEM_CHECK(a[i].shape[0] == batch, "{} {} has batch {} (its first dimension), {} 0 has {}", what_a, i,
-                 a[i].shape[0], what_a, batch);
-  for (size_t i = 0; i < b.size(); ++i)
-    TANDEM_CHECK(b[i].shape[0] == batch, "{} {} has batch {} (its first dimension), {} 0 has {}", what_b, i,
-                 b[i].shape[0], what_a, batch);
+  for (const auto& [list, what] : {std::pair{&a, what_a}, std::pair{&b, what_b}})
+    for (size_t i = 0; i < list->size(); ++i)
+      TANDEM_CHECK((*list)[i].shape[0] == batch, "{} {} has batch {} (its first dimension), {} 0 has {}", what, i,
+                   (*list)[i].shape[0], what_a, batch);
 }
 
 std::optional<uint64_t> seed() {

@@ -98,8 +98,7 @@ double Session::train(const std::vector<ArrayRef>& inputs, const std::vector<Arr
   std::optional<nn::parallel::DistributedDataParallel::NoSync> no_sync;
   if (ddp_ && !last_micro) no_sync.emplace(ddp_->no_sync());  // reduce only with the last micro-batch
   Tensor loss = precision_->forward([&] {
-    const std::vector<Tensor> out =
-        x.size() == 1 ? std::vector<Tensor>{model_->forward(x[0])} : model_->forward_many(x);
+    const std::vector<Tensor> out = model_->forward_many(x);
     TANDEM_CHECK(out.size() == targets.size(), "the model gives {} outputs and {} labels were given: one label per "
                  "output", out.size(), targets.size());
     Tensor sum = nn::config::compute_loss(config_.loss, out[0], targets[0]);
@@ -134,7 +133,7 @@ void Session::inference(const std::vector<ArrayRef>& inputs, const std::vector<A
     NoGradGuard no_grad;
     inner_->eval();
     try {
-      y = x.size() == 1 ? std::vector<Tensor>{inner_->forward(x[0])} : inner_->forward_many(x);
+      y = inner_->forward_many(x);
     } catch (...) {
       inner_->train();
       throw;

@@ -17,6 +17,7 @@ struct Batch {
   int64_t size() const { return y.size(0); }
   std::vector<Tensor> inputs() const;   // x and more_x
   Batch narrow(int64_t start, int64_t n) const;  // rows [start, start + n) of every tensor
+  Batch to(Device device) const;                 // every tensor on `device`
 };
 
 class BatchSource {

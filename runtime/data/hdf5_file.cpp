@@ -96,6 +96,7 @@ class Hdf5File final : public ArrayFile {
     std::sort(sorted.begin(), sorted.end());
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
     Tensor block = read_sorted(info, sorted);
+    if (sorted == rows) return block;  // already in order (evaluation's contiguous shares)
     const auto* src = static_cast<const uint8_t*>(block.data_ptr());
     return gather_rows(info, rows, [&](int64_t row, size_t row_bytes, uint8_t* out) {
       const size_t at = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), row) - sorted.begin());

@@ -19,6 +19,12 @@ Batch Batch::narrow(int64_t start, int64_t n) const {
   return part;
 }
 
+Batch Batch::to(Device device) const {
+  Batch moved{x.to(device), y.to(device), {}};
+  for (const Tensor& t : more_x) moved.more_x.push_back(t.to(device));
+  return moved;
+}
+
 Tensor gather_images(const Dataset& ds, const int64_t* indices, int64_t n) {
   const int64_t p = ds.pixels(), size = ds.size();
   Tensor out = Tensor::empty({n, p}, DType::u8);

@@ -72,6 +72,7 @@ TEST(ArrayFile, Hdf5) {
   ASSERT_EQ(f->arrays().size(), 4u);
   EXPECT_EQ(f->array("grp/z").dtype, DType::f64);  // a dataset in a group, by its path
   expect_x_rows(*f, "x", {9, 2, 3, 4, 0, 3});
+  expect_x_rows(*f, "x", {1, 2, 5});  // ascending: the read itself is the result
   EXPECT_EQ(f->read_rows("y", {8, 2}).to_vector<int64_t>(), (std::vector<int64_t>{2, 2}));
   // big-endian in the file, converted by HDF5; z[r, j] = 2 r + j - 5
   EXPECT_EQ(f->read_rows("grp/z", {6, 0}).to_vector<double>(), (std::vector<double>{7, 8, -5, -4}));
