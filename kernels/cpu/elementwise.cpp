@@ -227,7 +227,52 @@ void cpu_unary_backward(UnaryOp op, const Tensor& gy, const Tensor& x, const Ten
   });
 }
 
+// Row by row over the broadcast plan (the innermost dim a run, as binary_typed); rows in parallel
+// write disjoint outputs.
+template <class T>
+void where_typed(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  const uint8_t* pc = static_cast<const uint8_t*>(cond.data_ptr());
+  const T* pa = static_cast<const T*>(a.data_ptr());
+  const T* pb = static_cast<const T*>(b.data_ptr());
+  T* po = static_cast<T*>(out.data_ptr());
+  const BroadcastPlan plan = broadcast_plan(out.shape(), {cond.shape(), a.shape(), b.shape()});
+  const size_t r = plan.sizes.size();
+  const int64_t inner = plan.sizes[r - 1];
+  const int64_t sc = plan.strides[0][r - 1], sa = plan.strides[1][r - 1], sb = plan.strides[2][r - 1];
+  auto row_range = [&](int64_t lo, int64_t hi) {
+    for (int64_t q = lo; q < hi; ++q) {
+      int64_t rem = q, oc = 0, oa = 0, ob = 0;
+      for (size_t d = r - 1; d-- > 0;) {
+        const int64_t i = rem % plan.sizes[d];
+        rem /= plan.sizes[d];
+        oc += i * plan.strides[0][d];
+        oa += i * plan.strides[1][d];
+        ob += i * plan.strides[2][d];
+      }
+      T* o = po + q * inner;
+      for (int64_t i = 0; i < inner; ++i) o[i] = pc[oc + i * sc] ? pa[oa + i * sa] : pb[ob + i * sb];
+    }
+  };
+  const int64_t rows = total / inner;
+  if (total < kParallelMin) {
+    row_range(0, rows);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < rows; ++q) row_range(q, q + 1);
+  }
+}
+
+void cpu_where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
+  TANDEM_CHECK(cond.dtype() == DType::u8, "where: the condition is {}, not u8", dtype_name(cond.dtype()));
+  TANDEM_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "where: dtypes {} {} -> {} differ",
+               dtype_name(a.dtype()), dtype_name(b.dtype()), dtype_name(out.dtype()));
+  dispatch(out.dtype(), [&](auto tag) { where_typed<decltype(tag)>(cond, a, b, out); }, "where");
+}
+
 TANDEM_REGISTER_KERNEL(binary, DeviceKind::CPU, cpu_binary);
+TANDEM_REGISTER_KERNEL(where, DeviceKind::CPU, cpu_where);
 TANDEM_REGISTER_KERNEL(unary, DeviceKind::CPU, cpu_unary);
 TANDEM_REGISTER_KERNEL(unary_backward, DeviceKind::CPU, cpu_unary_backward);
 

@@ -79,6 +79,29 @@ __global__ void binary_kernel(const T* __restrict__ a, const T* __restrict__ b, 
   }
 }
 
+// out[i] = cond[i] ? a[i] : b[i] over a broadcast plan (operands 0, 1, 2 = cond, a, b).
+struct Plan3 {
+  int rank;
+  int64_t size[kMaxDims];
+  int64_t stride[3][kMaxDims];
+};
+
+template <class T>
+__global__ void where_kernel(const uint8_t* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
+                             T* __restrict__ out, int64_t n, Plan3 p) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    int64_t rem = i, oc = 0, oa = 0, ob = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % p.size[d];
+      rem /= p.size[d];
+      oc += idx * p.stride[0][d];
+      oa += idx * p.stride[1][d];
+      ob += idx * p.stride[2][d];
+    }
+    out[i] = c[oc] ? a[oa] : b[ob];
+  }
+}
+
 // Same shapes: a packed map over both operands.
 template <class T, bool Vec, class F>
 __global__ void binary_same_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, int64_t n, F f) {
@@ -274,7 +297,32 @@ void unary_backward(UnaryOp op, const Tensor& gy, const Tensor& x, const Tensor&
   });
 }
 
+void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
+  check_on_device("where", out.device(), {&cond, &a, &b, &out});
+  TANDEM_CHECK(cond.dtype() == DType::u8, "where: the condition is {}, not u8", dtype_name(cond.dtype()));
+  TANDEM_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "where: dtypes {} {} -> {} differ",
+               dtype_name(a.dtype()), dtype_name(b.dtype()), dtype_name(out.dtype()));
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const BroadcastPlan plan = kernels::broadcast_plan(out.shape(), {cond.shape(), a.shape(), b.shape()});
+  TANDEM_CHECK(plan.sizes.size() <= kMaxDims, "where: {} broadcast dims exceed the CUDA backend's {}",
+               plan.sizes.size(), kMaxDims);
+  Plan3 p{};
+  p.rank = static_cast<int>(plan.sizes.size());
+  for (int d = 0; d < p.rank; ++d) {
+    p.size[d] = plan.sizes[d];
+    for (int k = 0; k < 3; ++k) p.stride[k][d] = plan.strides[k][d];
+  }
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    TANDEM_LAUNCH(where_kernel<T>, grid_for(n, kBlock), kBlock, 0, stream_for(out.device()),
+                  static_cast<const uint8_t*>(cond.data_ptr()), static_cast<const T*>(a.data_ptr()),
+                  static_cast<const T*>(b.data_ptr()), static_cast<T*>(out.data_ptr()), n, p);
+  }, "where");
+}
+
 TANDEM_REGISTER_KERNEL(kernels::binary, kKind, binary);
+TANDEM_REGISTER_KERNEL(kernels::where, kKind, where);
 TANDEM_REGISTER_KERNEL(kernels::unary, kKind, unary);
 TANDEM_REGISTER_KERNEL(kernels::unary_backward, kKind, unary_backward);
 

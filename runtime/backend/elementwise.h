@@ -58,6 +58,11 @@ TANDEM_KERNEL(unary, void(UnaryOp op, const Tensor& x, Tensor& y, double alpha))
 TANDEM_KERNEL(unary_backward, void(UnaryOp op, const Tensor& grad_y, const Tensor& x, const Tensor& y,
                                    Tensor& grad_x, double alpha));
 
+// out = cond ? a : b, elementwise: cond (u8, nonzero is true), a and b broadcast to out's shape as
+// in `binary`; a, b, out share dtype (any) and device. A select, not arithmetic: an inf or NaN in
+// the branch not taken never reaches out (a masked_fill's -inf stays where the mask puts it).
+TANDEM_KERNEL(where, void(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out));
+
 // ---- host helpers shared by the backends ----
 
 // Broadcast shape of a and b; throws ValueError naming both shapes (and `what`) when they do not

@@ -140,6 +140,33 @@ Tensor gelu(const Tensor& a, bool tanh_approximation) {
   return unary_entry(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::GeluErf, "gelu", a, 0.0);
 }
 Tensor tanh(const Tensor& a) { return unary_entry(UnaryOp::Tanh, "tanh", a, 0.0); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  detail::check_defined(cond, "where", "cond");
+  detail::check_compatible("where", a, b);
+  TANDEM_CHECK(cond.dtype() == DType::u8, "where: the condition must be u8 (nonzero is true), got {}",
+               detail::describe(cond));
+  TANDEM_CHECK(cond.device() == a.device(), "where: device mismatch: condition {} vs {}", detail::describe(cond),
+               detail::describe(a));
+  const Shape shape = kernels::broadcast_shapes(kernels::broadcast_shapes(cond.shape(), a.shape(), "where"),
+                                                b.shape(), "where");
+  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+  kernels::where(a.device())(cond, a, b, out);
+  if (!needs_grad({&a, &b})) return out;
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  const Shape sa = a.shape(), sb = b.shape();
+  const Tensor c = cond.detach();
+  return record("WhereBackward", {a, b}, out, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    // The gradient goes through the same select, with zeros for the branch not taken.
+    const Tensor zero = Tensor::zeros({}, g[0].dtype(), g[0].device());
+    auto routed = [&](bool to_a) {
+      Tensor r = Tensor::empty(g[0].shape(), g[0].dtype(), g[0].device());
+      kernels::where(g[0].device())(c, to_a ? g[0] : zero, to_a ? zero : g[0], r);
+      return detail::sum_to_shape(r, to_a ? sa : sb);
+    };
+    return {ga ? routed(true) : Tensor(), gb ? routed(false) : Tensor()};
+  });
+}
 Tensor sigmoid(const Tensor& a) { return unary_entry(UnaryOp::Sigmoid, "sigmoid", a, 0.0); }
 
 }  // namespace tandem::ops

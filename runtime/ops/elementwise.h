@@ -22,6 +22,11 @@ Tensor gelu(const Tensor& a, bool tanh_approximation = false);
 Tensor tanh(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 
+// cond ? a : b elementwise, the three broadcast together (NumPy): cond u8 (nonzero is true), a and b
+// of one dtype and device. A select: the branch not taken never leaks into the result or its gradient
+// (masked_fill's -inf, torch.where). Gradients: g where cond holds to a, elsewhere to b; none to cond.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
 }  // namespace tandem::ops
 
 namespace tandem {

@@ -1,5 +1,8 @@
 // Broadcasting binary ops, unary ops and their backward on the CUDA backend vs the CPU backend.
+#include <limits>
+
 #include "runtime/backend/elementwise.h"
+#include "runtime/ops/shape.h"
 #include "tests/cuda/backend_test.h"
 
 namespace tandem::testing {
@@ -31,6 +34,23 @@ TEST_P(ElementwiseOps, BinaryBroadcastMatchesCpuExactly) {
         expect_close(got, want, tol(0, ulps(dt)),
                      std::string(dtype_name(dt)) + " op " + std::to_string(int(op)) + " " + shape_str(sa) + shape_str(sb));
       }
+    }
+}
+
+// The select over every dtype and broadcast case (cond broadcast against both operands), with
+// infinities in the operands: exact, as a select must be.
+TEST_P(ElementwiseOps, WhereMatchesCpuExactly) {
+  for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::i64, DType::u8})
+    for (auto& [sa, sb] : broadcast_cases()) {
+      Shape so = kernels::broadcast_shapes(sa, sb, "test");
+      Shape sc = so.empty() ? so : Shape(so.begin() + static_cast<std::ptrdiff_t>(so.size() - 1), so.end());
+      Tensor c = ops::cast(random_tensor(sc, DType::f32, 13, 0, 2), DType::u8);  // 0 or 1
+      Tensor a = random_tensor(sa, dt, 14, 1, 9), b = random_tensor(sb, dt, 15, 1, 9);
+      if (is_floating(dt) && a.numel() > 1) a.narrow0(0, 1).fill_(-std::numeric_limits<double>::infinity());
+      Tensor want = Tensor::empty(so, dt), got = Tensor::empty(so, dt, dev());
+      kernels::where(kCPU)(c, a, b, want);
+      kernels::where(dev())(c.to(dev()), a.to(dev()), b.to(dev()), got);
+      expect_close(got, want, 0, std::string(dtype_name(dt)) + " where " + shape_str(sc) + shape_str(sa) + shape_str(sb));
     }
 }
 
