@@ -1,6 +1,7 @@
 // OnnxModel: the graph checked at load, its initializers registered, its nodes run per forward.
 #include "nn/onnx/onnx_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -35,6 +36,23 @@ int sole_reader(const Graph& g, const std::unordered_map<std::string, int>& read
   return -1;
 }
 
+// The values a gradient can reach from the graph's outputs: back from each output, through every
+// node input that carries one (onnx_ops.h's carries_gradient). ONNX lists nodes in topological order,
+// so one pass from the last node back suffices.
+std::set<std::string> reached_by_gradients(const Graph& g) {
+  std::set<std::string> reached;
+  for (const ValueInfo& o : g.outputs) reached.insert(o.name);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    const bool feeds = std::any_of(n.outputs.begin(), n.outputs.end(),
+                                   [&](const std::string& o) { return !o.empty() && reached.count(o); });
+    if (!feeds) continue;
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (!n.inputs[k].empty() && carries_gradient(n, k)) reached.insert(n.inputs[k]);
+  }
+  return reached;
+}
+
 }  // namespace
 
 OnnxModel::OnnxModel(const std::string& path, const ImportOptions& options) : OnnxModel(read_graph(path), options) {}
@@ -67,11 +85,14 @@ OnnxModel::OnnxModel(Graph graph, const ImportOptions& options)
     for (const auto& [name, t] : g.initializers) found = found || matches(name, f);
     TANDEM_CHECK(found, "{}: frozen '{}' names no initializer of the model (a prefix ends with '.')", path, f);
   }
+  const std::set<std::string> trainable = reached_by_gradients(g);
   for (const auto& [name, t] : g.initializers) {
     bool frozen = false;
     for (const std::string& f : options.frozen) frozen = frozen || matches(name, f);
-    // The exporter names folded constants "onnx::<op>_<n>": values of the graph, not weights.
-    const bool weight = is_floating(t.dtype()) && !statistics.count(name) && !frozen && name.rfind("onnx::", 0) != 0;
+    // The exporter names folded constants "onnx::<op>_<n>": values of the graph, not weights. A float
+    // buffer no output's gradient reaches (nanoGPT's causal mask `bias`, read by an Equal) is constant.
+    const bool weight = is_floating(t.dtype()) && !statistics.count(name) && !frozen && name.rfind("onnx::", 0) != 0 &&
+                        trainable.count(name);
     if (weight)
       register_parameter(name, t);
     else

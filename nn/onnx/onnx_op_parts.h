@@ -33,4 +33,16 @@ std::vector<Value> op_squeeze(const OpCall& c);
 std::vector<Value> op_constant(const OpCall& c);
 std::vector<Value> op_cast(const OpCall& c);
 
+// Masks and index arithmetic (onnx_ops_select.cpp): Equal, Less, Greater, Not, Where, Expand, Slice,
+// Range, ConstantOfShape.
+std::vector<Value> op_equal(const OpCall& c);
+std::vector<Value> op_less(const OpCall& c);
+std::vector<Value> op_greater(const OpCall& c);
+std::vector<Value> op_not(const OpCall& c);
+std::vector<Value> op_where(const OpCall& c);
+std::vector<Value> op_expand(const OpCall& c);
+std::vector<Value> op_slice(const OpCall& c);
+std::vector<Value> op_range(const OpCall& c);
+std::vector<Value> op_constant_of_shape(const OpCall& c);
+
 }  // namespace tandem::nn::onnx::detail

@@ -23,6 +23,7 @@
 #include "runtime/ops/pool.h"
 #include "runtime/ops/reduce.h"
 #include "runtime/ops/shape.h"
+#include "runtime/backend/elementwise.h"
 
 namespace tandem::nn::onnx {
 
@@ -189,18 +190,31 @@ std::vector<Value> op_dropout(const OpCall& c) {
 // ---- linear algebra ----
 
 // tandem's matmul takes [M, K] @ [K, N], [B, M, K] @ [B, K, N] or [B, M, K] @ [K, N]: the leading
-// dims of a 4-D (or deeper) product, attention's [batch, heads, T, D], are folded into one.
+// dims of a 4-D (or deeper) product, attention's [batch, heads, T, D], are folded into one. Leading
+// dims that differ broadcast (NumPy): the operand with fewer is expanded first (x * 1, exact; its
+// gradient sums back), so [B, H, T, D] @ [H, D, E] runs as one batched product.
 std::vector<Value> op_matmul(const OpCall& c) {
-  const Tensor a = c.tensor(0), b = c.tensor(1);
-  if (a.dim() <= 3 && b.dim() <= 3) return one(ops::matmul(a, b));
-  if (a.dim() != b.dim() && b.dim() != 2) c.fail(fmt::format("shapes {} and {} do not multiply here (no broadcasting "
-                                                              "of leading dims)", shape_str(a.shape()), shape_str(b.shape())));
-  Shape lead(a.shape().begin(), a.shape().end() - 2);
-  if (b.dim() == a.dim() && Shape(b.shape().begin(), b.shape().end() - 2) != lead)
-    c.fail(fmt::format("leading dims of {} and {} differ (no broadcasting yet)", shape_str(a.shape()), shape_str(b.shape())));
+  Tensor a = c.tensor(0), b = c.tensor(1);
+  if (a.dim() < 2 || b.dim() < 2)
+    c.fail(fmt::format("shapes {} and {}: a 1-D operand is not supported", shape_str(a.shape()), shape_str(b.shape())));
+  if ((a.dim() <= 3 && a.dim() == b.dim() && a.size(0) == b.size(0)) || (a.dim() <= 3 && b.dim() == 2))
+    return one(ops::matmul(a, b));
+  const Shape lead_a(a.shape().begin(), a.shape().end() - 2), lead_b(b.shape().begin(), b.shape().end() - 2);
+  const Shape lead = b.dim() == 2 ? lead_a : kernels::broadcast_shapes(lead_a, lead_b, "MatMul's leading dims");
+  auto expanded = [&](const Tensor& t, const Shape& t_lead) {
+    if (t_lead == lead) return t;
+    Shape full = lead;
+    full.push_back(t.size(-2));
+    full.push_back(t.size(-1));
+    return ops::mul(t, Tensor::ones(full, t.dtype(), t.device()));
+  };
+  a = expanded(a, lead_a);
+  if (b.dim() != 2) b = expanded(b, lead_b);
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1), batch = shape_numel(lead);
+  if (b.size(-2) != k)
+    c.fail(fmt::format("shapes {} and {} do not multiply", shape_str(a.shape()), shape_str(b.shape())));
   Tensor a3 = ops::reshape(a, {batch, m, k});
-  Tensor b3 = b.dim() == 2 ? b : ops::reshape(b, {batch, b.size(-2), n});
+  Tensor b3 = b.dim() == 2 ? b : ops::reshape(b, {batch, k, n});
   Shape out = lead;
   out.push_back(m);
   out.push_back(n);
@@ -359,29 +373,37 @@ const OpEntry kOps[] = {
     {"Clip", 6, op_clip},
     {"Concat", 11, op_concat},
     {"Constant", 11, op_constant},
+    {"ConstantOfShape", 9, op_constant_of_shape},
     {"Conv", 11, op_conv},
     {"Div", 7, op_div},
-    {"Erf", 9, op_erf},
     {"Dropout", 12, op_dropout},
+    {"Equal", 11, op_equal},
+    {"Erf", 9, op_erf},
+    {"Expand", 8, op_expand},
     {"Flatten", 11, op_flatten},
     {"Gather", 11, op_gather},
     {"Gemm", 11, op_gemm},
     {"GlobalAveragePool", 1, op_global_average_pool},
+    {"Greater", 9, op_greater},
     {"HardSigmoid", 6, op_hard_sigmoid},
     {"HardSwish", 14, op_hard_swish},
     {"Identity", 1, op_identity},
     {"LayerNormalization", 17, op_layer_norm},
+    {"Less", 9, op_less},
     {"MatMul", 9, op_matmul},
     {"MaxPool", 12, op_max_pool},
     {"Mul", 7, op_mul},
-    {"ReduceMean", 11, reduce<true>},
-    {"ReduceSum", 11, reduce<false>},
+    {"Not", 1, op_not},
     {"Pad", 11, op_pad},
     {"Pow", 7, op_pow},
+    {"Range", 11, op_range},
+    {"ReduceMean", 11, reduce<true>},
+    {"ReduceSum", 11, reduce<false>},
     {"Relu", 6, op_relu},
     {"Reshape", 5, op_reshape},
     {"Shape", 1, op_shape},
     {"Sigmoid", 6, op_sigmoid},
+    {"Slice", 10, op_slice},
     {"Softmax", 13, op_softmax},
     {"Split", 13, op_split},
     {"Sqrt", 6, op_sqrt},
@@ -390,6 +412,7 @@ const OpEntry kOps[] = {
     {"Tanh", 6, op_tanh},
     {"Transpose", 1, op_transpose},
     {"Unsqueeze", 11, op_unsqueeze},
+    {"Where", 9, op_where},
 };
 
 }  // namespace
@@ -407,7 +430,29 @@ OpFn gelu_op() { return op_gelu; }
 std::vector<std::string> supported_ops() {
   std::vector<std::string> names;
   for (const OpEntry& e : kOps) names.emplace_back(e.op);
+  std::sort(names.begin(), names.end());
   return names;
+}
+
+bool carries_gradient(const Node& node, size_t input) {
+  const std::string& op = node.op;
+  // Booleans, shapes and positions: nothing differentiable comes out of them.
+  static const char* const kNone[] = {"ConstantOfShape", "Equal", "Greater", "Less", "Not", "Range", "Shape"};
+  for (const char* o : kNone)
+    if (op == o) return false;
+  // Data in input 0; the rest are shapes, axes, indices, bounds or a ratio.
+  static const char* const kFirst[] = {"Dropout", "Expand", "Gather", "Pad", "Pow", "ReduceMean", "ReduceSum",
+                                       "Reshape", "Resize", "Slice", "Split", "Squeeze", "Unsqueeze", "Clip"};
+  for (const char* o : kFirst)
+    if (op == o) return input == 0;
+  if (op == "Where") return input == 1 || input == 2;
+  if (op == "BatchNormalization") return input <= 2;  // 3 and 4 are the running statistics
+  if (op == "Cast") {  // a cast to a floating type passes the gradient; to integers or booleans not
+    auto to = node.attributes.find("to");
+    const int64_t t = to == node.attributes.end() ? 1 : to->second.i;
+    return input == 0 && (t == 1 || t == 10 || t == 11 || t == 16);
+  }
+  return true;
 }
 
 }  // namespace tandem::nn::onnx

@@ -64,6 +64,11 @@ OpFn find_op(const std::string& op, int64_t opset);
 // GELU: what OnnxModel runs in place of the Erf pattern of an exact GELU.
 OpFn gelu_op();
 
+// Whether a gradient can flow into `node`'s input `input` from its outputs: false for booleans,
+// shapes, indices and the like. An initializer no output's gradient reaches is not trained (a causal
+// mask buffer that only feeds an Equal is a constant, not a weight).
+bool carries_gradient(const Node& node, size_t input);
+
 // The op types tandem runs, sorted (docs/onnx.md lists them; errors name them).
 std::vector<std::string> supported_ops();
 

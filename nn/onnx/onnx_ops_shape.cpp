@@ -213,9 +213,16 @@ std::vector<Value> op_cast(const OpCall& c) {
   const Value& x = c.input(0);
   const int64_t to = c.attr_int("to", 1);
   if (to == 7) return {x.host ? x : Value::of_ints(x.integers(), x.dims())};  // INT64: shape arithmetic
-  if (x.host) c.fail("casting integers to another type is not supported");
-  if (to == 1) return one(ops::cast(x.t, DType::f32));
-  if (to == 11) return one(ops::cast(x.t, DType::f64));
+  if (to == 9) {  // BOOL: a mask, kept as host 0/1 (a boolean tensor, u8 already, stays one)
+    if (!x.host && x.t.dtype() == DType::u8) return {x};
+    std::vector<int64_t> bits;
+    for (double v : x.host ? std::vector<double>(x.ints.begin(), x.ints.end()) : x.t.to(kCPU).to_vector<double>())
+      bits.push_back(v != 0 ? 1 : 0);
+    return {Value::of_ints(std::move(bits), x.dims())};
+  }
+  if (to == 1) return one(ops::cast(x.tensor(c.device), DType::f32));  // host integers too (arange(T).float())
+  if (to == 11) return one(ops::cast(x.tensor(c.device), DType::f64));
+  if (x.host) c.fail(fmt::format("casting integers to element type {} is not supported", to));
   c.fail(fmt::format("cast to element type {} is not supported", to));
 }
 

@@ -63,3 +63,20 @@ TEST(OnnxErrors, FrozenNameThatMatchesNothingIsATypo) {
   expect_has(error_of<ValueError>([&] { nn::onnx::OnnxModel model(onnx_model("resnet.onnx"), o); }),
              "frozen 'layer9.' names no initializer");
 }
+
+// x[:, ::2] exports a Slice with step 2: refused at its first run naming the node and the steps, never
+// sliced with step 1.
+TEST(OnnxErrors, StridedSliceIsRefusedNamingTheNode) {
+  nn::onnx::OnnxModel model(onnx_model("strided_slice.onnx"));
+  const std::string m = error_of<ValueError>([&] { model.forward(Tensor::zeros({2, 4})); });
+  expect_has(m, "strided_slice.onnx: node '");
+  expect_has(m, "(Slice, opset 13): steps [2]: only step 1 is supported");
+}
+
+// The decoder's positions are an Embedding of 6 rows: a 7th token is an error naming the lookup,
+// not a read past the table or a mask of the wrong size.
+TEST(OnnxErrors, DecoderLongerThanItsPositionTable) {
+  nn::onnx::OnnxModel model(onnx_model("decoder.onnx"));
+  const std::string m = error_of<Error>([&] { model.forward(Tensor::zeros({1, 7}, DType::i64)); });
+  expect_has(m, "6");
+}

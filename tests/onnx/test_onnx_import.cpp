@@ -38,7 +38,8 @@ const Case kCases[] = {{"mlp.onnx", "mlp", 1, 1},       {"mlp_opset17.onnx", "ml
                        {"cnn.onnx", "cnn", 1, 1},       {"resnet.onnx", "resnet", 1, 1},
                        {"two_io.onnx", "two_io", 2, 2},   {"encoder.onnx", "encoder", 1, 1},
                        {"encoder_opset17.onnx", "encoder", 1, 1}, {"mobilenet.onnx", "mobilenet", 1, 1},
-                       {"mobilenet_opset17.onnx", "mobilenet", 1, 1}};
+                       {"mobilenet_opset17.onnx", "mobilenet", 1, 1}, {"decoder.onnx", "decoder", 1, 1},
+                       {"decoder_opset17.onnx", "decoder", 1, 1}};
 
 std::vector<Tensor> inputs_of(const serialization::SafetensorsContents& r, size_t n, bool grad) {
   std::vector<Tensor> in;
@@ -204,4 +205,32 @@ TEST(OnnxModel, SaveOnnxWritesTheTrainedWeightsBack) {
   // The trained weights differ from the file's: the write is not the original handed back.
   nn::onnx::OnnxModel original(onnx_model("resnet.onnx"));
   EXPECT_NE(original.state_dict()[0].second.to_vector<float>(), got[0].second.to_vector<float>());
+}
+
+// The decoder's causal mask: its float `bias` buffer (read only through `bias[:, :, :T, :T] == 0`) is
+// not a parameter, and logits at position t do not depend on the tokens after t, at any length up to
+// the position table's 6 (the mask sliced to T).
+TEST(OnnxModel, DecoderMaskIsABufferAndCausalAtEveryLength) {
+  nn::onnx::OnnxModel model(onnx_model("decoder.onnx"));
+  for (const auto& [name, t] : model.named_parameters()) EXPECT_NE(name, "bias");
+  bool buffer = false;
+  for (const auto& [name, t] : model.named_buffers()) buffer = buffer || name == "bias";
+  EXPECT_TRUE(buffer);
+  model.eval();
+  for (int64_t tokens : {1, 2, 6}) {
+    std::vector<int64_t> ids(static_cast<size_t>(2 * tokens));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 5 + 3) % 11);
+    const Tensor a = model.forward(Tensor::from_vector<int64_t>(ids, {2, tokens}));
+    ASSERT_EQ(a.shape(), (Shape{2, tokens, 11}));
+    ids[static_cast<size_t>(tokens - 1)] = (ids[static_cast<size_t>(tokens - 1)] + 1) % 11;  // sample 0's last token
+    const Tensor b = model.forward(Tensor::from_vector<int64_t>(ids, {2, tokens}));
+    const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+    for (size_t i = 0; i < static_cast<size_t>((tokens - 1) * 11); ++i)
+      EXPECT_EQ(av[i], bv[i]) << "T " << tokens << ": position " << i / 11 << " saw a later token";
+    bool last_changed = false;
+    for (int64_t v = 0; v < 11; ++v) last_changed = last_changed || av[static_cast<size_t>((tokens - 1) * 11 + v)] !=
+                                                                     bv[static_cast<size_t>((tokens - 1) * 11 + v)];
+    EXPECT_TRUE(last_changed) << "T " << tokens;
+    for (size_t i = static_cast<size_t>(tokens * 11); i < av.size(); ++i) EXPECT_EQ(av[i], bv[i]);  // sample 1
+  }
 }

@@ -1,8 +1,8 @@
 """Writes small ONNX models exported by PyTorch and their reference values, for the ONNX importer's tests,
 into tests/onnx/models/ (README.md there lists the files):
-  K.onnx                 K = mlp, cnn, resnet, two_io, encoder, mobilenet (opset 13), unsupported (opset 13, has
-                         a CumSum)
-  K_opset17.onnx         K = mlp, encoder, mobilenet: the same model, same initializers, opset 17
+  K.onnx                 K = mlp, cnn, resnet, two_io, encoder, mobilenet, decoder (opset 13), unsupported (opset 13,
+                         has a CumSum), strided_slice (a Slice with step 2)
+  K_opset17.onnx         K = mlp, encoder, mobilenet, decoder: the same model, same initializers, opset 17
                          (K.ref.safetensors applies to it)
   K.ref.safetensors      references for K (not for unsupported), float32 ("F32") except encoder's int64 input
                          ("I64"); [j] = output j, [i] = input i:
@@ -63,6 +63,10 @@ Op types, in the files' opset 13 (the importer's list):
   unsupported  Gemm Constant CumSum
   encoder      Gather Add ReduceMean Sub Constant Pow Sqrt Div Mul Shape Transpose MatMul Split Unsqueeze Concat
                Reshape Softmax Erf Gemm
+  decoder      Constant Shape Gather Cast Range Unsqueeze Concat Reshape ConstantOfShape Mul Equal Where Expand Add
+               ReduceMean Sub Pow Sqrt Div Transpose MatMul Split Slice Softmax Tanh (torch's expand(b, t) is
+               ConstantOfShape/Mul/Equal/Where on its shape, then Expand; masked_fill(bias[:, :, :T, :T] == 0, -inf) is
+               two Slices of the initializer `bias`, Equal with 0, Cast to bool, Where(cond, -inf, scores))
   mobilenet    Conv BatchNormalization HardSigmoid Mul Constant Clip GlobalAveragePool Relu Flatten Gemm
                (mobilenet_opset17: Conv BatchNormalization HardSwish Constant Clip GlobalAveragePool Relu
                HardSigmoid Mul Flatten Gemm)
@@ -107,7 +111,9 @@ onnxruntime runs the TRAINING export's BatchNormalization with the batch's stati
 extra outputs / training_mode=1): its outputs agree with train.output to ~1e-7 and differ from
 eval.output by 0.34 (cnn), 0.45 (resnet) and 0.27 (mobilenet); for models without BN the two are the same.
 """
+import argparse
 import copy
+import math
 import os
 
 import numpy as np
@@ -193,6 +199,17 @@ class Unsupported(nn.Module):
         return torch.cumsum(self.fc(x), dim=1)
 
 
+class StridedSlice(nn.Module):
+    """A Linear then every other column, x[:, ::2]: a Slice with step 2, which the importer refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)[:, ::2]
+
+
 class Encoder(nn.Module):
     """A tiny transformer encoder over token ids [batch, 5] (vocabulary 11, width 8, 2 heads of 4): token
     embedding + a learned positional parameter `pos`, one pre-LayerNorm block (attention written by hand,
@@ -264,6 +281,47 @@ class TinyMobileNet(nn.Module):
         return self.fc(self.flatten(self.avgpool(self.gconv(x))))
 
 
+class Decoder(nn.Module):
+    """A tiny GPT-style decoder over token ids [batch, tokens] (vocabulary 11, up to 6 tokens, width 8, 2 heads
+    of 4), written as nanoGPT writes it: token and position embeddings (positions arange(T) expanded to the
+    batch), one pre-LayerNorm block with causal self-attention masked by a float `bias` buffer
+    (tril(ones), `masked_fill(bias[:, :, :T, :T] == 0, -inf)`), a per-head learned [2, 4, 4] map applied to q
+    (a MatMul whose leading dims broadcast), a tanh-GELU MLP, a final LayerNorm and an untied head to logits
+    per token. Exported with a dynamic token axis: the tests run 5 tokens, so the mask is sliced."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(11, 8)
+        self.wpe = nn.Embedding(6, 8)
+        self.ln1 = nn.LayerNorm(8)
+        self.attn = nn.Linear(8, 24)
+        self.qmap = nn.Parameter(torch.eye(4).repeat(2, 1, 1) + 0.3 * torch.randn(2, 4, 4))
+        self.proj = nn.Linear(8, 8)
+        self.ln2 = nn.LayerNorm(8)
+        self.fc = nn.Linear(8, 32)
+        self.fc2 = nn.Linear(32, 8)
+        self.ln_f = nn.LayerNorm(8)
+        self.head = nn.Linear(8, 11, bias=False)
+        self.register_buffer("bias", torch.tril(torch.ones(6, 6)).view(1, 1, 6, 6))
+
+    def attention(self, x):
+        B, T, C = x.size()
+        q, k, v = self.attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, 2, 4).transpose(1, 2) for t in (q, k, v))
+        q = q @ self.qmap
+        a = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(4))
+        a = a.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf")).softmax(-1)
+        return self.proj((a @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+    def forward(self, ids):
+        b, t = ids.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=ids.device).unsqueeze(0).expand(b, t)
+        x = self.wte(ids) + self.wpe(pos)
+        x = x + self.attention(self.ln1(x))
+        x = x + self.fc2(nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return self.head(self.ln_f(x))
+
+
 def mlp():
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
 
@@ -284,9 +342,17 @@ MODELS = {
     "unsupported": (Unsupported, 105, [("x", (3, 4))], ["y"], False),
     "encoder": (Encoder, 106, [("ids", (3, 5), 11)], ["logits"], True),
     "mobilenet": (TinyMobileNet, 107, [("x", (3, 3, 8, 8))], ["y"], True),
+    "decoder": (Decoder, 108, [("ids", (3, 5), 11)], ["logits"], True),
+    "strided_slice": (StridedSlice, 109, [("x", (3, 4))], ["y"], False),
 }
+# Axes besides dim 0 (the batch) exported as dynamic: {model: {value name: {axis: name}}}.
+DYNAMIC = {"decoder": {"ids": {1: "tokens"}, "logits": {1: "tokens"}}}
+# The probe's scale where 1 makes the 10 SGD steps ill-conditioned: the decoder's 165 logits with unit probes
+# drive its LayerNorms and masked softmax so hard that PyTorch's own float32 and float64 runs end 2.6e-3 apart
+# after 10 steps (3e-7 at 0.1), which would measure the trajectory's sensitivity, not tandem.
+PROBE_SCALE = {"decoder": 0.1}
 # Models also exported at opset 17 as K_opset17.onnx, from the same pre-export state (K.ref.safetensors applies).
-OPSET17 = ("mlp", "encoder", "mobilenet")
+OPSET17 = ("mlp", "encoder", "mobilenet", "decoder")
 
 
 def make_model(ctor, seed):
@@ -311,7 +377,7 @@ def make_model(ctor, seed):
 
 # ---------------------------------------------------------------------------------------------- export
 
-def export(m, inputs, in_names, out_names, path, opset):
+def export(m, inputs, in_names, out_names, path, opset, dynamic=None):
     """The recommended export (see the docstring): train() mode + TrainingMode.TRAINING keeps BatchNorm as a
     node and the state_dict names; do_constant_folding=False keeps the initializers as they are. The
     export traces one forward pass in train mode, which updates BatchNorm's running stats (momentum 0.1)
@@ -319,7 +385,7 @@ def export(m, inputs, in_names, out_names, path, opset):
     state after the export is exactly what the file's initializers hold, and is the references' start."""
     m = copy.deepcopy(m).train()
     torch.onnx.export(m, tuple(inputs), path, opset_version=opset, input_names=in_names, output_names=out_names,
-                      dynamic_axes={n: {0: "batch"} for n in in_names + out_names},
+                      dynamic_axes={n: {0: "batch", **(dynamic or {}).get(n, {})} for n in in_names + out_names},
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
@@ -359,7 +425,7 @@ def outputs_of(m, inputs):
     return list(y) if isinstance(y, tuple) else [y]
 
 
-def references(m0, inputs, seed):
+def references(m0, inputs, seed, probe_scale=1.0):
     """The reference tensors for model m0 (left untouched) and its inputs, as (name, tensor) pairs."""
     refs = [(f"input.{i}", x) for i, x in enumerate(inputs)]
     with torch.no_grad():
@@ -368,7 +434,7 @@ def references(m0, inputs, seed):
     refs += [(f"train.output.{j}", y) for j, y in enumerate(train_out)]
     refs += [(f"eval.output.{j}", y) for j, y in enumerate(eval_out)]
     torch.manual_seed(seed + 2000)
-    probes = [torch.randn(y.shape) for y in train_out]
+    probes = [probe_scale * torch.randn(y.shape) for y in train_out]
     refs += [(f"probe.{j}", p) for j, p in enumerate(probes)]
 
     def loss(m, xs):
@@ -407,16 +473,25 @@ def max_diff(a, b):
 # ---------------------------------------------------------------------------------------------- main
 
 def main():
+    parser = argparse.ArgumentParser(description="Writes the ONNX importer's test models and references.")
+    parser.add_argument("--only", help="comma-separated model names (default: all); the others' files are left as "
+                        "they are")
+    only = parser.parse_args().only
+    names = only.split(",") if only else list(MODELS)
+    for n in names:
+        if n not in MODELS:
+            raise SystemExit(f"--only: no model {n} (models: {', '.join(MODELS)})")
     os.makedirs(OUT, exist_ok=True)
     summary = []
-    for name, (ctor, seed, ins, out_names, with_refs) in MODELS.items():
+    for name in names:
+        ctor, seed, ins, out_names, with_refs = MODELS[name]
         m0 = make_model(ctor, seed)
         torch.manual_seed(seed + 1000)
         inputs = [torch.randn(sp[1]) if len(sp) == 2 else torch.randint(0, sp[2], sp[1]) for sp in ins]
         in_names = [sp[0] for sp in ins]
         path = os.path.join(OUT, name + ".onnx")
         m_init = m0
-        model, m0 = export(m0, inputs, in_names, out_names, path, 13)
+        model, m0 = export(m0, inputs, in_names, out_names, path, 13, DYNAMIC.get(name))
         d = describe(model)
         print(f"== {name}: ops {d['ops']}\n   inputs {d['inputs']} outputs {d['outputs']}\n"
               f"   initializers {d['initializers']}")
@@ -426,11 +501,12 @@ def main():
         if name in OPSET17:
             # From the same pre-export state: its one train-mode pass updates the BN running stats exactly as
             # the opset-13 export did, so the opset-17 file holds the same initializers (checked).
-            m17, _ = export(m_init, inputs, in_names, out_names, os.path.join(OUT, name + "_opset17.onnx"), 17)
+            m17, _ = export(m_init, inputs, in_names, out_names, os.path.join(OUT, name + "_opset17.onnx"), 17,
+                            DYNAMIC.get(name))
             check_initializers(m17, m0)
             print(f"   {name}_opset17 ops {describe(m17)['ops']}")
         if with_refs:
-            refs, train_out, eval_out = references(m0, inputs, seed)
+            refs, train_out, eval_out = references(m0, inputs, seed, PROBE_SCALE.get(name, 1.0))
             meta = {"generator": "tests/reference/make_onnx_models.py", "torch": torch.__version__,
                     "onnx": onnx.__version__, "model": name + ".onnx"}
             if ort is not None:
