@@ -1,5 +1,5 @@
-// What the op files of nn/onnx share: small helpers, and the shape ops (onnx_ops_shape.cpp) that
-// the table in onnx_ops.cpp lists. Internal.
+// What the op files of nn/onnx share: small helpers, and the shape ops (onnx_ops_shape.cpp) and the
+// resampling ops (onnx_ops_resample.cpp) that the table in onnx_ops.cpp lists. Internal.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -44,5 +44,26 @@ std::vector<Value> op_expand(const OpCall& c);
 std::vector<Value> op_slice(const OpCall& c);
 std::vector<Value> op_range(const OpCall& c);
 std::vector<Value> op_constant_of_shape(const OpCall& c);
+
+// The resampling ops: ConvTranspose, Resize.
+std::vector<Value> op_conv_transpose(const OpCall& c);
+std::vector<Value> op_resize(const OpCall& c);
+
+// Resize's rule for one axis: ONNX's mode, coordinate_transformation_mode and nearest_mode.
+enum class ResizeCoord { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric };
+enum class ResizeNearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+struct ResizeRule {
+  bool linear = false;  // mode linear (else nearest)
+  ResizeCoord coord = ResizeCoord::HalfPixel;
+  ResizeNearest nearest = ResizeNearest::RoundPreferFloor;
+};
+// The [in, out] matrix (row-major) whose product with an axis of size `in` resizes it to `out`:
+// column j holds output j's weights (nearest: one 1; linear: two that sum to 1). `scale` is the one
+// the coordinate transformation divides by (the node's scale, or out / in from sizes).
+std::vector<double> resize_matrix(const ResizeRule& r, int64_t in, int64_t out, double scale);
+// x [N, C, (H,) W] resized to the sizes out (of every axis; N and C unchanged) by one matrix product
+// per resized axis: differentiable, on x's device and dtype.
+Tensor resize_spatial(const Tensor& x, const ResizeRule& r, const std::vector<int64_t>& out,
+                      const std::vector<double>& scales);
 
 }  // namespace tandem::nn::onnx::detail

@@ -1,8 +1,8 @@
 """Writes small ONNX models exported by PyTorch and their reference values, for the ONNX importer's tests,
 into tests/onnx/models/ (README.md there lists the files):
-  K.onnx                 K = mlp, cnn, resnet, two_io, encoder, mobilenet, decoder (opset 13), unsupported (opset 13,
-                         has a CumSum), strided_slice (a Slice with step 2)
-  K_opset17.onnx         K = mlp, encoder, mobilenet, decoder: the same model, same initializers, opset 17
+  K.onnx                 K = mlp, cnn, resnet, two_io, encoder, mobilenet, decoder, unet (opset 13), unsupported
+                         (opset 13, has a CumSum), strided_slice (a Slice with step 2)
+  K_opset17.onnx         K = mlp, encoder, mobilenet, decoder, unet: the same model, same initializers, opset 17
                          (K.ref.safetensors applies to it)
   K.ref.safetensors      references for K (not for unsupported), float32 ("F32") except encoder's int64 input
                          ("I64"); [j] = output j, [i] = input i:
@@ -10,18 +10,21 @@ into tests/onnx/models/ (README.md there lists the files):
     train.output.<j>       outputs in train() mode (BatchNorm normalizes with the batch's statistics)
     eval.output.<j>        outputs in eval() mode (BatchNorm uses the running stats held by the .onnx)
     probe.<j>              a fixed random tensor shaped as output j; the loss is L = sum_j sum(out_j * probe_j)
+                           (standard normal; unet's / 8, PROBE_SCALE)
     grad.<init>            dL/dparam in train mode, under the parameter's ONNX initializer name
     grad.input.<i>         dL/dinput i (float inputs only: none for encoder's ids)
     step10.<init>          each parameter after 10 steps of SGD(lr=0.01, momentum=0.9) on L, same inputs each
                            step, train mode; step10.<bn>.running_mean/.running_var: BatchNorm's running stats
                            after those 10 forward passes (PyTorch: momentum 0.1, the UNBIASED batch variance)
     ort.output.<j>         onnxruntime's outputs of K.onnx for input.<i> (when onnxruntime imports)
-  corrupt.onnx           the first 100 bytes of mlp.onnx then 300 random bytes (onnx.load fails on it)
+  corrupt.onnx           the first 100 bytes of mlp.onnx then 300 random bytes (onnx.load fails on it; written with mlp)
+  unet_cubic.onnx        unet.onnx with its Resize's mode set to "cubic", which the importer refuses (written with unet)
 Every .onnx passes onnx.checker.check_model(full_check=True). The references start from the state the
 .onnx files hold (its initializers), computed on fresh copies of that model.
 Run from the repository root (onnxruntime is optional; without it the ort.* entries are left out):
     /opt/ref-venv/bin/python3 tests/reference/make_onnx_models.py      (or /usr/bin/python3: Debian's
     PyTorch 1.13.0, onnx 1.12; the venv adds onnxruntime on top of the system packages)
+    ... make_onnx_models.py --only unet[,mlp...]   regenerates only the models named (and leaves the others' files)
 
 The export, recommended for a graph meant for training (export() below):
     model.train()
@@ -70,6 +73,7 @@ Op types, in the files' opset 13 (the importer's list):
   mobilenet    Conv BatchNormalization HardSigmoid Mul Constant Clip GlobalAveragePool Relu Flatten Gemm
                (mobilenet_opset17: Conv BatchNormalization HardSwish Constant Clip GlobalAveragePool Relu
                HardSigmoid Mul Flatten Gemm)
+  unet         Conv BatchNormalization Relu MaxPool ConvTranspose Concat Constant Resize (the same at opset 17)
   Linear is Gemm(alpha 1, beta 1, transB 1) with the weight [out, in]. Conv carries dilations, group,
   kernel_shape, pads and strides explicitly; resnet's convs have no bias (2 inputs). MaxPool/AveragePool:
   kernel_shape, strides, pads 0, ceil_mode 0. AvgPool2d(2) exports as Pad(x, Constant int64 zeros[8],
@@ -107,6 +111,16 @@ fc.*; each BN's weight, bias, running_mean, running_var):
   (no ReduceMean); the squeeze-excitation's product is Mul(x [B, 8, 4, 4], scale [B, 8, 1, 1]) (broadcast).
   With these inputs ReLU6 never reaches 6 and the SE's HardSigmoid input stays in (-3, 3); the stem's
   Hardswish sees values on both sides of +-3.
+The unet (TinyUNet: input "x" [batch, 3, 8, 8], output "y" [batch, 2, 8, 8]; initializers enc1.*, enc2.*, mid.*,
+dec2.*, dec1.* (each .0.weight, the conv without bias, and .1.* its BN), up2.weight [8, 8, 3, 3] / up2.bias, head.*):
+  nn.ConvTranspose2d is ConvTranspose(x, up2.weight, up2.bias) with dilations [1, 1], group 1, kernel_shape [3, 3],
+  output_padding [1, 1], pads [1, 1, 1, 1], strides [2, 2]; the weight is [in, out, kh, kw].
+  nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False) is Resize(x, "", scales) with scales =
+  Concat(axis 0) of Constant float32 [1, 1] and Constant float32 [2, 2] (not an initializer; roi omitted ""),
+  mode "linear", coordinate_transformation_mode "half_pixel", nearest_mode "floor", cubic_coeff_a -0.75. (Opset
+  11 writes roi as an empty Constant.) mode "nearest" exports coordinate_transformation_mode "asymmetric" with
+  nearest_mode "floor"; align_corners=True "align_corners"; F.interpolate(size=...) gives sizes (input 3) as
+  Concat(Slice(Shape(x), [0], [2]), Cast(Constant int64 [h, w])) instead of scales. torch.cat is Concat(axis 1).
 onnxruntime runs the TRAINING export's BatchNormalization with the batch's statistics (it honours the
 extra outputs / training_mode=1): its outputs agree with train.output to ~1e-7 and differ from
 eval.output by 0.34 (cnn), 0.45 (resnet) and 0.27 (mobilenet); for models without BN the two are the same.
@@ -322,6 +336,37 @@ class Decoder(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class TinyUNet(nn.Module):
+    """A U-Net at toy size, input [batch, 3, 8, 8], output [batch, 2, 8, 8]: two encoder levels (3x3 conv, BN,
+    ReLU) with MaxPool between them, a bottleneck at 2x2; up by a ConvTranspose2d (3x3, stride 2, padding 1,
+    output_padding 1) to 4x4, concatenated with the second level's skip; up by nn.Upsample (bilinear,
+    align_corners False) to 8x8, concatenated with the first level's skip; a 1x1 conv head."""
+
+    def __init__(self):
+        super().__init__()
+
+        def block(cin, cout):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+        self.enc1 = block(3, 4)
+        self.pool = nn.MaxPool2d(2)
+        self.enc2 = block(4, 8)
+        self.mid = block(8, 8)
+        self.up2 = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1)
+        self.dec2 = block(16, 8)
+        self.up1 = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.dec1 = block(12, 4)
+        self.head = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)                                    # [B, 4, 8, 8]
+        e2 = self.enc2(self.pool(e1))                        # [B, 8, 4, 4]
+        m = self.mid(self.pool(e2))                          # [B, 8, 2, 2]
+        d2 = self.dec2(torch.cat([self.up2(m), e2], 1))      # [B, 8, 4, 4]
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))     # [B, 4, 8, 8]
+        return self.head(d1)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
 
@@ -344,15 +389,17 @@ MODELS = {
     "mobilenet": (TinyMobileNet, 107, [("x", (3, 3, 8, 8))], ["y"], True),
     "decoder": (Decoder, 108, [("ids", (3, 5), 11)], ["logits"], True),
     "strided_slice": (StridedSlice, 109, [("x", (3, 4))], ["y"], False),
+    "unet": (TinyUNet, 108, [("x", (3, 3, 8, 8))], ["y"], True),
 }
 # Axes besides dim 0 (the batch) exported as dynamic: {model: {value name: {axis: name}}}.
 DYNAMIC = {"decoder": {"ids": {1: "tokens"}, "logits": {1: "tokens"}}}
-# The probe's scale where 1 makes the 10 SGD steps ill-conditioned: the decoder's 165 logits with unit probes
-# drive its LayerNorms and masked softmax so hard that PyTorch's own float32 and float64 runs end 2.6e-3 apart
-# after 10 steps (3e-7 at 0.1), which would measure the trajectory's sensitivity, not tandem.
-PROBE_SCALE = {"decoder": 0.1}
+# Probes scaled down where standard normal ones make the 10 SGD steps compare nothing. unet (a [3, 2, 8, 8]
+# map): its gradients are ~25 and the steps diverge (running variances of 1e7). decoder: its 165 logits drive
+# the LayerNorms and the masked softmax so hard that PyTorch's own float32 and float64 runs end 2.6e-3 apart
+# after 10 steps (3e-7 at 0.1): the trajectory's sensitivity, not tandem's error.
+PROBE_SCALE = {"unet": 0.125, "decoder": 0.1}
 # Models also exported at opset 17 as K_opset17.onnx, from the same pre-export state (K.ref.safetensors applies).
-OPSET17 = ("mlp", "encoder", "mobilenet", "decoder")
+OPSET17 = ("mlp", "encoder", "mobilenet", "decoder", "unet")
 
 
 def make_model(ctor, seed):
@@ -426,7 +473,8 @@ def outputs_of(m, inputs):
 
 
 def references(m0, inputs, seed, probe_scale=1.0):
-    """The reference tensors for model m0 (left untouched) and its inputs, as (name, tensor) pairs."""
+    """The reference tensors for model m0 (left untouched) and its inputs, as (name, tensor) pairs; the probes
+    standard normal times probe_scale."""
     refs = [(f"input.{i}", x) for i, x in enumerate(inputs)]
     with torch.no_grad():
         train_out = outputs_of(copy.deepcopy(m0).train(), inputs)
@@ -459,6 +507,21 @@ def references(m0, inputs, seed, probe_scale=1.0):
     return refs, train_out, eval_out
 
 
+def write_corrupt():
+    """The importer's error test: a valid start (the protobuf header and the first fields) cut off by garbage."""
+    with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
+        head = f.read(100)
+    rng = np.random.default_rng(7)
+    with open(os.path.join(OUT, "corrupt.onnx"), "wb") as f:
+        f.write(head + rng.integers(0, 256, 300, dtype=np.uint8).tobytes())
+    try:
+        onnx.load(os.path.join(OUT, "corrupt.onnx"))
+    except Exception:  # protobuf's DecodeError: corrupt, as meant
+        pass
+    else:
+        raise AssertionError("corrupt.onnx parses")
+
+
 def run_ort(path, in_names, inputs):
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     return [torch.from_numpy(y) for y in sess.run(None, {n: x.numpy() for n, x in zip(in_names, inputs)})]
@@ -472,15 +535,32 @@ def max_diff(a, b):
 
 # ---------------------------------------------------------------------------------------------- main
 
+def write_unet_cubic():
+    """unet_cubic.onnx: unet.onnx with its Resize's mode set to cubic, which the importer refuses."""
+    model = onnx.load(os.path.join(OUT, "unet.onnx"))
+    for n in model.graph.node:
+        if n.op_type == "Resize":
+            for a in n.attribute:
+                if a.name == "mode":
+                    a.s = b"cubic"
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(OUT, "unet_cubic.onnx"))
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description="Writes the ONNX importer's test models into tests/onnx/models/.")
+    p.add_argument("--only", metavar="NAME[,NAME...]",
+                   help=f"regenerate only these models (of {', '.join(MODELS)}); corrupt.onnx comes with mlp")
+    args = p.parse_args()
+    names = list(MODELS) if args.only is None else args.only.split(",")
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        p.error(f"unknown model {', '.join(unknown)} (the models: {', '.join(MODELS)})")
+    return names
+
+
 def main():
-    parser = argparse.ArgumentParser(description="Writes the ONNX importer's test models and references.")
-    parser.add_argument("--only", help="comma-separated model names (default: all); the others' files are left as "
-                        "they are")
-    only = parser.parse_args().only
-    names = only.split(",") if only else list(MODELS)
-    for n in names:
-        if n not in MODELS:
-            raise SystemExit(f"--only: no model {n} (models: {', '.join(MODELS)})")
+    names = parse_args()
     os.makedirs(OUT, exist_ok=True)
     summary = []
     for name in names:
@@ -519,19 +599,10 @@ def main():
                     print(f"   {name}_opset17: max |ort - torch train| {max_diff(o17, train_out):.3g}")
             save_safetensors(os.path.join(OUT, name + ".ref.safetensors"), refs, meta)
         summary.append(row)
-
-    # The importer's error test: a valid start (the protobuf header and the first fields) cut off by garbage.
-    with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
-        head = f.read(100)
-    rng = np.random.default_rng(7)
-    with open(os.path.join(OUT, "corrupt.onnx"), "wb") as f:
-        f.write(head + rng.integers(0, 256, 300, dtype=np.uint8).tobytes())
-    try:
-        onnx.load(os.path.join(OUT, "corrupt.onnx"))
-    except Exception:  # protobuf's DecodeError: corrupt, as meant
-        pass
-    else:
-        raise AssertionError("corrupt.onnx parses")
+        if name == "unet":
+            write_unet_cubic()
+        if name == "mlp":
+            write_corrupt()
 
     print(f"\n{'model':<12} {'max|ort-train|':>15} {'max|ort-eval|':>14}  op types")
     for name, ops, dt, de in summary:
