@@ -8,6 +8,7 @@
 #include "apps/tandem-serve/auth.h"
 #include "apps/tandem-serve/http_error.h"
 #include "apps/tandem-serve/job_files.h"
+#include "apps/tandem-serve/job_paths.h"
 #include "apps/tandem-serve/job_schema.h"
 #include "apps/tandem-serve/request.h"
 #include "fuzz/fuzz_inputs.h"
@@ -46,15 +47,19 @@ void require_inside(const std::string& arg, const std::string& flag, const std::
 void check_job_body(const std::string& body_text) {
   const std::string job_dir = "/state/jobs/7", jobs_dir = "/state/jobs";
   nlohmann::json request;
+  serve::JobFiles files;
   try {
     request = schema().validate(serve::parse_body(body_text), 64);
+    // A server without --models-dir and --data-dir: a request naming a file is refused (400).
+    files = serve::resolve_job_files(request, serve::FileRoots{});
   } catch (const serve::HttpError& e) {
     require(e.status() == 400 && *e.what(), "a refused body must be a 400 with a message");
     return;
   }
+  require(files.empty(), "a file resolved without a folder");
   // An accepted request is accepted again unchanged (the server stores it and rereads it).
   require(schema().validate(request, 64) == request, "validate is not idempotent");
-  const auto args = serve::JobSchema::train_args(request, job_dir, jobs_dir, "/state/jobs/7/metrics.jsonl");
+  const auto args = serve::JobSchema::train_args(request, files, job_dir, jobs_dir, "/state/jobs/7/metrics.jsonl");
   for (const std::string& a : args) {
     // One element per flag, never a value that execve truncates or tandem-train reads as a flag.
     require(a.size() > 2 && a.rfind("--", 0) == 0 && a.find('\0') == std::string::npos, "bad argv element " + a);
@@ -65,6 +70,8 @@ void check_job_body(const std::string& body_text) {
               a + " takes the place of one of the job's own files");
     }
     if (a.rfind("--resume=", 0) == 0) require_inside(a, "--resume=", jobs_dir);
+    if (a.rfind("--save-onnx=", 0) == 0) require_inside(a, "--save-onnx=", job_dir);
+    require(a.rfind("--data=", 0) != 0 && a.rfind("--val-data=", 0) != 0, "an array file without a folder: " + a);
   }
 }
 

@@ -55,6 +55,7 @@ void JobManager::stop() {
 }
 
 Job JobManager::submit(const nlohmann::json& request) {
+  resolve_job_files(request, opt_.roots);  // refused here, before the job has an id (launch resolves again)
   std::lock_guard<std::mutex> lock(mu_);
   Job j;
   j.id = next_id_++;
@@ -196,8 +197,11 @@ void JobManager::finalize(Job& j, double now) {
   store_.save(j);
 }
 
-void JobManager::launch(Job& j, double now) {
-  const std::string dir = store_.job_dir(j.id);
+// mpirun ... tandem-train ... for the job. Its files are resolved now, not at submission: the
+// job may have waited in the queue while a file it names was replaced (by a symlink out of the
+// folder, say), and a restarted server may have other folders or none.
+std::vector<std::string> JobManager::command(const Job& j) const {
+  const JobFiles files = resolve_job_files(j.request, opt_.roots);
   std::vector<std::string> argv{opt_.mpirun, "-np", std::to_string(j.ranks),
                                 // Jobs share the node: Open MPI's default pinning would put every
                                 // job's rank 0 on core 0. Oversubscribing is the queue's business.
@@ -205,12 +209,17 @@ void JobManager::launch(Job& j, double now) {
                                 // Each rank's stdout and stderr in a file of its own too (mpirun
                                 // still copies them to the log): errors are told by rank.
                                 "--output-filename", store_.ranks_dir(j.id), opt_.tandem_train};
-  for (auto& a : JobSchema::train_args(j.request, dir, store_.jobs_dir(), store_.metrics_path(j.id)))
+  for (auto& a : JobSchema::train_args(j.request, files, store_.job_dir(j.id), store_.jobs_dir(),
+                                       store_.metrics_path(j.id)))
     argv.push_back(std::move(a));
-  j.argv = argv;
-  std::vector<std::string> sup{opt_.self_exe, kSuperviseArg, store_.exit_path(j.id)};
-  sup.insert(sup.end(), argv.begin(), argv.end());
+  return argv;
+}
+
+void JobManager::launch(Job& j, double now) {
   try {
+    j.argv = command(j);
+    std::vector<std::string> sup{opt_.self_exe, kSuperviseArg, store_.exit_path(j.id)};
+    sup.insert(sup.end(), j.argv.begin(), j.argv.end());
     j.pid = spawn_in_session(sup, store_.log_path(j.id));
     children_.insert(j.pid);
     j.state = JobState::Running;

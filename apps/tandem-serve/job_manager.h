@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "apps/tandem-serve/job.h"
+#include "apps/tandem-serve/job_paths.h"
 #include "apps/tandem-serve/job_store.h"
 
 namespace tandem::serve {
@@ -23,6 +24,7 @@ struct ManagerOptions {
   int slots = 1;             // ranks that may run at once
   double cancel_grace_s = 10;
   double poll_s = 0.25;
+  FileRoots roots;           // where a job's model and array files are read from (job_paths.h)
 };
 
 struct ManagerStats {
@@ -42,7 +44,8 @@ class JobManager {
   void start();
   void stop();
 
-  // Queues a validated request (job_schema.h); returns the new job.
+  // Queues a validated request (job_schema.h); returns the new job. HttpError(400) when a file it
+  // names is not one of the server's (resolve_job_files): such a job is never queued.
   Job submit(const nlohmann::json& request);
   // A queued job is cancelled at once; a running one gets SIGTERM (its ranks), then SIGKILL (its
   // whole session) after cancel_grace_s. HttpError 404 (no such job) or 409 (already final).
@@ -60,6 +63,7 @@ class JobManager {
   bool still_running(Job& j);
   void finalize(Job& j, double now);
   void launch(Job& j, double now);
+  std::vector<std::string> command(const Job& j) const;
   void terminate_ranks(const Job& j);
   int slots_used_locked() const;
   std::string supervisor_marker(const Job& j) const;

@@ -20,6 +20,7 @@
 #include "apps/common/loopback.h"
 #include "apps/tandem-serve/auth.h"
 #include "apps/tandem-serve/job_manager.h"
+#include "apps/tandem-serve/job_paths.h"
 #include "apps/tandem-serve/job_schema.h"
 #include "apps/tandem-serve/openapi.h"
 #include "apps/tandem-serve/process.h"
@@ -57,6 +58,8 @@ int serve_main(const ServeConfig& cfg) {
   mo.slots = cfg.slots > 0 ? cfg.slots : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   mo.cancel_grace_s = cfg.cancel_grace_s;
   mo.poll_s = cfg.poll_s;
+  if (!cfg.models_dir.empty()) mo.roots.models_dir = canonical_folder("--models-dir", cfg.models_dir);
+  if (!cfg.data_dir.empty()) mo.roots.data_dir = canonical_folder("--data-dir", cfg.data_dir);
   // mpirun refuses to run as root unless told: a root server's jobs are as intended as the server.
   if (::geteuid() == 0) {
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
@@ -104,6 +107,10 @@ int serve_main(const ServeConfig& cfg) {
   std::printf("tandem-serve %s: listening on http://%s:%d (state %s, %d slots, tandem-train %s)\n",
               tandem::version(), cfg.bind.c_str(), port, state_dir.c_str(), mo.slots, mo.tandem_train.c_str());
   if (cfg.token_file.empty()) std::printf("tandem-serve: token for changing calls: %s\n", token_path.c_str());
+  if (!mo.roots.models_dir.empty())
+    std::printf("tandem-serve: jobs' model files from %s (--models-dir)\n", mo.roots.models_dir.c_str());
+  if (!mo.roots.data_dir.empty())
+    std::printf("tandem-serve: jobs' array files from %s (--data-dir)\n", mo.roots.data_dir.c_str());
   std::fflush(stdout);
 
   std::atomic<bool> signalled{false};
@@ -141,6 +148,12 @@ int main(int argc, char** argv) {
   cli.add_option("--mpirun", cfg.mpirun, "mpirun to launch jobs with")->capture_default_str();
   cli.add_option("--tandem-train", cfg.tandem_train, "tandem-train binary (default: the one built or installed "
                                                       "next to tandem-serve)");
+  cli.add_option("--models-dir", cfg.models_dir,
+                 "folder of the ONNX models a job may name (\"model\": \"net.onnx\", relative to it); without it "
+                 "jobs train only the built-in models");
+  cli.add_option("--data-dir", cfg.data_dir,
+                 "folder of the array files a job may name (\"data\", \"val_data\": .npy, .npz, .h5, relative to "
+                 "it); without it jobs train only on the built-in data sets");
   cli.add_option("--max-body-bytes", cfg.max_body_bytes, "largest request body accepted (413 above)")
       ->check(kPositive)
       ->capture_default_str();

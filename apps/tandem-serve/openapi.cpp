@@ -17,11 +17,13 @@ nlohmann::json openapi_document() {
   nlohmann::json types = nlohmann::json::array();
   for (const char* dataset : {"fashion-mnist", "text"})
     for (const std::string& t : nn::model_types(dataset)) types.push_back(t);
-  job.at("model")["enum"] = types;
+  // A registered model, or (the second alternative) a FILE.onnx of the server's --models-dir.
+  job.at("model").at("anyOf").at(0)["enum"] = types;
   // The words tandem-train's flags and a run-config file take for the same settings.
   job.at("optimizer")["enum"] = enum_words<nn::config::OptimizerType>();
   job.at("amp")["enum"] = enum_words<nn::config::Amp>();
   job.at("mode")["enum"] = enum_words<train::ParallelMode>();
+  job.at("loss")["enum"] = enum_words<nn::config::LossType>();
   // Not step: a job has no field for its step size.
   job.at("lr_schedule")["enum"] = std::vector<std::string>{enum_name(nn::config::ScheduleType::Cosine),
                                                            enum_name(nn::config::ScheduleType::Constant)};

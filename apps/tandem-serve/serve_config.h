@@ -11,6 +11,8 @@ struct ServeConfig {
   std::string token_file;        // empty: a token is generated into <state_dir>/token
   std::string mpirun = "mpirun";  // looked up in PATH when it has no slash
   std::string tandem_train;      // empty: next to tandem-serve's own binary
+  std::string models_dir;        // jobs' FILE.onnx models, relative to it; empty: none taken
+  std::string data_dir;          // jobs' array files (data, val_data), relative to it; empty: none taken
   size_t max_body_bytes = 64 * 1024;
   int slots = 0;                 // ranks that may run at once; 0: the core count
   double cancel_grace_s = 10;    // SIGTERM to SIGKILL

@@ -11,7 +11,11 @@ prometheus_client. restart: a job running across a server restart is taken back 
 one killed while the server was down is lost with its last metrics. gpt: a GPT job to done (step
 records with its progress, validation losses, the sample in its log) and a cancelled one that stops
 at a step boundary with its checkpoint. failures: jobs failing for a bad flag, at run time and by a
-killed rank each say why in `errors` (tandem-train's own lines, by rank). install: tandem-serve
+killed rank each say why in `errors` (tandem-train's own lines, by rank). files: a 2-rank job trains
+an ONNX model of --models-dir on an .npz of --data-dir to done (and writes it back with save_onnx);
+names out of the folders (.., absolute, symlinks out, missing, a folder) are refused at submission
+(400 naming the field), a file replaced by a symlink out while its job waited is refused at launch,
+and a server without the folders refuses files but runs the built-in models. install: tandem-serve
 copied into PREFIX/bin runs the tandem-train beside it. dashboard: the page in headless Chromium
 after its first fetches: the job rows, the loss chart's SVG, a failed job's errors, a screenshot. schemathesis: the API
 fuzzed against /openapi.json (jobs launched through a stand-in mpirun, /bin/true).
@@ -203,7 +207,7 @@ def test_api(args):
         doc = srv.json("GET", "/openapi.json")
         check(doc["openapi"].startswith("3.") and "/jobs/{id}" in doc["paths"], "openapi")
         # JobRequest.model's choices are the model registry's (resmlp: a model added by its file alone).
-        models = doc["components"]["schemas"]["JobRequest"]["properties"]["model"]["enum"]
+        models = doc["components"]["schemas"]["JobRequest"]["properties"]["model"]["anyOf"][0]["enum"]
         check({"mlp", "cnn", "gpt", "resmlp"} <= set(models), "model enum %s" % models)
         srv.json("POST", "/jobs", {"ranks": 1, "model": "resmlpx"}, expect=400)
         check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
@@ -347,6 +351,120 @@ def test_failures(args):
     print("serve failures: ok")
 
 
+def without(request, *fields):
+    return {k: v for k, v in request.items() if k not in fields}
+
+
+def refused_files(srv, request, field, needle, work):
+    """POST /jobs of `request` is a 400 naming `field` with `needle` in its message, and no job is
+    made; the message quotes what the client sent, never the server's folders."""
+    jobs = len(srv.json("GET", "/jobs"))
+    status, text, _ = srv.curl("POST", "/jobs", request)
+    check(status == 400, "%s: %d, expected 400: %s" % (request, status, text))
+    err = json.loads(text)
+    check(err.get("field") == field and needle in err["error"],
+          "%s: error %r (field %r), expected %r (field %r)" % (request, err["error"], err.get("field"), needle, field))
+    if work not in json.dumps(request):
+        check(work not in err["error"], "the server's path in %r" % err["error"])
+    check(len(srv.json("GET", "/jobs")) == jobs, "a refused request made a job")
+    return err["error"]
+
+
+def test_files(args):
+    # The folders of a server: models/ and data/, a file outside them, and symlinks out of them
+    # (one into a folder whose name starts with "models": a string-prefix check would take it).
+    here = os.path.dirname(os.path.abspath(__file__))
+    work = os.path.realpath(args.work)
+    models, data = os.path.join(work, "models"), os.path.join(work, "data")
+    os.makedirs(os.path.join(data, "sets"))
+    os.makedirs(os.path.join(work, "models-evil"))
+    os.makedirs(models)
+    mlp_onnx = os.path.join(here, "..", "onnx", "models", "mlp.onnx")  # an MLP of 6 inputs, 4 outputs
+    shutil.copy(mlp_onnx, os.path.join(models, "mlp.onnx"))
+    shutil.copy(mlp_onnx, os.path.join(models, "swap.onnx"))
+    shutil.copy(mlp_onnx, os.path.join(work, "secret.onnx"))
+    shutil.copy(mlp_onnx, os.path.join(work, "models-evil", "x.onnx"))
+    regression = os.path.join(here, "..", "data", "arrays", "regression.npz")  # x [256, 6], y [256, 4]
+    shutil.copy(regression, os.path.join(data, "sets", "train.npz"))
+    shutil.copy(regression, os.path.join(work, "secret.npz"))
+    os.symlink("../secret.onnx", os.path.join(models, "escape.onnx"))
+    os.symlink("../models-evil/x.onnx", os.path.join(models, "evil.onnx"))
+    os.symlink("../secret.npz", os.path.join(data, "escape.npz"))
+    os.makedirs(os.path.join(models, "folder.onnx"))
+
+    r = subprocess.run([args.serve, "--port", "0", "--state-dir", os.path.join(work, "other"), "--models-dir",
+                        os.path.join(work, "no-such")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+    check(r.returncode != 0 and b"--models-dir" in r.stdout, "missing --models-dir: %d %s" % (r.returncode, r.stdout))
+
+    job = {"model": "mlp.onnx", "data": "sets/train.npz", "loss": "mse", "val_fraction": 0.25, "ranks": 2,
+           "batch_size": 16, "epochs": 1, "threads": 1, "optimizer": "adam", "lr": 0.01, "save_onnx": "trained.onnx"}
+    srv = Server(args.serve, os.path.join(work, "state"), "--slots", "2", "--models-dir", models,
+                 "--data-dir", os.path.join(work, "data", "sets", "..")).start()
+    try:
+        check("model files from %s (--models-dir)" % models in srv.output(), srv.output())
+        check("array files from %s (--data-dir)" % data in srv.output(), srv.output())
+        # Refused at submission: 400 naming the field, no job made.
+        refused_files(srv, dict(job, model="../secret.onnx"), "model", "'..'", work)
+        refused_files(srv, dict(job, model=os.path.join(models, "mlp.onnx")), "model", "absolute path", work)
+        refused_files(srv, dict(job, model="escape.onnx"), "model", "resolves outside the models folder", work)
+        refused_files(srv, dict(job, model="evil.onnx"), "model", "resolves outside the models folder", work)
+        refused_files(srv, dict(job, model="missing.onnx"), "model", "no file 'missing.onnx' in the models folder",
+                      work)
+        refused_files(srv, dict(job, model="folder.onnx"), "model", "is not a file", work)
+        refused_files(srv, dict(job, model="mlp.onnx/x.onnx"), "model", "cannot be resolved", work)
+        refused_files(srv, dict(job, data="../secret.npz"), "data", "'..'", work)
+        refused_files(srv, dict(job, data="/etc/passwd"), "data", "absolute path", work)
+        refused_files(srv, dict(job, data=""), "data", "empty file name", work)
+        refused_files(srv, dict(job, data="train.npz"), "data", "no file 'train.npz' in the data folder", work)
+        refused_files(srv, dict(without(job, "val_fraction"), val_data="escape.npz"), "val_data",
+                      "resolves outside the data folder", work)
+        refused_files(srv, dict(job, data="mlp.onnx"), "data", "no file 'mlp.onnx' in the data folder", work)
+        # Fields beside the files.
+        refused_files(srv, dict(job, save_onnx="../x.onnx"), "save_onnx", "does not match", work)
+        refused_files(srv, dict(job, model="mlp"), "save_onnx", "needs 'model' to name a FILE.onnx", work)
+        refused_files(srv, {"model": "mlp", "inputs": "x"}, "inputs", "needs 'data'", work)
+        refused_files(srv, dict(job, val_data="sets/train.npz"), "val_fraction", "not both", work)
+        refused_files(srv, dict(job, loss="hinge"), "loss", "one of", work)
+        refused_files(srv, dict(job, model="a\u0000.onnx"), "model", "a FILE.onnx in the server's --models-dir", work)
+
+        # A 2-rank job trains the ONNX model on the arrays, and writes it back into its own folder.
+        a = srv.submit(job)
+        # Queued behind it, a job whose model is replaced by a symlink out of the folder after its
+        # submission: the launch resolves again and refuses it.
+        b = srv.submit(dict(without(job, "save_onnx"), model="swap.onnx", ranks=1))
+        check(srv.json("GET", "/jobs/" + b)["state"] == "queued", "job 2 should wait for job 1's slots")
+        os.remove(os.path.join(models, "swap.onnx"))
+        os.symlink("../secret.onnx", os.path.join(models, "swap.onnx"))
+        ja = srv.wait(a, ["done"])
+        check(ja["exit_code"] == 0 and ja["progress"] == 1.0, "job 1: %s" % ja)
+        check(ja["result"]["world_size"] == 2 and ja["result"]["model"] == "onnx", "result %s" % ja["result"])
+        check("--model=" + os.path.join(models, "mlp.onnx") in ja["argv"]
+              and "--data=" + os.path.join(data, "sets", "train.npz") in ja["argv"], "argv %s" % ja["argv"])
+        job_dir = os.path.join(srv.state_dir, "jobs", a)
+        check("--save-onnx=" + os.path.join(os.path.realpath(srv.state_dir), "jobs", a, "trained.onnx") in ja["argv"],
+              "argv %s" % ja["argv"])
+        trained = open(os.path.join(job_dir, "trained.onnx"), "rb").read()
+        check(trained and trained != open(mlp_onnx, "rb").read(), "trained.onnx not written, or not trained")
+        status, log, _ = srv.curl("GET", "/jobs/%s/log" % a)
+        check("validation loss" in log and "world size 2" in log, "log:\n" + log)
+        jb = srv.wait(b, ["failed"])
+        check(jb["pid"] is None and jb["argv"] == [] and "could not start" in jb["reason"]
+              and "field 'model': 'swap.onnx' resolves outside the models folder" in jb["reason"], "job 2: %s" % jb)
+        check(srv.stop() == 0, "tandem-serve exited non-zero (a sanitizer report?):\n" + srv.output()[-3000:])
+    finally:
+        srv.stop()
+
+    # Without the folders: files are refused, the built-in models run as before.
+    srv = Server(args.serve, os.path.join(work, "state-bare"), "--slots", "1", "--mpirun", "/bin/true").start()
+    try:
+        refused_files(srv, {"model": "mlp.onnx"}, "model", "started without --models-dir", work)
+        refused_files(srv, {"model": "mlp", "data": "sets/train.npz"}, "data", "started without --data-dir", work)
+        srv.wait(srv.submit({"model": "mlp"}), ["done"], timeout=60)
+    finally:
+        srv.stop()
+    print("serve files: ok")
+
+
 def test_install(args):
     # The layout of `cmake --install`: PREFIX/bin/tandem-serve and PREFIX/bin/tandem-train. A folder
     # PREFIX/tandem-train/tandem-train (PREFIX=$HOME with a checkout named tandem-train) must not be
@@ -464,15 +582,16 @@ def test_schemathesis(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("test", choices=["api", "restart", "gpt", "failures", "install", "dashboard", "schemathesis"])
+    p.add_argument("test", choices=["api", "restart", "gpt", "failures", "files", "install", "dashboard",
+                                    "schemathesis"])
     p.add_argument("--serve", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--schemathesis", default="schemathesis")
     args = p.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    {"api": test_api, "restart": test_restart, "gpt": test_gpt, "failures": test_failures, "install": test_install,
-     "dashboard": test_dashboard, "schemathesis": test_schemathesis}[args.test](args)
+    {"api": test_api, "restart": test_restart, "gpt": test_gpt, "failures": test_failures, "files": test_files,
+     "install": test_install, "dashboard": test_dashboard, "schemathesis": test_schemathesis}[args.test](args)
 
 
 if __name__ == "__main__":
