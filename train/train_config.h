@@ -66,7 +66,7 @@ struct TrainConfig : nn::config::RunConfig {
   std::string save_dir;      // checkpoints go to save_dir/step-N
   int64_t save_every = 0;    // optimizer steps between checkpoints (0: only at the end)
   std::string resume_dir;    // a save_dir/step-N folder to continue from
-  std::string save_onnx;     // an imported ONNX model written back here at the end (rank 0)
+  std::string save_onnx;     // the trained model as ONNX here at the end (rank 0; nn/onnx/onnx_export.h)
   bool stop_on_nonfinite = true;  // a nan/inf loss stops the run (train/nonfinite_guard.h)
   // operations (apps/common/operations.h, docs/operations.md)
   std::string min_free_memory = "0";  // --device auto: skip GPUs with less free memory ("2GB")

@@ -9,6 +9,7 @@
 #include "apps/common/run_services.h"
 #include "train/train_features.h"
 #include "nn/gpt.h"
+#include "nn/onnx/onnx_export.h"
 #include "runtime/data/bpe_tokenizer.h"
 #include "runtime/data/gpt2_pretokenize.h"
 #include "runtime/data/text_corpus.h"
@@ -192,6 +193,10 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps, Device device) {
                                    : std::string("no validation");
   log.result("done: {} steps, {}, {:.0f} tokens/s, world size {}, param_hash {}", r.steps, val_loss,
              r.samples_per_s * static_cast<double>(wo.context), ps.world_size(), trainer.param_hash());
+  if (!cfg.save_onnx.empty() && ps.rank() == 0) {
+    nn::onnx::save_onnx(*gpt, cfg.save_onnx);
+    log.info("tandem-train: wrote the trained model to {}", cfg.save_onnx);
+  }
 
   if (ps.rank() == 0 && cfg.gpt.sample_tokens > 0) {
     nn::SampleOptions so;

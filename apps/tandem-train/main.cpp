@@ -17,7 +17,7 @@
 #include "train/threads.h"
 #include "train/device_choice.h"
 #include "train/train_features.h"
-#include "nn/onnx/onnx_model.h"
+#include "nn/onnx/onnx_export.h"
 #include "runtime/backend/cpu_isa.h"
 #include "runtime/data/dataset.h"
 #include "runtime/env_settings.h"
@@ -43,6 +43,14 @@ int run_training(app::TrainConfig cfg) {
   pc.device = choice.device;
   pc.device_reason = choice.reason;
   auto model = app::make_run_model(cfg);  // initialised on the CPU (the same weights on every device)
+  // --save-onnx: a model the exporter cannot write fails now, on every rank, not after the training.
+  if (!cfg.save_onnx.empty() && cfg.model.type != "onnx") {
+    try {
+      (void)nn::onnx::export_onnx(*model);
+    } catch (const NotSupportedError& e) {
+      TANDEM_FAIL(NotSupported, "--save-onnx {}: model type {}: {}", cfg.save_onnx, cfg.model.type, e.what());
+    }
+  }
   model->to(pc.device);
   app::ParallelSetup ps = app::setup_parallel(pc, model);  // collective (ddp)
   if (cfg.global_batch_size > 0) cfg.batch_size = app::per_rank_batch(cfg.global_batch_size, ps.world_size());
@@ -96,7 +104,7 @@ int run_training(app::TrainConfig cfg) {
   app::TrainResult r = trainer.fit();
   services.finish();
   if (!cfg.save_onnx.empty() && ps.rank() == 0) {
-    std::dynamic_pointer_cast<nn::onnx::OnnxModel>(ps.inner)->save_onnx(cfg.save_onnx);
+    nn::onnx::save_onnx(*ps.inner, cfg.save_onnx);
     log.info("tandem-train: wrote the trained model to {}", cfg.save_onnx);
   }
   std::string hash = trainer.param_hash();

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "nn/model_registry.h"
-#include "nn/onnx/onnx_model.h"
+#include "nn/onnx/onnx_export.h"
 #include "train/precision_step.h"
 #include "runtime/autograd.h"
 #include "runtime/device_query.h"
@@ -175,10 +175,15 @@ void Session::save(const std::string& dir) {
 }
 
 void Session::save_onnx(const std::string& path) {
-  auto onnx = std::dynamic_pointer_cast<nn::onnx::OnnxModel>(inner_);
-  TANDEM_CHECK_KIND(NotSupported, onnx != nullptr, "tandem_save_onnx: model type {}: only a model imported from ONNX "
-                    "(type onnx) is written as ONNX", config_.model.type);
-  write_on_rank0(fmt::format("ONNX file '{}'", path), [&] { onnx->save_onnx(path); });
+  // An imported model writes its own graph back; mlp, cnn, sequential and gpt are exported; any
+  // other type is a NotSupportedError that names it.
+  write_on_rank0(fmt::format("ONNX file '{}'", path), [&] {
+    try {
+      nn::onnx::save_onnx(*inner_, path);
+    } catch (const NotSupportedError& e) {
+      TANDEM_FAIL(NotSupported, "tandem_save_onnx: model type {}: {}", config_.model.type, e.what());
+    }
+  });
 }
 
 void Session::write_on_rank0(const std::string& what, const std::function<void()>& write) {

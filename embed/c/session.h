@@ -48,7 +48,8 @@ class Session {
   // shapes must match, one array per model output).
   void inference(const std::vector<ArrayRef>& inputs, const std::vector<ArrayRef>& outputs);
   void save(const std::string& dir);
-  // An imported ONNX model written back with its trained initializers (NotSupportedError otherwise).
+  // The model as ONNX (nn/onnx/onnx_export.h): an imported one with its trained initializers, mlp,
+  // cnn, sequential and gpt exported; NotSupportedError naming any other type.
   void save_onnx(const std::string& path);
   void load(const std::string& path);
   int64_t step() const { return step_; }

@@ -443,7 +443,8 @@ contains
     res = c_save_checkpoint(model%handle, c_str(dir))
   end function tandem_save_checkpoint
 
-  ! A model imported from ONNX written back as ONNX with its trained weights (tandem_c.h).
+  ! The model as an ONNX file: an imported one with its trained weights, mlp/cnn/sequential/gpt
+  ! exported (tandem_c.h).
   function tandem_save_onnx(model, path) result(res)
     type(tandem_model), intent(in) :: model
     character(len=*), intent(in) :: path

@@ -17,6 +17,7 @@
 #include "nn/layers.h"
 #include "nn/model_registry.h"
 #include "nn/models.h"
+#include "nn/onnx/onnx_export.h"
 #include "nn/onnx/onnx_model.h"
 #include "nn/module.h"
 #include "nn/optim.h"

@@ -145,10 +145,11 @@ TANDEM_C_API tandem_result_t tandem_save_checkpoint(tandem_model_t model, const 
  * continues bitwise as if it had never stopped. Every rank calls it. */
 TANDEM_C_API tandem_result_t tandem_load_checkpoint(tandem_model_t model, const char* path);
 
-/* Writes a model imported from ONNX (model: {type: onnx}) back as an ONNX file at `path`: the
- * imported graph with the trained weights and running statistics, for onnxruntime or any other
- * runtime. Collective in a distributed model: rank 0 writes, as for checkpoints. Another model type:
- * TANDEM_NOT_SUPPORTED. */
+/* Writes the model as an ONNX file at `path`, for onnxruntime or any other runtime: a model imported
+ * from ONNX (model: {type: onnx}) as its graph with the trained weights and running statistics; an
+ * mlp, cnn, sequential or gpt exported (opset 17; docs/onnx.md, "Exporting tandem's models").
+ * Collective in a distributed model: rank 0 writes, as for checkpoints. Another model type:
+ * TANDEM_NOT_SUPPORTED, naming it. */
 TANDEM_C_API tandem_result_t tandem_save_onnx(tandem_model_t model, const char* path);
 
 /* Optimizer steps taken so far. */

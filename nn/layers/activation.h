@@ -15,6 +15,7 @@ class GELU : public Cloneable<GELU> {
   explicit GELU(bool tanh_approximation = false) : tanh_(tanh_approximation) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "GELU"; }
+  bool tanh_approximation() const { return tanh_; }
 
  private:
   bool tanh_;

@@ -18,6 +18,8 @@ class LayerNorm : public Cloneable<LayerNorm> {
   ops::AddLayerNorm forward_after_add(const Tensor& x, const Tensor& branch);
   std::string type_name() const override { return "LayerNorm"; }
   const Shape& normalized_shape() const { return shape_; }
+  double eps() const { return eps_; }
+  bool elementwise_affine() const { return affine_; }
 
  private:
   Shape shape_;

@@ -24,6 +24,9 @@ class AvgPool2d : public Cloneable<AvgPool2d> {
       : k_(kernel_size), stride_(stride), pad_(padding) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "AvgPool2d"; }
+  int64_t kernel_size() const { return k_; }
+  int64_t stride() const { return stride_; }
+  int64_t padding() const { return pad_; }
 
  private:
   int64_t k_, stride_, pad_;
