@@ -1,10 +1,10 @@
 # tandem_add_test(NAME SOURCES a.cpp b.cpp [LIBS ...] [RANKS 1 2 3 4] [TIMEOUT s] [LABELS ...] [AVX2])
 # One GoogleTest executable; without RANKS it runs as one process, with RANKS once per rank count
-# under mpirun (each run is its own ctest test, NAME_npN). Every test carries a timeout: none hangs CI.
+# under the MPI launcher, ${TANDEM_MPIEXEC} (cmake/mpi_launcher.cmake: Open MPI's or MPICH's with its
+# flags; each run is its own ctest test, NAME_npN). Every test carries a timeout: none hangs CI.
 # AVX2 (CPU kernel tests, without RANKS): also run as NAME_avx2 under TANDEM_CPU_ISA=avx2, the paths of
 # a CPU without AVX-512, whatever CPU runs the suite (label isa-avx2).
 find_package(GTest REQUIRED)
-set(TANDEM_MPIEXEC_FLAGS --oversubscribe --bind-to none CACHE STRING "extra mpirun flags for tests")
 
 function(tandem_add_test name)
   cmake_parse_arguments(T "AVX2" "TIMEOUT" "SOURCES;LIBS;RANKS;LABELS" ${ARGN})
@@ -26,8 +26,7 @@ function(tandem_add_test name)
   endif()
   foreach(np ${T_RANKS})
     add_test(NAME ${name}_np${np}
-             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${TANDEM_MPIEXEC_FLAGS}
-                     $<TARGET_FILE:${name}>)
+             COMMAND ${TANDEM_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} ${np} $<TARGET_FILE:${name}>)
     set_tests_properties(${name}_np${np} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}"
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1")
   endforeach()

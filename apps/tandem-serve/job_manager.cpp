@@ -202,13 +202,10 @@ void JobManager::finalize(Job& j, double now) {
 // folder, say), and a restarted server may have other folders or none.
 std::vector<std::string> JobManager::command(const Job& j) const {
   const JobFiles files = resolve_job_files(j.request, opt_.roots);
-  std::vector<std::string> argv{opt_.mpirun, "-np", std::to_string(j.ranks),
-                                // Jobs share the node: Open MPI's default pinning would put every
-                                // job's rank 0 on core 0. Oversubscribing is the queue's business.
-                                "--bind-to", "none", "--oversubscribe",
-                                // Each rank's stdout and stderr in a file of its own too (mpirun
-                                // still copies them to the log): errors are told by rank.
-                                "--output-filename", store_.ranks_dir(j.id), opt_.tandem_train};
+  // The launcher's flags by its flavor (launch_prefix: no pinning, no cap on ranks per core, each
+  // rank's output in a file of its own under Open MPI so that errors are told by rank).
+  std::vector<std::string> argv = launch_prefix(opt_.flavor, opt_.mpirun, j.ranks, store_.ranks_dir(j.id));
+  argv.push_back(opt_.tandem_train);
   for (auto& a : JobSchema::train_args(j.request, files, store_.job_dir(j.id), store_.jobs_dir(),
                                        store_.metrics_path(j.id)))
     argv.push_back(std::move(a));

@@ -14,11 +14,13 @@
 #include "apps/tandem-serve/job.h"
 #include "apps/tandem-serve/job_paths.h"
 #include "apps/tandem-serve/job_store.h"
+#include "apps/tandem-serve/launcher.h"
 
 namespace tandem::serve {
 
 struct ManagerOptions {
   std::string mpirun;        // absolute paths
+  LauncherFlavor flavor = LauncherFlavor::OpenMPI;  // mpirun's flags (launcher.h)
   std::string tandem_train;
   std::string self_exe;      // tandem-serve, re-executed as the job's supervisor
   int slots = 1;             // ranks that may run at once

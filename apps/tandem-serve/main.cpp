@@ -22,6 +22,7 @@
 #include "apps/tandem-serve/job_manager.h"
 #include "apps/tandem-serve/job_paths.h"
 #include "apps/tandem-serve/job_schema.h"
+#include "apps/tandem-serve/launcher.h"
 #include "apps/tandem-serve/openapi.h"
 #include "apps/tandem-serve/process.h"
 #include "apps/tandem-serve/routes.h"
@@ -51,6 +52,8 @@ int serve_main(const ServeConfig& cfg) {
   mo.self_exe = self_executable();
   mo.mpirun = find_executable(cfg.mpirun);
   TANDEM_CHECK(!mo.mpirun.empty(), "--mpirun {}: not found or not executable", cfg.mpirun);
+  std::string flavor_why = std::string(cfg.mpi_flavor) + " (--mpi-flavor)";
+  mo.flavor = cfg.mpi_flavor == "auto" ? detect_flavor(mo.mpirun, &flavor_why) : parse_flavor(cfg.mpi_flavor);
   mo.tandem_train = cfg.tandem_train.empty() ? default_tandem_train(mo.self_exe) : cfg.tandem_train;
   mo.tandem_train = std::filesystem::absolute(mo.tandem_train).string();
   TANDEM_CHECK(::access(mo.tandem_train.c_str(), X_OK) == 0, "--tandem-train {}: not found or not executable",
@@ -106,6 +109,7 @@ int serve_main(const ServeConfig& cfg) {
   }
   std::printf("tandem-serve %s: listening on http://%s:%d (state %s, %d slots, tandem-train %s)\n",
               tandem::version(), cfg.bind.c_str(), port, state_dir.c_str(), mo.slots, mo.tandem_train.c_str());
+  std::printf("tandem-serve: jobs launched by %s, as %s\n", mo.mpirun.c_str(), flavor_why.c_str());
   if (cfg.token_file.empty()) std::printf("tandem-serve: token for changing calls: %s\n", token_path.c_str());
   if (!mo.roots.models_dir.empty())
     std::printf("tandem-serve: jobs' model files from %s (--models-dir)\n", mo.roots.models_dir.c_str());
@@ -146,6 +150,11 @@ int main(int argc, char** argv) {
                  "address; default: a fresh token in <state-dir>/token")
       ->check(CLI::ExistingFile);
   cli.add_option("--mpirun", cfg.mpirun, "mpirun to launch jobs with")->capture_default_str();
+  cli.add_option("--mpi-flavor", cfg.mpi_flavor,
+                 "the launcher's flags: openmpi (--bind-to none --oversubscribe --output-filename), mpich "
+                 "(Hydra's mpiexec: none), or auto: from `<mpirun> --version`, openmpi when it names neither")
+      ->check(CLI::IsMember({"auto", "openmpi", "mpich"}))
+      ->capture_default_str();
   cli.add_option("--tandem-train", cfg.tandem_train, "tandem-train binary (default: the one built or installed "
                                                       "next to tandem-serve)");
   cli.add_option("--models-dir", cfg.models_dir,

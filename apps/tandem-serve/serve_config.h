@@ -10,6 +10,7 @@ struct ServeConfig {
   std::string state_dir = "tandem-serve-state";
   std::string token_file;        // empty: a token is generated into <state_dir>/token
   std::string mpirun = "mpirun";  // looked up in PATH when it has no slash
+  std::string mpi_flavor = "auto";  // its flags: auto (from --version), openmpi, mpich (launcher.h)
   std::string tandem_train;      // empty: next to tandem-serve's own binary
   std::string models_dir;        // jobs' FILE.onnx models, relative to it; empty: none taken
   std::string data_dir;          // jobs' array files (data, val_data), relative to it; empty: none taken

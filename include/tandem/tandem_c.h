@@ -19,6 +19,7 @@
 #ifndef TANDEM_TANDEM_C_H
 #define TANDEM_TANDEM_C_H
 
+#include <stddef.h> /* NULL, which the calls take for handles and optional outputs: not left to mpi.h */
 #include <stdint.h>
 
 #include "tandem/version.h"

@@ -1,4 +1,5 @@
 /* The C API header compiled as C (no C++ in it): creates a model, trains a step, destroys it. */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tandem/tandem_c.h"

@@ -11,7 +11,7 @@ shift 4 2>/dev/null || shift $#
 stages=("$@")
 [[ ${#stages[@]} -gt 0 ]] || stages=(tmp_dir after_model after_state after_rename after_latest)
 launch=("$tt")
-[[ $np -gt 1 ]] && launch=(timeout -s KILL 120 "$mpiexec" -np "$np" --oversubscribe --bind-to none "$tt")
+[[ $np -gt 1 ]] && launch=(timeout -s KILL 120 "$mpiexec" -np "$np" "$tt")
 rm -rf "$work" && mkdir -p "$work"
 run=("${launch[@]}" "${TT_FLAGS[@]}" --max-steps 12 --save-every 4)
 

@@ -10,7 +10,7 @@ set -uo pipefail
 source "$(dirname "$0")/fault_lib.sh"
 work=$1 np=$2 tt=$3 mpiexec=${4:-}
 launch=("$tt")
-[[ $np -gt 1 ]] && launch=(timeout -s KILL 120 "$mpiexec" -np "$np" --oversubscribe --bind-to none "$tt")
+[[ $np -gt 1 ]] && launch=(timeout -s KILL 120 "$mpiexec" -np "$np" "$tt")
 rm -rf "$work" && mkdir -p "$work"
 base=("${launch[@]}" "${TT_FLAGS[@]}" --save-every 2)
 run=("${base[@]}" --max-steps 12)

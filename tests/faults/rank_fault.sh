@@ -14,7 +14,7 @@ kind=$1 np=$2 rank=$3 mpiexec=$4 tt=$5
 deadline=${FAULT_DEADLINE:-5}  # short, but above a rank's lag in loading the data under ASan
 out=$(mktemp) flight=$(mktemp -d); trap 'rm -rf "$out" "$flight"' EXIT
 TANDEM_FLIGHT_DIR=$flight TANDEM_COMM_TIMEOUT=$deadline TANDEM_FAULT=rank_$kind:step=5:rank=$rank \
-  timeout -k 5 50 "$mpiexec" -np "$np" --oversubscribe --bind-to none --mca orte_enable_recovery "${FAULT_RECOVERY:-1}" \
+  timeout -k 5 50 "$mpiexec" -np "$np" --mca orte_enable_recovery "${FAULT_RECOVERY:-1}" \
   "$tt" "${TT_FLAGS[@]}" --max-steps 200 >"$out" 2>&1
 rc=$?
 end=$(now_ms)

@@ -11,8 +11,7 @@ work=$1 mpiexec=$2 tt=$3
 hide=$(cd "$(dirname "$0")" && pwd)/hide_dir.sh
 rm -rf "$work" && mkdir -p "$work/ck"
 if [[ $(id -u) -ne 0 ]] || ! unshare -m true 2>/dev/null; then echo "SKIP: needs root and unshare -m"; exit 77; fi
-run=(timeout -k 5 120 "$mpiexec" -np 2 --oversubscribe --bind-to none -x HIDE_DIR -x HIDE_RANKS "$hide" "$tt"
-     "${TT_FLAGS[@]}")
+run=(timeout -k 5 120 "$mpiexec" -np 2 "$hide" "$tt" "${TT_FLAGS[@]}")
 export HIDE_DIR="$work/ck"
 HIDE_RANKS="" "${run[@]}" --max-steps 12 --save "$work/ck" --save-every 4 --metrics "$work/full.jsonl" >"$work/full.log" 2>&1 \
   || { cat "$work/full.log"; fail "reference run"; }

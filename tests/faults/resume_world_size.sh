@@ -12,7 +12,7 @@ source "$(dirname "$0")/fault_lib.sh"
 work=$1 mpiexec=$2 tt=$3
 cmp=$(dirname "$0")/compare_weights.py
 rm -rf "$work" && mkdir -p "$work"
-mpi() { local np=$1; shift; timeout -k 5 150 "$mpiexec" -np "$np" --oversubscribe --bind-to none "$tt" "$@"; }
+mpi() { local np=$1; shift; timeout -k 5 150 "$mpiexec" -np "$np" "$tt" "$@"; }
 flags=(--model mlp --no-eval --threads 1 --epochs 1 --max-steps 16 --global-batch-size 64 --lr-schedule constant)
 # A 2-rank run of `what` (flags in the array named by $2) saved every $3 steps, resumed from its
 # checkpoint at step $3 on 1 and on 4 ranks to step 2*$3: the same per-rank share of global batch $4,

@@ -83,15 +83,15 @@ cmake --build "$work/cmake-build" >/dev/null
 # With pkg-config, as the READMEs say, and nothing more: its Libs carry the rpath.
 c++ -std=c++17 -O2 $cflags "$src/examples/cpp/train_ddp.cpp" -o "$work/train_ddp_pc" $(pkg-config --libs tandem)
 for n in 1 2; do
-  "$mpiexec" -np "$n" --oversubscribe --bind-to none "$work/cmake-build/train_ddp" 200
+  "$mpiexec" -np "$n" "$work/cmake-build/train_ddp" 200
 done
-"$mpiexec" -np 1 --oversubscribe "$work/train_ddp_pc" 50 >/dev/null
+"$mpiexec" -np 1 "$work/train_ddp_pc" 50 >/dev/null
 # A model of one's own through the engine: DDP on 2 ranks, and a resume from a checkpoint of that run
 # ends with the same weights (param_hash) as the run that never stopped.
 rm -rf "$work/custom-ckpt"
-full=$("$mpiexec" -np 2 --oversubscribe --bind-to none "$work/cmake-build/custom_model" 300 --save "$work/custom-ckpt" |
+full=$("$mpiexec" -np 2 "$work/cmake-build/custom_model" 300 --save "$work/custom-ckpt" |
        grep -o 'custom_model: .*')
-resumed=$("$mpiexec" -np 2 --oversubscribe --bind-to none "$work/cmake-build/custom_model" 300 \
+resumed=$("$mpiexec" -np 2 "$work/cmake-build/custom_model" 300 \
           --resume "$work/custom-ckpt/ckpt-00000250" | grep -o 'custom_model: .*')
 echo "$full"
 [[ $full == *"test accuracy 0.9"* && ${full##*param_hash } == "${resumed##*param_hash }" ]] ||
@@ -101,7 +101,7 @@ if [[ -e $prefix/include/tandem/tandem_c.h ]]; then
   cmake -S "$src/examples/c" -B "$work/c-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$work/c-build" >/dev/null
   for n in 1 2; do
-    "$mpiexec" -np "$n" --oversubscribe --bind-to none "$work/c-build/heat_surrogate" \
+    "$mpiexec" -np "$n" "$work/c-build/heat_surrogate" \
       "$src/examples/c/heat_surrogate.yaml" 400
   done
 fi
@@ -110,7 +110,7 @@ if [[ -e $prefix/include/tandem/fortran/tandem.mod ]]; then
     >/dev/null
   cmake --build "$work/f-build" >/dev/null
   for n in 1 2; do
-    "$mpiexec" -np "$n" --oversubscribe --bind-to none "$work/f-build/heat_surrogate_f" \
+    "$mpiexec" -np "$n" "$work/f-build/heat_surrogate_f" \
       "$src/examples/fortran/heat_surrogate.yaml" 400
   done
 fi

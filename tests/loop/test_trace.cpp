@@ -58,7 +58,7 @@ TEST(Trace, TwoRankRunReadsBack) {
   const std::string dir = ::testing::TempDir();
   const std::string path = dir + "/tandem_trace_test.json";
   const std::string cmd = fmt::format(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 {} -np 2 --oversubscribe --bind-to none {} "
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 {} -np 2 {} "
       "--model mlp --batch-size 32 --max-steps 4 --epochs 1 --eval-batch-size 2000 --threads 1 --progress off "
       "--save {}/tandem_trace_ckpt --trace {} > {}/tandem_trace_test.log 2>&1",
       TANDEM_MPIEXEC, TANDEM_TRAIN_EXE, dir, path, dir);

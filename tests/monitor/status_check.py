@@ -46,7 +46,7 @@ def main():
     cmd = [args.tandem_train, "--model", "mlp", "--max-steps", "2000", "--batch-size", "32", "--no-eval", "--threads",
            "1", "--status-port", "0", "--monitor-period", "0.2"]
     if n > 1:
-        cmd = [args.mpirun, "-np", str(n), "--oversubscribe", "--bind-to", "none"] + cmd
+        cmd = [args.mpirun, "-np", str(n)] + cmd  # the build's tandem-mpiexec: its flags are its own
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
