@@ -124,11 +124,11 @@ std::shared_ptr<Communicator> make_world_communicator(Device device, Options = {
 // the CPU.
 Device node_device();
 
-// The job size the launcher announces (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_SIZE), read without
-// initialising MPI; 1 when the process was not started by mpirun or a PMI launcher.
+// The job size the launcher announces (OMPI_COMM_WORLD_SIZE, PMI_SIZE, srun's SLURM_STEP_NUM_TASKS or
+// PMIX_SIZE; comm/launcher_env.h), read without initialising MPI; 1 when no launcher started the process.
 int launcher_world_size();
 // The job's ranks on this node as the launcher announces them (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE,
-// MPICH's MPI_LOCALNRANKS), read without initialising MPI; 1 otherwise.
+// MPICH's MPI_LOCALNRANKS, srun's SLURM_STEP_TASKS_PER_NODE), read without initialising MPI; 1 otherwise.
 int launcher_local_size();
 
 }  // namespace tandem::comm

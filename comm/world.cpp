@@ -1,11 +1,10 @@
 // make_world_communicator, node_device and launcher_world_size / launcher_local_size: the one place
 // that picks MPI or NCCL for a device and reads the launcher's view of the job.
 #include <algorithm>
-#include <cstdlib>
-#include <initializer_list>
 
 #include "comm/communicator.h"
 #include "comm/device_choice.h"
+#include "comm/launcher_env.h"
 #include "runtime/device_query.h"
 #include "runtime/error.h"
 #ifdef TANDEM_HAVE_MPI
@@ -46,16 +45,7 @@ Device node_device() {
   return Device(DeviceKind::CUDA, 0);
 }
 
-namespace {
-// The first of the launcher's variables that is set, as a count of at least 1; 1 when none is.
-int launcher_count(std::initializer_list<const char*> names) {
-  for (const char* name : names)
-    if (const char* v = std::getenv(name); v && *v) return std::max(1, std::atoi(v));
-  return 1;
-}
-}  // namespace
-
-int launcher_world_size() { return launcher_count({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}); }
-int launcher_local_size() { return launcher_count({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}); }
+int launcher_world_size() { return launcher_env().world_size; }
+int launcher_local_size() { return launcher_env().local_size; }
 
 }  // namespace tandem::comm

@@ -4,10 +4,22 @@
 #include <fmt/format.h>
 
 #include "comm/communicator.h"
+#include "comm/launcher_env.h"
 #include "runtime/device_query.h"
 #include "runtime/error.h"
 
 namespace tandem::train {
+
+namespace {
+// Which launcher's variables gave the job size, in the words of its users.
+std::string launcher_words(const std::string& launcher) {
+  if (launcher == "openmpi") return "Open MPI";
+  if (launcher == "pmi") return "a PMI launcher (MPICH's mpiexec)";
+  if (launcher == "slurm") return "srun";
+  if (launcher == "pmix") return "a PMIx launcher";
+  return launcher;
+}
+}  // namespace
 
 ModeDecision decide_mode(const ModeInputs& in) {
   ModeDecision d;
@@ -33,7 +45,8 @@ ModeDecision decide_mode(const ModeInputs& in) {
       return d;
     }
     d.mode = ParallelMode::DDP;
-    d.reason = fmt::format("launched with {} ranks: one process per rank{}", in.launcher_world,
+    d.reason = fmt::format("launched with {} ranks{}: one process per rank{}", in.launcher_world,
+                           in.launcher.empty() ? "" : " by " + launcher_words(in.launcher),
                            gpu_wanted && in.gpus > 0 ? " (each on a GPU of its node where it has one)" : "");
     return d;
   }
@@ -59,7 +72,9 @@ ModeDecision decide_mode(const ModeInputs& in) {
 ModeDecision decide_mode_here(const TrainConfig& cfg) {
   ModeInputs in;
   in.configured = cfg.mode;
-  in.launcher_world = comm::launcher_world_size();
+  const comm::LauncherEnv env = comm::launcher_env();
+  in.launcher_world = env.world_size;
+  if (env.launcher != "none") in.launcher = env.launcher;
   in.gpus = cuda::device_count();
   in.device = cfg.device;
   in.devices = cfg.devices;

@@ -10,11 +10,12 @@ namespace tandem::train {
 
 struct ModeInputs {
   ParallelMode configured = ParallelMode::Auto;  // --mode
-  int launcher_world = 1;           // OMPI_COMM_WORLD_SIZE / PMI_SIZE (1: not launched by mpirun)
+  int launcher_world = 1;           // the launcher's job size (comm/launcher_env.h; 1: no launcher)
   int gpus = 0;                     // CUDA devices this process sees
   std::string device = "auto";      // --device
   std::string devices;              // --devices
   bool have_mpi = true;             // the build has MPI (ddp is possible at all)
+  std::string launcher;             // whose variables gave launcher_world: openmpi, pmi, slurm, pmix ("": unsaid)
 };
 
 struct ModeDecision {

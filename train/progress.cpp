@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "comm/launcher_env.h"
 #include "train/logging.h"
 
 namespace tandem::train {
@@ -86,7 +87,7 @@ std::shared_ptr<TrainerCallback> make_progress(const TrainConfig& cfg, int rank)
   if (rank != 0 || cfg.quiet || !logging::enabled(logging::Level::info)) return nullptr;
   ProgressOptions o;
   // mpirun hands each rank a pseudo-terminal whatever its own stdout is: lines there, unless asked.
-  const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
+  const bool launched = comm::launcher_env().launcher != "none";
   o.terminal = cfg.progress == ProgressStyle::Bar ||
                (cfg.progress == ProgressStyle::Auto && !launched && isatty(fileno(stdout)) != 0);
   if (cfg.progress == ProgressStyle::Off) return nullptr;

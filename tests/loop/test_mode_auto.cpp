@@ -67,6 +67,9 @@ TEST(ModeAuto, ReasonsSayWhy) {
   ModeInputs in;
   in.launcher_world = 2;
   EXPECT_NE(decide_mode(in).reason.find("launched with 2 ranks"), std::string::npos);
+  in.launcher = "slurm";
+  EXPECT_NE(decide_mode(in).reason.find("launched with 2 ranks by srun: one process per rank"), std::string::npos)
+      << decide_mode(in).reason;
   in.launcher_world = 1;
   in.gpus = 2;
   EXPECT_NE(decide_mode(in).reason.find("2 GPUs"), std::string::npos);
