@@ -2,6 +2,7 @@
 // --devices and --accumulation-steps.
 #include "train/parallel_setup.h"
 
+#include "comm/launcher_env.h"
 #include "nn/parallel/sync_batch_norm.h"
 
 namespace tandem::train {
@@ -52,6 +53,17 @@ ParallelSetup setup_parallel(const ParallelConfig& given, std::shared_ptr<Module
   } else {
     const bool given = comm != nullptr;
     s.comm = given ? std::move(comm) : comm::make_world_communicator(config.device);
+    if (!given) {
+      // The launcher's count against MPI's: srun without a PMI plugin that this MPI speaks starts N
+      // processes that each initialise MPI alone, in a world of 1, and N copies of the run would
+      // train side by side, each writing the same checkpoints.
+      const comm::LauncherEnv launched = comm::launcher_env();
+      TANDEM_CHECK(launched.world_size <= 1 || launched.world_size == s.comm->size(),
+                   "the launcher ({}'s variables) started {} ranks but MPI's world has {}: this MPI did not hear "
+                   "of the others; under srun give --mpi=pmix or --mpi=pmi2 (srun --mpi=list), or launch with "
+                   "this MPI's mpirun/mpiexec",
+                   launched.launcher, launched.world_size, s.comm->size());
+    }
     if (config.sync_bn) {
       // With find_unused_parameters, ranks may launch DDP buckets at different points relative to
       // SyncBatchNorm's collectives: give SyncBatchNorm a communicator of its own then.
