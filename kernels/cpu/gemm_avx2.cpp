@@ -78,6 +78,12 @@ const KernelTable kKernels = f32_table(std::make_integer_sequence<int, kMR>{});
 template <int W>
 void pack_block(const float* x, int64_t rs, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t kc, float* out,
                 int nt) {
+  if (rs == 1 && ps != 1) {  // rows contiguous along the panels: threads split K, each streams whole rows
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && kc >= 4 * kPackRun * nt)
+    for (int64_t t = 0; t < nt; ++t)
+      pack_rows_runs<W>(x, ps, rows, h, np, kc * t / nt, kc * (t + 1) / nt, out, kc * W);
+    return;
+  }
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && np > 1)
   for (int64_t q = 0; q < np; ++q) {
     const int r = static_cast<int>(std::min(h, rows - q * h));
@@ -101,9 +107,15 @@ void gemm_f32(const GemmArgs& g) {
   const Blocking& bl = blocking();
   const int64_t MC = bl.mc, NC = bl.nc;
   const int64_t kc_max = std::min(K, kKC), nc_max = std::min(N, NC), mc_max = std::min(M, MC);
-  float* bp = scratch(0, (nc_max + kNR - 1) / kNR * kNR * kc_max);
-  float* ap = scratch(1, (mc_max + kMR - 1) / kMR * kMR * kc_max);
   const int nt = 2 * M * N * K >= kParallelMinFlops ? omp_get_max_threads() : 1;
+  // B transposed ([N, K]: a panel's 16 rows run along K, 16 streams the prefetchers follow), one block
+  // of rows (M <= MC) and panels enough for every thread: each B panel is packed just before its
+  // tiles, into a per-thread 16 KB buffer that stays in L1, instead of the whole B block first (a
+  // write and a re-read of up to NC x KC floats through L2 or memory, used by only M rows here).
+  const int64_t npan_max = (nc_max + kNR - 1) / kNR;
+  const bool panel_at_a_time = g.trans_b && M <= MC && npan_max >= 2 * nt;
+  float* bp = panel_at_a_time ? nullptr : scratch(0, npan_max * kNR * kc_max);
+  float* ap = scratch(1, (mc_max + kMR - 1) / kMR * kMR * kc_max);
 
   for (int64_t bi = 0; bi < g.batch; ++bi) {
     const float* A = static_cast<const float*>(g.a) + bi * g.stride_a;
@@ -119,18 +131,36 @@ void gemm_f32(const GemmArgs& g) {
       for (int64_t pc = 0; pc < K; pc += kKC) {
         const int64_t kc = std::min(kKC, K - pc);
         const int64_t brs = g.trans_b ? g.ldb : 1, bps = g.trans_b ? 1 : g.ldb;
-        pack_block<kNR>(B + jc * brs + pc * bps, brs, bps, nc, kNR, npan, kc, bp, nt);
+        const float* bsrc = B + jc * brs + pc * bps;
+        const int64_t ars = g.trans_a ? 1 : g.lda, aps = g.trans_a ? g.lda : 1;
+        TileOut base;
+        base.ldc = g.ldc;
+        base.alpha = static_cast<float>(g.alpha);
+        base.beta = static_cast<float>(g.beta);
+        base.first = pc == 0;
+        if (panel_at_a_time) {
+          const int64_t mpan = (M + kMR - 1) / kMR, h = (M + mpan - 1) / mpan;
+          pack_block<kMR>(A + pc * aps, ars, aps, M, h, mpan, kc, ap, nt);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+          for (int64_t jr = 0; jr < npan; ++jr) {
+            float* panel = scratch(0, kNR * kc);
+            const int cols = static_cast<int>(std::min<int64_t>(kNR, nc - jr * kNR));
+            pack_block<kNR>(bsrc + jr * kNR * brs, brs, bps, cols, kNR, 1, kc, panel, 1);
+            for (int64_t ir = 0; ir < mpan; ++ir) {
+              const int rows = static_cast<int>(std::min(h, M - ir * h));
+              TileOut o = base;
+              o.c = C + ir * h * g.ldc + jc + jr * kNR;
+              kKernels[cols <= 8][rows - 1](kc, ap + ir * kc * kMR, panel, cols, o);
+            }
+          }
+          continue;
+        }
+        pack_block<kNR>(bsrc, brs, bps, nc, kNR, npan, kc, bp, nt);
         for (int64_t ic = 0; ic < M; ic += MC) {
           const int64_t mc = std::min(MC, M - ic);
           // Rows split evenly over the panels (128 rows: 22 panels of 6 and 5, not 21 x 6 + 2).
           const int64_t mpan = (mc + kMR - 1) / kMR, h = (mc + mpan - 1) / mpan;
-          const int64_t ars = g.trans_a ? 1 : g.lda, aps = g.trans_a ? g.lda : 1;
           pack_block<kMR>(A + ic * ars + pc * aps, ars, aps, mc, h, mpan, kc, ap, nt);
-          TileOut base;
-          base.ldc = g.ldc;
-          base.alpha = static_cast<float>(g.alpha);
-          base.beta = static_cast<float>(g.beta);
-          base.first = pc == 0;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && npan * mpan > 1)
           for (int64_t t = 0; t < npan * mpan; ++t) {
             const int64_t jr = t / mpan, ir = t % mpan;

@@ -32,23 +32,24 @@ TANDEM_AVX2_INLINE __m256i low_mask8(int n) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kBits + 8 - n));
 }
 
+// How a tile's sums meet C, decided once per tile (the stores to C could alias TileOut's fields, so
+// reading them row by row made the compiler reload them after every store).
+// acc; alpha acc; acc + C; alpha acc + C; alpha acc + beta C
+enum class Update { Store, Scale, AddC, ScaleAddC, AxpbyC };
+
 // One row's 8 columns (n of them valid, n >= 1) of a tile. beta == 0 never reads C (NaNs there vanish).
-TANDEM_AVX2_INLINE void store_row8(__m256 acc, int n, const TileOut& o, float* c) {
-  __m256 v = _mm256_mul_ps(_mm256_set1_ps(o.alpha), acc);
-  if (n >= 8) {
-    if (!o.first)
-      v = _mm256_add_ps(v, _mm256_loadu_ps(c));
-    else if (o.beta != 0)
-      v = _mm256_fmadd_ps(_mm256_set1_ps(o.beta), _mm256_loadu_ps(c), v);
-    _mm256_storeu_ps(c, v);
-    return;
-  }
+TANDEM_AVX2_INLINE void store_row8(__m256 acc, int n, Update u, __m256 alpha, __m256 beta, float* c) {
+  const bool full = n >= 8;
   const __m256i m = low_mask8(n);
-  if (!o.first)
-    v = _mm256_add_ps(v, _mm256_maskload_ps(c, m));
-  else if (o.beta != 0)
-    v = _mm256_fmadd_ps(_mm256_set1_ps(o.beta), _mm256_maskload_ps(c, m), v);
-  _mm256_maskstore_ps(c, m, v);
+  __m256 v = u == Update::Store || u == Update::AddC ? acc : _mm256_mul_ps(alpha, acc);
+  if (u == Update::AddC || u == Update::ScaleAddC || u == Update::AxpbyC) {
+    const __m256 old = full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, m);
+    v = u == Update::AxpbyC ? _mm256_fmadd_ps(beta, old, v) : _mm256_add_ps(v, old);
+  }
+  if (full)
+    _mm256_storeu_ps(c, v);
+  else
+    _mm256_maskstore_ps(c, m, v);
 }
 
 // a: a packed A panel [kc][kMR] (first MR rows used), b: a packed B panel [kc][kNR]; n columns of C
@@ -71,11 +72,26 @@ TANDEM_AVX2 void kernel_f32(int64_t kc, const float* a, const float* b, int n, c
       if (!NARROW) c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
     }
   }
+  // alpha 1 is exact either way: skipping its product changes no bit.
+  const Update u = !o.first ? (o.alpha == 1 ? Update::AddC : Update::ScaleAddC)
+                   : o.beta != 0 ? Update::AxpbyC
+                   : o.alpha == 1 ? Update::Store : Update::Scale;
+  const __m256 alpha = _mm256_set1_ps(o.alpha), beta = _mm256_set1_ps(o.beta);
+  float* const c = o.c;
+  const int64_t ldc = o.ldc;
+  auto rows = [&](Update uu) {
 #pragma GCC unroll 6
-  for (int i = 0; i < MR; ++i) {
-    float* c = o.c + i * o.ldc;
-    store_row8(c0[i], n, o, c);
-    if (!NARROW && n > 8) store_row8(c1[i], n - 8, o, c + 8);
+    for (int i = 0; i < MR; ++i) {
+      store_row8(c0[i], n, uu, alpha, beta, c + i * ldc);
+      if (!NARROW && n > 8) store_row8(c1[i], n - 8, uu, alpha, beta, c + i * ldc + 8);
+    }
+  };
+  switch (u) {  // one copy of the stores per case, so that each is branch-free
+    case Update::Store: rows(Update::Store); break;
+    case Update::Scale: rows(Update::Scale); break;
+    case Update::AddC: rows(Update::AddC); break;
+    case Update::ScaleAddC: rows(Update::ScaleAddC); break;
+    case Update::AxpbyC: rows(Update::AxpbyC); break;
   }
 }
 
@@ -142,6 +158,24 @@ TANDEM_AVX2 void pack_panel_rows_contiguous(const float* x, int64_t ps, int rows
       }
     } else {
       for (int r = 0; r < W; ++r) o[r] = r < rows ? s[r] : 0.f;
+    }
+  }
+}
+
+// All np panels of a block whose source rows are contiguous along the panels (B as stored: element
+// (r, p) at src[p * ps + r], panel q holding r in [q * h, q * h + h)), K indices [p0, p1) of each, in
+// runs of kPackRun indices, runs outermost: each source row is then read once, left to right across
+// all panels, while the run's few rows are in L1 (panel by panel, every row of a panel is a new page
+// for a wide B, which the prefetchers do not follow: [6 x 1024] x [1024 x 288]... see gemm_avx2.cpp).
+constexpr int64_t kPackRun = 8;
+template <int W>
+TANDEM_AVX2 void pack_rows_runs(const float* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t p0,
+                                int64_t p1, float* out, int64_t pstride) {
+  for (int64_t run = p0; run < p1; run += kPackRun) {
+    const int64_t run_end = run + kPackRun < p1 ? run + kPackRun : p1;
+    for (int64_t q = 0; q < np; ++q) {
+      const int r = static_cast<int>(rows - q * h < h ? rows - q * h : h);
+      pack_panel_rows_contiguous<W>(src + run * ps + q * h, ps, r, run_end - run, out + q * pstride + run * W);
     }
   }
 }

@@ -161,6 +161,7 @@ std::vector<Shape> shapes(std::mt19937& rng) {
     out.push_back({771, 9, 30, ta, tb, 1, 0.5, 1});    // more rows than the AVX2 kernel's largest A block (MC <= 768)
     out.push_back({3, 4099, 21, ta, tb, -1, 0, 1});    // more columns than its largest B block (NC <= 4096)
     out.push_back({7, 17, 513, ta, tb, 1, 1, 1});      // K over its blocks (KC = 256), odd tail
+    out.push_back({775, 40, 600, ta, tb, 0.5, 1, 1});  // several A blocks and K blocks (B packed whole)
   }
   return out;
 }
@@ -174,8 +175,11 @@ void check_all(Kind kind) {
 }
 
 // Several of Eigen's tiles (gemm_tiles.h) each: one product, and a batch with both operands transposed.
+// The AVX2 kernel packs B panel by panel for one block of rows and enough panels per thread, else
+// whole: {300, 40, 600} takes the first at 1 thread and the second at 2 and 3, {800, ...} the second.
 std::vector<Shape> invariance_shapes(bool tb) {
-  return {{600, 530, 100, false, tb, 1, 0, 1}, {520, 300, 170, tb, tb, 0.5, 1, 3}};
+  return {{600, 530, 100, false, tb, 1, 0, 1}, {520, 300, 170, tb, tb, 0.5, 1, 3}, {300, 40, 600, tb, tb, 1, 1, 1},
+          {800, 530, 300, false, tb, 1, 0, 1}};
 }
 
 }  // namespace
