@@ -68,6 +68,7 @@ TEST(ConvertHost, Avx2LoopsTakenWhereUsable) {
   uint16_t h[9] = {};
   EXPECT_EQ(convert_avx2(f, DType::f32, h, DType::f16, 9), cpu_isa_usable(CpuIsa::avx2));
   EXPECT_FALSE(convert_avx2(f, DType::f32, h, DType::f64, 9));  // not a 16-bit pair: nothing done
-  if (cpu_isa_usable(CpuIsa::avx2))
+  if (cpu_isa_usable(CpuIsa::avx2)) {
     for (int i = 0; i < 9; ++i) EXPECT_EQ(h[i], float_to_half_bits(f[i]));
+  }
 }

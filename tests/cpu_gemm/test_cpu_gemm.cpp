@@ -342,7 +342,9 @@ TEST(CpuGemm, F32RunsOnOurKernelForTheIsa) {
   } else {
     GTEST_SKIP() << "no AVX2/FMA here: Eigen's products run";
   }
-  if (capped) EXPECT_STREQ(kernels::cpu_f32_gemm_isa(), "avx2");
+  if (capped) {
+    EXPECT_STREQ(kernels::cpu_f32_gemm_isa(), "avx2");
+  }
   tandem::testing::CpuGemmPath eigen("eigen");
   EXPECT_STREQ(kernels::cpu_f32_gemm_isa(), "eigen");
 }

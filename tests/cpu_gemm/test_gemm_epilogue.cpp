@@ -83,8 +83,9 @@ void check(int64_t m, int64_t n, int64_t k, bool ta, bool tb, Epi e, std::mt1993
       ASSERT_NEAR(got, row, (k + 4) * eps * (row_mag + 1)) << "a_row_sums " << i;
     }
   }
-  if (e == Epi::DGeluColSums)
+  if (e == Epi::DGeluColSums) {
     for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(float(sums_t[j]), col[j], (m + 4) * (k + 4) * eps * 4) << "c_col_sums " << j;
+  }
 }
 
 void check_all(bool eigen) {

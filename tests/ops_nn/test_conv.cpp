@@ -139,8 +139,11 @@ TEST(Conv2d, SmallMapsAndDeadTapsMatchTheDirectSum) {
   ops::sum(ops::conv2d(x, w, Tensor(), {1, 1}, {1, 1})).backward();
   const std::vector<double> gw = w.grad().to_vector<double>();
   for (size_t k = 0; k < gw.size(); ++k) {
-    if (k % 9 == 4) EXPECT_NE(gw[k], 0.0) << k;
-    else EXPECT_EQ(gw[k], 0.0) << k;
+    if (k % 9 == 4) {
+      EXPECT_NE(gw[k], 0.0) << k;
+    } else {
+      EXPECT_EQ(gw[k], 0.0) << k;
+    }
   }
 }
 
