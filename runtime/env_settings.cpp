@@ -23,9 +23,10 @@ using U = Use;
 // Every TANDEM_* variable tandem reads: users' settings, then the GPU A/B switches, then those of
 // the tests, the emulator and the scripts. docs/environment.md is markdown_table() of this.
 const std::vector<Variable> kVariables = {
-    {"TANDEM_CPU_ISA", K::Choice, {"avx512", "avx2"}, "avx512",
+    {"TANDEM_CPU_ISA", K::Choice, {"avx512", "avx2", "generic"}, "avx512",
      "the widest instruction set the CPU kernels may use: avx2 takes every path of a CPU without AVX-512 "
-     "(the suite's `_avx2` tests)", U::General},
+     "(our AVX2+FMA GEMM; the suite's `_avx2` tests), generic every path of a CPU without AVX2/FMA (Eigen's "
+     "GEMM, the compiler's loops); tandem-bench-peak measures the peak of the same ISA", U::General},
     {"TANDEM_CPU_GEMM", K::Choice, {"auto", "eigen", "avx512"}, "auto",
      "the CPU GEMM: auto (AMX tiles, else AVX-512, else Eigen, as the CPU allows), eigen (Eigen's), avx512 "
      "(our AVX-512 kernel, not the AMX tiles)", U::General},

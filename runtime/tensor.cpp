@@ -5,6 +5,7 @@
 
 #include "runtime/autograd.h"
 #include "runtime/autograd_engine.h"
+#include "runtime/convert_avx2.h"
 #include "runtime/convert_avx512.h"
 #include "runtime/backend/core.h"
 #include "runtime/tensor_impl.h"
@@ -28,7 +29,8 @@ void convert_host(const void* src, DType src_dtype, void* dst, DType dst_dtype, 
     if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * dtype_size(src_dtype));
     return;
   }
-  if (n > 0 && convert_avx512(src, src_dtype, dst, dst_dtype, n)) return;  // f32 <-> f16/bf16, same bits
+  if (n > 0 && (convert_avx512(src, src_dtype, dst, dst_dtype, n) || convert_avx2(src, src_dtype, dst, dst_dtype, n)))
+    return;  // f32 <-> f16/bf16, the scalar's bits
   dispatch(src_dtype, [&](auto stag) {
     using S = decltype(stag);
     dispatch(dst_dtype, [&](auto dtag) {

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/gemm_avx512.h"
+#include "runtime/backend/cpu_isa.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -23,51 +24,52 @@ namespace tandem::bench {
 
 namespace {
 
-#if defined(__AVX512F__)
-using Vec = __m512;
-constexpr int kLanes = 16;
-constexpr const char* kIsa = "avx512";
-inline Vec vset(float x) { return _mm512_set1_ps(x); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-inline Vec vadd(Vec a, Vec b) { return _mm512_add_ps(a, b); }
-#elif defined(__AVX2__) && defined(__FMA__)
-using Vec = __m256;
-constexpr int kLanes = 8;
-constexpr const char* kIsa = "avx2";
-inline Vec vset(float x) { return _mm256_set1_ps(x); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-inline Vec vadd(Vec a, Vec b) { return _mm256_add_ps(a, b); }
-#else
-using Vec = __m128;  // SSE has no FMA: a multiply and an add count as the same two flops
-constexpr int kLanes = 4;
-constexpr const char* kIsa = "sse";
-inline Vec vset(float x) { return _mm_set1_ps(x); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
-inline Vec vadd(Vec a, Vec b) { return _mm_add_ps(a, b); }
-#endif
+// The fp32 kernel of each ISA, compiled for it by a target attribute and chosen at run time as the CPU
+// kernels choose theirs (runtime/backend/cpu_isa.h: cpuid and TANDEM_CPU_ISA), so that the peak is the
+// one of the path that ran. Below AVX2 (TANDEM_CPU_ISA=generic, or a CPU without it) the compiler's
+// target, what Eigen and the generic loops are built for.
+#define TANDEM_PEAK_FMA_KERNEL(NAME, VEC, LANES, SET, FMA, ADD)                                    \
+  __attribute__((noinline)) float NAME(long iters, float seed) {                                  \
+    VEC acc[kAccumulators];                                                                     \
+    for (int i = 0; i < kAccumulators; ++i) acc[i] = SET(seed + 0.001f * static_cast<float>(i)); \
+    /* x * a + b with a just below 1 stays bounded (it converges to b / (1 - a)). */            \
+    const VEC a = SET(0.999999f), b = SET(1e-6f);                                               \
+    for (long it = 0; it < iters; ++it) {                                                       \
+      _Pragma("GCC unroll 12") for (int i = 0; i < kAccumulators; ++i) acc[i] = FMA(acc[i], a, b); \
+    }                                                                                           \
+    VEC total = acc[0];                                                                         \
+    for (int i = 1; i < kAccumulators; ++i) total = ADD(total, acc[i]);                         \
+    alignas(64) float lanes[LANES];                                                             \
+    std::memcpy(lanes, &total, sizeof(total));                                                  \
+    float s = 0;                                                                                \
+    for (float x : lanes) s += x;                                                               \
+    return s;                                                                                   \
+  }
 
 constexpr int kAccumulators = 12;
-constexpr double kFlopsPerIter = 2.0 * kAccumulators * kLanes;
 
-// iters x 12 independent FMAs; returns a value depending on every accumulator so the compiler
+// iters x 12 independent FMAs; each returns a value depending on every accumulator so the compiler
 // keeps the work.
-__attribute__((noinline)) float fma_kernel(long iters, float seed) {
-  Vec acc[kAccumulators];
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = vset(seed + 0.001f * static_cast<float>(i));
-  // x * a + b with a just below 1 stays bounded (it converges to b / (1 - a)).
-  const Vec a = vset(0.999999f), b = vset(1e-6f);
-  for (long it = 0; it < iters; ++it) {
-#pragma GCC unroll 12
-    for (int i = 0; i < kAccumulators; ++i) acc[i] = vfma(acc[i], a, b);
-  }
-  Vec total = acc[0];
-  for (int i = 1; i < kAccumulators; ++i) total = vadd(total, acc[i]);
-  alignas(64) float lanes[kLanes];
-  std::memcpy(lanes, &total, sizeof(total));
-  float s = 0;
-  for (float x : lanes) s += x;
-  return s;
-}
+__attribute__((target("avx512f"))) TANDEM_PEAK_FMA_KERNEL(fma_kernel_avx512, __m512, 16, _mm512_set1_ps,
+                                                          _mm512_fmadd_ps, _mm512_add_ps)
+__attribute__((target("avx2,fma"))) TANDEM_PEAK_FMA_KERNEL(fma_kernel_avx2, __m256, 8, _mm256_set1_ps,
+                                                           _mm256_fmadd_ps, _mm256_add_ps)
+
+#if defined(__AVX512F__)
+constexpr const char* kCompilerIsa = "avx512";
+constexpr int kCompilerLanes = 16;
+#define fma_kernel_compiler fma_kernel_avx512
+#elif defined(__AVX2__) && defined(__FMA__)
+constexpr const char* kCompilerIsa = "avx2";
+constexpr int kCompilerLanes = 8;
+#define fma_kernel_compiler fma_kernel_avx2
+#else
+constexpr const char* kCompilerIsa = "sse";
+constexpr int kCompilerLanes = 4;
+inline __m128 sse_fma(__m128 a, __m128 b, __m128 c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+// SSE has no FMA: a multiply and an add count as the same two flops.
+TANDEM_PEAK_FMA_KERNEL(fma_kernel_compiler, __m128, 4, _mm_set1_ps, sse_fma, _mm_add_ps)
+#endif
 
 #define TANDEM_PEAK_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
@@ -182,10 +184,20 @@ PeakResult measure(Kernel kernel, double flops_per_iter, int threads, double sec
 }  // namespace
 
 PeakResult measure_fp32_peak(int threads, double seconds, int repeats) {
-  PeakResult out = measure(fma_kernel, kFlopsPerIter, threads, seconds, repeats);
-  out.isa = kIsa;
-  out.vector_floats = kLanes;
+  float (*kernel)(long, float) = fma_kernel_compiler;
+  const char* isa = kCompilerIsa;
+  int lanes = kCompilerLanes;
+  if (cpu_isa_usable(CpuIsa::avx512)) kernel = fma_kernel_avx512, isa = "avx512", lanes = 16;
+  else if (cpu_isa_usable(CpuIsa::avx2)) kernel = fma_kernel_avx2, isa = "avx2", lanes = 8;
+  PeakResult out = measure(kernel, 2.0 * kAccumulators * lanes, threads, seconds, repeats);
+  out.isa = isa;
+  out.vector_floats = lanes;
   return out;
+}
+
+std::string gemm_isa(const std::string& amp) {
+  const std::string bf16 = kernels::cpu_bf16_gemm_path();
+  return amp == "bf16" && bf16 != "fp32" ? bf16 : kernels::cpu_f32_gemm_isa();
 }
 
 PeakResult measure_bf16_peak(int threads, double seconds, int repeats) {

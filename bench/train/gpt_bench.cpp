@@ -147,6 +147,7 @@ int run_gpt_bench(const GptBenchOptions& o) {
                    {"steps", o.steps},
                    {"threads", o.threads},
                    {"tokens_per_s", tokens_per_s},
+                   {"tokens_per_cpu_s", tokens * static_cast<double>(o.steps) / cpu},
                    {"step_ms_median", 1e3 * median},
                    {"flops_per_token", flops_per_token},
                    {"tflops", tokens_per_s * flops_per_token / 1e12}};
@@ -160,6 +161,8 @@ int run_gpt_bench(const GptBenchOptions& o) {
     const PeakResult peak = o.amp == "bf16" ? measure_bf16_peak(o.threads) : measure_fp32_peak(o.threads);
     const double tokens_per_cpu_s = tokens * static_cast<double>(o.steps) / cpu;
     j["peak_gflops"] = peak.gflops;
+    j["peak_isa"] = peak.isa;
+    j["gemm_isa"] = gemm_isa(o.amp);
     j["peak"] = o.amp == "bf16" && peak.isa.find("bf16") != std::string::npos ? peak.isa + " products, measured"
                                                                                : std::string("fp32 FMA, measured");
     j["mfu"] = tokens_per_s * flops_per_token / (peak.gflops * 1e9);

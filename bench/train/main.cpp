@@ -1,7 +1,8 @@
 // tandem-bench-train: training-step throughput of the mlp or cnn on synthetic data, as JSON:
 // samples/s, GFLOP/s (forward + backward FLOPs from nn::model_flops_per_sample) and the fraction
-// of the fp32 FMA peak measured in-process on the same number of threads. samples/s comes from the
-// median step time; the *_cpu_time figures use process CPU time (for a machine shared with others).
+// of the fp32 FMA peak measured in-process on the same number of threads (peak_isa: the ISA of that
+// peak, the widest the CPU kernels may use; gemm_isa: the GEMM's kernel, bench::gemm_isa). samples/s
+// comes from the median step time; the *_cpu_time figures use process CPU time (for a machine shared with others).
 // --device cuda times the step on the GPU (each step ends with a stream synchronisation; no CPU peak).
 // --model gpt --gpt-size tiny|small|gpt2-124m: tokens/s and mfu instead (bench/train/gpt_bench.h).
 #include <omp.h>
@@ -167,8 +168,10 @@ int main(int argc, char** argv) {
                      {"gflops", gflops},
                      {"peak_gflops", peak.gflops},
                      {"peak_isa", peak.isa},
+                     {"gemm_isa", bench::gemm_isa(amp)},
                      {"fraction_of_peak", gflops / peak.gflops},
                      {"gflops_cpu_time", gflops_cpu},
+                     {"samples_per_cpu_s", static_cast<double>(batch * steps) / cpu},
                      {"peak_gflops_cpu_time", peak.gflops_cpu_time},
                      {"fraction_of_peak_cpu_time", gflops_cpu / peak.gflops_cpu_time}};
     std::printf("%s\n", j.dump().c_str());

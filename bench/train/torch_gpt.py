@@ -147,12 +147,13 @@ def main():
             return F.cross_entropy(run(x).reshape(-1, vocab).float(), y)
 
     blas = matmul_gflops(dev)
-    med = torch_step.median_step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
+    med, cpu = torch_step.step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
     print(json.dumps({"impl": "torch " + torch.__version__, "model": "gpt", "gpt_size": a.gpt_size,
                       "batch": a.batch_size, "context": t, "threads": a.threads, "amp": a.amp, "device": str(dev),
                       "attention": a.attention, "fused_adamw": a.fused_adamw, "compile": a.compile,
                       "params": sum(p.numel() for p in model.parameters()),
                       "tokens_per_s": a.batch_size * t / med, "step_ms_median": 1e3 * med,
+                      "tokens_per_cpu_s": a.batch_size * t / cpu,
                       "matmul_gflops": blas}))
 
 

@@ -25,6 +25,12 @@ def make(model):
 def median_step_seconds(opt, forward_loss, dev, warmup, steps):
     """Runs `warmup` untimed then `steps` timed training steps (zero_grad, forward_loss() under the
     caller's autocast, backward, opt.step, a device synchronisation); returns the median step time."""
+    return step_seconds(opt, forward_loss, dev, warmup, steps)[0]
+
+
+def step_seconds(opt, forward_loss, dev, warmup, steps):
+    """As median_step_seconds; returns (median wall seconds, mean process CPU seconds) of a step. The
+    CPU time leaves out other processes time-sharing the cores (tandem-bench-train's *_cpu_time)."""
     def step():
         opt.zero_grad(set_to_none=False)
         forward_loss().backward()
@@ -35,11 +41,12 @@ def median_step_seconds(opt, forward_loss, dev, warmup, steps):
     for _ in range(warmup):
         step()
     times = []
+    c0 = time.process_time()
     for _ in range(steps):
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return statistics.median(times), (time.process_time() - c0) / steps
 
 
 def main():
@@ -66,10 +73,11 @@ def main():
         with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
             return nn.functional.cross_entropy(net(x), y)
 
-    med = median_step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
+    med, cpu = step_seconds(opt, forward_loss, dev, a.warmup, a.steps)
     print(json.dumps({"impl": "torch " + torch.__version__, "model": a.model, "batch": a.batch_size,
-                      "amp": a.amp, "device": str(dev), "samples_per_s": a.batch_size / med,
-                      "step_ms_median": 1e3 * med}))
+                      "amp": a.amp, "device": str(dev), "threads": torch.get_num_threads(),
+                      "samples_per_s": a.batch_size / med, "step_ms_median": 1e3 * med,
+                      "samples_per_cpu_s": a.batch_size / cpu}))
 
 
 if __name__ == "__main__":

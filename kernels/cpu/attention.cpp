@@ -1,5 +1,5 @@
 // CPU causal attention, blocked as flash-attention: per (batch, head), tiles of block_q queries x
-// block_k keys (f32 products on small_gemm_f32 where the CPU has AVX-512, else Eigen's) with an
+// block_k keys (f32 products on small_gemm_f32 where the CPU has AVX-512 or AVX2, else Eigen's) with an
 // online softmax (running max and sum per query row), so only one [block_q, block_k] score tile
 // exists at a time. The forward keeps the per-row logsumexp;
 // the backward recomputes each probability tile from it. OpenMP runs over (batch, head); f16/bf16
@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -16,8 +17,10 @@
 
 #include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/attention_heads.h"
+#include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/lanes.h"
+#include "kernels/cpu/small_gemm_avx2.h"
 #include "kernels/cpu/small_gemm_avx512.h"
 #include "runtime/backend/attention.h"
 
@@ -62,6 +65,7 @@ struct Transposed {
     rows.resize(static_cast<size_t>(d * ld));
     if constexpr (std::is_same_v<T, float>) {
       if (avx512::has_f32()) return avx512::transpose_f32(x, t, d, ld_x, rows.data(), ld);
+      if (avx2::has_f32()) return avx2::transpose_f32(x, t, d, ld_x, rows.data(), ld);
     }
     for (int64_t j = 0; j < t; ++j)
       for (int64_t p = 0; p < d; ++p) rows[static_cast<size_t>(p * ld + j)] = x[j * ld_x + p];
@@ -75,7 +79,12 @@ template <class T>
 bool fast_product(bool fast, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_row, int64_t a_col,
                   const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
-    if (fast) avx512::small_gemm_f32(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate);
+    if (fast) {
+      if (avx512::has_f32())
+        avx512::small_gemm_f32(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate);
+      else
+        avx2::small_gemm_f32(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate);
+    }
     return fast;
   } else {
     return false;
@@ -197,10 +206,11 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
 }
 
 // q, k, v (and dq, dk, dv) at their offsets, head bh's rows from HeadRows (contiguous or token-major).
-// Whether T's tile products run on small_gemm_f32: read once a call (TANDEM_CPU_GEMM), not per head.
+// Whether T's tile products run on small_gemm_f32 (AVX-512, else AVX2): read once a call
+// (TANDEM_CPU_GEMM, TANDEM_CPU_ISA), not per head.
 template <class T>
 bool fast_products() {
-  return std::is_same_v<T, float> && cpu_f32_gemm_ours();
+  return std::is_same_v<T, float> && std::string_view(cpu_f32_gemm_isa()) != "eigen";
 }
 
 template <class T>

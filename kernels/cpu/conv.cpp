@@ -237,6 +237,20 @@ void small_k_dots(const T* dy, const T* cols, int64_t ld, int64_t L, int64_t K, 
   }
 }
 
+// Output maps this small (a 4x4 map or less: ResNet's last stages at CIFAR size) make the per-image
+// products thin ([O, K] @ [K, L]); the chunk's pixels then go through one product instead.
+constexpr int64_t kFlatPixels = 16;
+inline bool flat_pixels(int64_t L) { return L <= kFlatPixels; }
+
+// out [O, n*L]: image img's [O, L] block of dy [n, O, L] at columns img*L .. img*L + L.
+template <class T>
+void gather_pixels(const T* dy, int64_t n, int64_t O, int64_t L, T* out) {
+#pragma omp parallel for schedule(static) if (n * O * L >= kParallelMinWork)
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t img = 0; img < n; ++img)
+      for (int64_t q = 0; q < L; ++q) out[o * n * L + img * L + q] = dy[(img * O + o) * L + q];
+}
+
 template <class T>
 void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g, bool bf16_values = false) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
@@ -250,6 +264,20 @@ void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g
     // chunk, written straight into y (no [O, nc*L] staging copy). The bias is stored first and the
     // GEMM accumulates onto it (beta = 1): Eigen zeroes C for beta = 0, so this saves a pass over y.
     T* yc = y + n0 * O * L;
+    if (flat_pixels(L)) {
+      // One product over the chunk's pixels, [O, K] @ [K, nc*L], then each image's [O, L] block
+      // moved into y with the bias: per-image products would be [O, K] @ [K, L] with L tiny, each
+      // one re-reading (and the GEMM re-packing) the whole weight.
+      T* t = thread_scratch<T>(Scratch::ConvPixels, O * NL);
+      gemm(kCPU)(kCPU, gemm_args<T>(false, false, O, NL, K, w, K, cols, NL, t, NL, 0.0, bf16_values));
+#pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
+      for (int64_t p = 0; p < gc.n * O; ++p) {
+        const int64_t img = p / O, o = p % O;
+        const T bias = b ? b[o] : T(0);
+        for (int64_t q = 0; q < L; ++q) yc[p * L + q] = t[o * NL + img * L + q] + bias;
+      }
+      continue;
+    }
     if (b) {
 #pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
       for (int64_t p = 0; p < gc.n * O; ++p) std::fill_n(yc + p * L, L, b[p % O]);
@@ -270,6 +298,14 @@ void backward_input_t(const T* dy, const T* w, T* dx, const Conv2dGeometry& g, b
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
+    if (flat_pixels(L)) {
+      // dy's images side by side, [O, nc*L], then one product w^T [K, O] @ it (as the forward).
+      T* t = thread_scratch<T>(Scratch::ConvPixels, O * NL);
+      gather_pixels(dy + n0 * O * L, gc.n, O, L, t);
+      gemm(kCPU)(kCPU, gemm_args<T>(true, false, K, NL, O, w, K, t, NL, dcols, NL, 0.0, bf16_values));
+      col2im_t(gc, dcols, dx + n0 * g.c * g.h * g.w);
+      continue;
+    }
     // dcols[:, img*L : (img+1)*L] = w^T [K, O] @ dy[img] [O, L], batched over the chunk's images
     GemmArgs bi = gemm_args<T>(true, false, K, L, O, w, K, dy + n0 * O * L, L, dcols, NL, 0.0, bf16_values);
     bi.batch = gc.n;
@@ -301,6 +337,14 @@ void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeomet
           small_k_dots(dy + ((n0 + img) * O + o) * L, cols + img * L, NL, L, K, dw + o * K, db ? db + o : nullptr);
       continue;
     }
+    if (flat_pixels(L)) {
+      // dw [O, K] += dy's images side by side [O, nc*L] @ cols^T: one product whose sums run over the
+      // chunk's pixels, rather than a rank-L update of all of dw per image.
+      T* t = thread_scratch<T>(Scratch::ConvPixels, O * NL);
+      gather_pixels(dy + n0 * O * L, gc.n, O, L, t);
+      gemm(kCPU)(kCPU, gemm_args<T>(false, true, O, K, NL, t, NL, cols, NL, dw, K, n0 == 0 ? 0.0 : 1.0, bf16_values));
+      continue;
+    }
     // dw [O, K] += dy[img] [O, L] @ cols[:, img*L : (img+1)*L]^T, image after image (one GEMM per
     // image reads dy in place; measured faster than transposing dy into one GEMM per chunk).
     for (int64_t img = 0; img < gc.n; ++img) {
@@ -320,6 +364,95 @@ void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeomet
       db[o] = s;
     }
   }
+}
+
+// Kernel taps that read only padding for every output pixel (a 3x3 conv on a 1x1 map reads its
+// centre alone; on ResNet's last stage at CIFAR size 8 of 9 taps are dead) contribute exact zeros:
+// the convolution runs on the taps [i0, i1) x [j0, j1) that reach the image, a K up to 9x smaller,
+// as the same convolution with that window of the weight and the padding moved with it.
+struct LiveTaps {
+  int64_t i0 = 0, i1 = 0, j0 = 0, j1 = 0;
+};
+
+// The first and one past the last tap along one axis whose input index lies in the image for some
+// output index (the taps between them are kept even if dead: they add zeros).
+inline void live_axis(int64_t k, int64_t stride, int64_t pad, int64_t in, int64_t out, int64_t& t0, int64_t& t1) {
+  t0 = k;
+  t1 = 0;
+  for (int64_t t = 0; t < k; ++t) {
+    int64_t lo, hi;
+    valid_range(t, stride, pad, in, out, lo, hi);
+    if (lo < hi) {
+      t0 = std::min(t0, t);
+      t1 = t + 1;
+    }
+  }
+  if (t1 <= t0) t0 = t1 = 0;  // no tap reaches the image (an empty output): nothing to prune to
+}
+
+// The taps to run, or nullopt when all of them reach the image.
+inline bool prunable(const Conv2dGeometry& g, LiveTaps& t) {
+  live_axis(g.kh, g.sh, g.ph, g.h, g.ho, t.i0, t.i1);
+  live_axis(g.kw, g.sw, g.pw, g.w, g.wo, t.j0, t.j1);
+  return t.i1 > t.i0 && t.j1 > t.j0 && (t.i1 - t.i0 < g.kh || t.j1 - t.j0 < g.kw);
+}
+
+// The same convolution over the live taps: a kh' x kw' window whose tap i' is the old i0 + i', so the
+// input row oy*sh - ph + i0 + i' = oy*sh - (ph - i0) + i'. The output size stays what it was (the
+// padding is now uneven; im2col and col2im use ho, wo and bounds checks, not the padding's symmetry).
+inline Conv2dGeometry on_live_taps(Conv2dGeometry g, const LiveTaps& t) {
+  g.kh = t.i1 - t.i0;
+  g.kw = t.j1 - t.j0;
+  g.ph -= t.i0;
+  g.pw -= t.j0;
+  return g;
+}
+
+// w [O, C, kh, kw] <-> its window [O, C, kh', kw'] (copy in, or scatter out with zeros elsewhere).
+template <class T>
+void window_of(const Conv2dGeometry& g, const LiveTaps& t, const T* w, T* out) {
+  const int64_t kh = t.i1 - t.i0, kw = t.j1 - t.j0;
+  for (int64_t p = 0; p < g.o * g.c; ++p)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) out[(p * kh + i) * kw + j] = w[(p * g.kh + t.i0 + i) * g.kw + t.j0 + j];
+}
+template <class T>
+void scatter_window(const Conv2dGeometry& g, const LiveTaps& t, const T* win, T* w) {
+  const int64_t kh = t.i1 - t.i0, kw = t.j1 - t.j0;
+  std::fill(w, w + g.o * g.k(), T(0));
+  for (int64_t p = 0; p < g.o * g.c; ++p)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) w[(p * g.kh + t.i0 + i) * g.kw + t.j0 + j] = win[(p * kh + i) * kw + j];
+}
+
+template <class T>
+void forward_live(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g, bool bf16_values = false) {
+  LiveTaps t;
+  if (!prunable(g, t)) return forward_t(x, w, b, y, g, bf16_values);
+  const Conv2dGeometry p = on_live_taps(g, t);
+  std::vector<T> win(static_cast<size_t>(p.o * p.k()));
+  window_of(g, t, w, win.data());
+  forward_t(x, win.data(), b, y, p, bf16_values);
+}
+
+template <class T>
+void backward_input_live(const T* dy, const T* w, T* dx, const Conv2dGeometry& g, bool bf16_values = false) {
+  LiveTaps t;
+  if (!prunable(g, t)) return backward_input_t(dy, w, dx, g, bf16_values);
+  const Conv2dGeometry p = on_live_taps(g, t);
+  std::vector<T> win(static_cast<size_t>(p.o * p.k()));
+  window_of(g, t, w, win.data());
+  backward_input_t(dy, win.data(), dx, p, bf16_values);
+}
+
+template <class T>
+void backward_weight_live(const T* x, const T* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
+  LiveTaps t;
+  if (!prunable(g, t)) return backward_weight_t(x, dy, dw, db, g, bf16_values);
+  const Conv2dGeometry p = on_live_taps(g, t);
+  std::vector<T> win(static_cast<size_t>(p.o * p.k()));
+  backward_weight_t(x, dy, win.data(), db, p, bf16_values);
+  scatter_window(g, t, win.data(), dw);  // the dead taps' gradient: exactly 0
 }
 
 // f16/bf16 run the f32 path on widened copies; for bf16 the widened values are exactly bf16, so the
@@ -344,10 +477,10 @@ void cpu_conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tenso
   dispatch_floating(x.dtype(), "conv2d", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      forward_t<T>(ptr<T>(x), ptr<T>(w), ptr<T>(b), mptr<T>(y), g);
+      forward_live<T>(ptr<T>(x), ptr<T>(w), ptr<T>(b), mptr<T>(y), g);
     } else {
       Tensor yf = like_f32(y);
-      forward_t<float>(ptr<float>(widened(x)), ptr<float>(widened(w)), ptr<float>(widened(b)), mptr<float>(yf), g,
+      forward_live<float>(ptr<float>(widened(x)), ptr<float>(widened(w)), ptr<float>(widened(b)), mptr<float>(yf), g,
                        std::is_same_v<T, bfloat16>);
       narrow_into(yf, y);
     }
@@ -358,10 +491,10 @@ void cpu_conv2d_backward_input(const Tensor& dy, const Tensor& w, Tensor& dx, co
   dispatch_floating(dy.dtype(), "conv2d backward", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      backward_input_t<T>(ptr<T>(dy), ptr<T>(w), mptr<T>(dx), g);
+      backward_input_live<T>(ptr<T>(dy), ptr<T>(w), mptr<T>(dx), g);
     } else {
       Tensor dxf = like_f32(dx);
-      backward_input_t<float>(ptr<float>(widened(dy)), ptr<float>(widened(w)), mptr<float>(dxf), g,
+      backward_input_live<float>(ptr<float>(widened(dy)), ptr<float>(widened(w)), mptr<float>(dxf), g,
                               std::is_same_v<T, bfloat16>);
       narrow_into(dxf, dx);
     }
@@ -373,10 +506,10 @@ void cpu_conv2d_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, T
   dispatch_floating(dy.dtype(), "conv2d backward", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      backward_weight_t<T>(ptr<T>(x), ptr<T>(dy), mptr<T>(dw), mptr<T>(db), g);
+      backward_weight_live<T>(ptr<T>(x), ptr<T>(dy), mptr<T>(dw), mptr<T>(db), g);
     } else {
       Tensor dwf = like_f32(dw), dbf = like_f32(db);
-      backward_weight_t<float>(ptr<float>(widened(x)), ptr<float>(widened(dy)), mptr<float>(dwf), mptr<float>(dbf), g,
+      backward_weight_live<float>(ptr<float>(widened(x)), ptr<float>(widened(dy)), mptr<float>(dwf), mptr<float>(dbf), g,
                                std::is_same_v<T, bfloat16>);
       narrow_into(dwf, dw);
       narrow_into(dbf, db);

@@ -1,10 +1,12 @@
 // CPU GEMM: f32 and bf16 on our AVX-512 kernels (gemm_avx512.cpp) where the CPU has them, bf16 on
-// AMX tiles where it has those; otherwise, and for f64/f16, Eigen: row-major maps over the caller's
+// AMX tiles where it has those; f32 on our AVX2+FMA kernel (gemm_avx2.cpp) where it has no AVX-512
+// (f16, and bf16 without AVX512-BF16, widened to f32 for it); otherwise, and for f64, Eigen: row-major maps over the caller's
 // memory, transposes folded into Eigen's product (no copies for f32/f64), C cut into tiles that
 // depend on the sizes only (gemm_tiles.h: the bits do not depend on the thread count); f16 (and bf16
 // without AVX512-BF16) widened to f32 once, multiplied, and rounded on store. TANDEM_CPU_GEMM=eigen
 // forces Eigen everywhere, TANDEM_CPU_GEMM=avx512 our AVX-512 kernels without AMX (A/B measurements,
-// tests); TANDEM_CPU_ISA=avx2 (runtime/backend/cpu_isa.h) takes the path of a CPU without AVX-512.
+// tests); TANDEM_CPU_ISA=avx2 (runtime/backend/cpu_isa.h) takes the path of a CPU without AVX-512,
+// TANDEM_CPU_ISA=generic that of a CPU without AVX2/FMA.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -12,6 +14,7 @@
 
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm_epilogue.h"
+#include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/gemm_tiles.h"
 
@@ -165,6 +168,7 @@ void gemm_product(const GemmArgs& g) {
       if (path == "avx512-bf16") return avx512::gemm_bf16(g);
     }
     if (g.dtype == DType::f32 && avx512::has_f32()) return avx512::gemm_f32(g);
+    if (g.dtype == DType::f32 && avx2::has_f32()) return avx2::gemm_f32(g);
   }
   dispatch_floating(g.dtype, "gemm", [&](auto tag) {
     using T = decltype(tag);
@@ -181,6 +185,11 @@ TANDEM_REGISTER_KERNEL(gemm, DeviceKind::CPU, cpu_gemm);
 }  // namespace
 
 bool cpu_f32_gemm_ours() { return !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32(); }
+
+const char* cpu_f32_gemm_isa() {
+  if (cpu_gemm_forced(ForcedPath::Eigen)) return "eigen";
+  return avx512::has_f32() ? "avx512" : avx2::has_f32() ? "avx2" : "eigen";
+}
 
 const char* cpu_bf16_gemm_path() {
   if (cpu_gemm_forced(ForcedPath::Eigen) || !avx512::has_bf16()) return "fp32";

@@ -31,5 +31,8 @@ namespace tandem::kernels {
 const char* cpu_bf16_gemm_path();
 // Whether f32 products run on our AVX-512 kernels (the CPU has them and TANDEM_CPU_GEMM is not eigen).
 bool cpu_f32_gemm_ours();
+// The kernel of the f32 products now, for benchmark records (gemm_isa): "avx512", "avx2" (our
+// kernels) or "eigen".
+const char* cpu_f32_gemm_isa();
 
 }  // namespace tandem::kernels

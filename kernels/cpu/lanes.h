@@ -36,7 +36,7 @@ struct Aligned64Allocator {
 // per use (and element type); a kernel must not hand its slot's pointer to code that takes the same
 // slot.
 enum class Scratch {
-  ConvColumns, NormPlane, NormChannel,
+  ConvColumns, ConvPixels, NormPlane, NormChannel,
   // attention_bf16.cpp: scores / probabilities, their gradients, a block's output rows, dK, dV,
   // and per-row delta, max and sum
   AttnScores, AttnScoresGrad, AttnRows, AttnKeyGrad, AttnValueGrad, AttnDelta, AttnMax, AttnSum,

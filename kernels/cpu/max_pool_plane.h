@@ -12,9 +12,7 @@
 #include "runtime/backend/pool.h"
 #include "runtime/dtype.h"
 
-#if defined(__AVX512F__)
 #include <immintrin.h>
-#endif
 
 namespace tandem::kernels::cpu_pool {
 
@@ -90,12 +88,76 @@ inline void max_unpool_2x2_row_avx512(const float* dy, const int32_t* idx, float
 }
 #endif
 
+// The same two rows on AVX2 (a CPU without AVX-512, or TANDEM_CPU_ISA=avx2), 8 outputs per step:
+// masked loads for the tail, even/odd lanes split by shuffles, the same NaN-aware selects as max_step.
+#define TANDEM_POOL_AVX2 __attribute__((target("avx2,fma")))
+TANDEM_POOL_AVX2 inline __m256i pool_mask8(int n) {
+  alignas(32) static const int32_t kBits[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  n = n < 0 ? 0 : n > 8 ? 8 : n;
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kBits + 8 - n));
+}
+// Lanes 0, 2, ..., 14 (EVEN) or 1, 3, ..., 15 of the 16 floats lo:hi, in order.
+template <bool EVEN>
+TANDEM_POOL_AVX2 inline __m256 pool_deinterleave(__m256 lo, __m256 hi) {
+  const __m256 x = _mm256_shuffle_ps(lo, hi, EVEN ? 0x88 : 0xDD);  // lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(x), 0xD8));
+}
+TANDEM_POOL_AVX2 inline void max_pool_2x2_row_avx2(const float* r0, const float* r1, float* out, int32_t* idx, int wo,
+                                                   int base, int w) {
+  const __m256i two_k = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  for (int ox = 0; ox < wo; ox += 8) {
+    const int rem = wo - ox < 8 ? wo - ox : 8, in_n = 2 * rem;
+    const __m256i m_lo = pool_mask8(in_n), m_hi = pool_mask8(in_n - 8), m_out = pool_mask8(rem);
+    const float* p0 = r0 + 2 * ox;
+    const float* p1 = r1 + 2 * ox;
+    const __m256 a_lo = _mm256_maskload_ps(p0, m_lo), a_hi = _mm256_maskload_ps(p0 + 8, m_hi);
+    const __m256 c_lo = _mm256_maskload_ps(p1, m_lo), c_hi = _mm256_maskload_ps(p1 + 8, m_hi);
+    const __m256 a = pool_deinterleave<true>(a_lo, a_hi), b = pool_deinterleave<false>(a_lo, a_hi);
+    const __m256 c = pool_deinterleave<true>(c_lo, c_hi), d = pool_deinterleave<false>(c_lo, c_hi);
+    const __m256i i_a = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * ox), two_k);
+    __m256 best = a;
+    __m256 bi = _mm256_castsi256_ps(i_a);
+    auto step = [&](__m256 v, __m256i iv) {
+      const __m256 t = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      best = _mm256_blendv_ps(best, v, t);
+      bi = _mm256_blendv_ps(bi, _mm256_castsi256_ps(iv), t);
+    };
+    step(b, _mm256_add_epi32(i_a, _mm256_set1_epi32(1)));
+    step(c, _mm256_add_epi32(i_a, _mm256_set1_epi32(w)));
+    step(d, _mm256_add_epi32(i_a, _mm256_set1_epi32(w + 1)));
+    _mm256_maskstore_ps(out + ox, m_out, best);
+    _mm256_maskstore_epi32(idx + ox, m_out, _mm256_castps_si256(bi));
+  }
+}
+// Its backward, as max_unpool_2x2_row_avx512.
+TANDEM_POOL_AVX2 inline void max_unpool_2x2_row_avx2(const float* dy, const int32_t* idx, float* r0, float* r1, int wo,
+                                                     int base, int w) {
+  const __m256i two_k = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  for (int ox = 0; ox < wo; ox += 8) {
+    const int rem = wo - ox < 8 ? wo - ox : 8, in_n = 2 * rem;
+    const __m256i m_in = pool_mask8(rem), m_lo = pool_mask8(in_n), m_hi = pool_mask8(in_n - 8);
+    const __m256 d = _mm256_maskload_ps(dy + ox, m_in);
+    const __m256i id = _mm256_maskload_epi32(idx + ox, m_in);
+    const __m256i pa = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * ox), two_k);
+    auto cell = [&](int offset) {
+      return _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(id, _mm256_add_epi32(pa, _mm256_set1_epi32(offset)))), d);
+    };
+    auto store_row = [&](float* r, __m256 even, __m256 odd) {  // r[2k] = even[k], r[2k + 1] = odd[k]
+      const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
+      _mm256_maskstore_ps(r + 2 * ox, m_lo, _mm256_permute2f128_ps(lo, hi, 0x20));
+      _mm256_maskstore_ps(r + 2 * ox + 8, m_hi, _mm256_permute2f128_ps(lo, hi, 0x31));
+    };
+    store_row(r0, cell(0), cell(1));
+    store_row(r1, cell(w), cell(w + 1));
+  }
+}
+
 // out [ho, wo] and idx [ho, wo] (index iy * w + ix in the plane) of the plane `in` [h, w].
 template <class T>
 void max_pool_plane(const T* in, T* out, int32_t* idx, const Pool2dGeometry& g) {
   using A = acc_t<T>;
   const bool fast2x2 = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0;
-  if (fast2x2) {  // the cnn's pooling (without AVX-512: a loop the compiler vectorises over ox)
+  if (fast2x2) {  // the cnn's pooling (AVX-512 rows, else AVX2 rows, else a loop the compiler vectorises over ox)
     const int wo = static_cast<int>(g.wo), w = static_cast<int>(g.w);
 #if defined(__AVX512F__)  // a build for AVX-512 (-march); TANDEM_CPU_ISA=avx2 takes the loop below
     if constexpr (std::is_same_v<T, float>) {
@@ -107,6 +169,14 @@ void max_pool_plane(const T* in, T* out, int32_t* idx, const Pool2dGeometry& g) 
       }
     }
 #endif
+    if constexpr (std::is_same_v<T, float>) {
+      if (cpu_isa_usable(CpuIsa::avx2)) {
+        for (int64_t oy = 0; oy < g.ho; ++oy)
+          max_pool_2x2_row_avx2(in + 2 * oy * g.w, in + (2 * oy + 1) * g.w, out + oy * g.wo, idx + oy * g.wo, wo,
+                                static_cast<int>(2 * oy * g.w), w);
+        return;
+      }
+    }
     for (int64_t oy = 0; oy < g.ho; ++oy) {
       const T* __restrict r0 = in + 2 * oy * g.w;
       const T* __restrict r1 = r0 + g.w;
@@ -151,22 +221,34 @@ void max_pool_plane(const T* in, T* out, int32_t* idx, const Pool2dGeometry& g) 
 // The plane's gradient dx [h, w]: dy [ho, wo] added at idx (overlapping windows add up), zero elsewhere.
 // A negative idx (~i, i the index) drops its dy: batch norm's fused epilogue marks so the outputs
 // that relu zeroed. Branch-free (relu's signs are random): such a dy adds an exact +0 at i (or, in
-// the AVX-512 2x2 path, matches no index).
+// the AVX-512 and AVX2 2x2 paths, matches no index).
 template <class T>
 void max_unpool_plane(const T* dy, const int32_t* idx, T* dx, const Pool2dGeometry& g) {
   using A = acc_t<T>;
   const int64_t hw = g.h * g.w, ohw = g.ho * g.wo;
-#if defined(__AVX512F__)  // as max_pool_plane
   if constexpr (std::is_same_v<T, float>) {
-    if (cpu_isa_allows(CpuIsa::avx512) && g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+    bool avx512 = false;
+#if defined(__AVX512F__)  // as max_pool_plane
+    avx512 = cpu_isa_allows(CpuIsa::avx512);
+#endif
+    if ((avx512 || cpu_isa_usable(CpuIsa::avx2)) && g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 &&
+        g.pw == 0) {
       // The cnn's pool: windows are disjoint, so dx is written once, two rows per output row, instead
       // of zero-filled and then scattered into (a read-modify-write per window that waits on the fill).
       const int64_t covered = 2 * g.wo;
       for (int64_t oy = 0; oy < g.ho; ++oy) {
         float* r0 = dx + 2 * oy * g.w;
         float* r1 = r0 + g.w;
-        max_unpool_2x2_row_avx512(dy + oy * g.wo, idx + oy * g.wo, r0, r1, static_cast<int>(g.wo),
+#if defined(__AVX512F__)
+        if (avx512) {
+          max_unpool_2x2_row_avx512(dy + oy * g.wo, idx + oy * g.wo, r0, r1, static_cast<int>(g.wo),
+                                    static_cast<int>(2 * oy * g.w), static_cast<int>(g.w));
+        } else
+#endif
+        {
+          max_unpool_2x2_row_avx2(dy + oy * g.wo, idx + oy * g.wo, r0, r1, static_cast<int>(g.wo),
                                   static_cast<int>(2 * oy * g.w), static_cast<int>(g.w));
+        }
         std::fill(r0 + covered, r0 + g.w, 0.0f);  // an odd width's last column
         std::fill(r1 + covered, r1 + g.w, 0.0f);
       }
@@ -174,7 +256,6 @@ void max_unpool_plane(const T* dy, const int32_t* idx, T* dx, const Pool2dGeomet
       return;
     }
   }
-#endif
   if constexpr (std::is_same_v<A, T>) {
     std::fill(dx, dx + hw, T(0));
     for (int64_t q = 0; q < ohw; ++q) {

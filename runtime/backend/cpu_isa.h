@@ -6,24 +6,25 @@
 
 namespace tandem {
 
-enum class CpuIsa { avx2 = 1, avx512 = 2 };
+enum class CpuIsa { generic = 0, avx2 = 1, avx512 = 2 };
 
-// Whether the kernels may use `isa`: TANDEM_CPU_ISA caps it ("avx512", the default, or "avx2": no
-// AVX-512, AVX512-BF16 or AMX path anywhere). Read once per process. Never throws (kernels ask from
-// parallel regions): an unknown value caps nothing here, and is the two functions' error below.
-// Says nothing of what the CPU has.
+// Whether the kernels may use `isa`: TANDEM_CPU_ISA caps it ("avx512", the default; "avx2": no
+// AVX-512, AVX512-BF16 or AMX path anywhere; "generic": no path of our own above x86-64 either, the
+// Eigen GEMM and the compiler's loops of a CPU without AVX2/FMA). Read once per process. Never throws
+// (kernels ask from parallel regions): an unknown value caps nothing here, and is the two functions'
+// error below. Says nothing of what the CPU has.
 bool cpu_isa_allows(CpuIsa isa);
 
 // Whether the kernels may run `isa` here: the CPU has it (cpuid; avx512: F/BW/VL/DQ, what the AVX-512
 // kernels need; avx2: AVX2 + FMA) and TANDEM_CPU_ISA allows it. Checked once; never throws.
 bool cpu_isa_usable(CpuIsa isa);
 
-// The cap as its TANDEM_CPU_ISA spelling ("avx512" or "avx2"); an unknown value throws ValueError
+// The cap as its TANDEM_CPU_ISA spelling ("avx512", "avx2" or "generic"); an unknown value throws ValueError
 // naming the variable and the values it takes.
 const char* cpu_isa_cap();
 
 // The widest usable ISA (cpu_isa_usable), for logs and benchmark records: "avx512", "avx2" or
-// "x86-64" (neither).
+// "generic" (neither).
 // Throws as cpu_isa_cap: tandem-train and the C API's model creation call it before any kernel.
 const char* cpu_isa_in_use();
 

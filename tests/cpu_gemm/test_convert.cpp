@@ -1,6 +1,6 @@
-// convert_host's AVX-512 f32 <-> f16/bf16 loops against half.h's scalar conversions, bit for bit:
-// every 16-bit pattern widened, and f32 patterns across the whole range (ties, subnormals, overflow,
-// NaN payloads, signs) narrowed, with lengths that leave masked tails.
+// convert_host's AVX-512 f32 <-> f16/bf16 loops (and the AVX2 + F16C ones, in the _avx2 run) against
+// half.h's scalar conversions, bit for bit: every 16-bit pattern widened, and f32 patterns across the
+// whole range (ties, subnormals, overflow, NaN payloads, signs) narrowed, with lengths that leave tails.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "runtime/backend/common/half.h"
+#include "runtime/backend/cpu_isa.h"
+#include "runtime/convert_avx2.h"
 #include "runtime/tensor.h"
 
 using namespace tandem;
@@ -57,5 +59,16 @@ TEST(ConvertHost, NarrowingF32MatchesScalar) {
       const uint16_t want = t == DType::f16 ? float_to_half_bits(src[i]) : float_to_bf16_bits(src[i]);
       ASSERT_EQ(dst[i], want) << dtype_name(t) << " f32 bits 0x" << std::hex << bits[i];
     }
+  }
+}
+
+// Which loops ran: under TANDEM_CPU_ISA=avx2 the AVX2 + F16C ones, where the CPU has them.
+TEST(ConvertHost, Avx2LoopsTakenWhereUsable) {
+  float f[9] = {1.5f, -2.f, 0.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f};
+  uint16_t h[9] = {};
+  EXPECT_EQ(convert_avx2(f, DType::f32, h, DType::f16, 9), cpu_isa_usable(CpuIsa::avx2));
+  EXPECT_FALSE(convert_avx2(f, DType::f32, h, DType::f64, 9));  // not a 16-bit pair: nothing done
+  if (cpu_isa_usable(CpuIsa::avx2)) {
+    for (int i = 0; i < 9; ++i) EXPECT_EQ(h[i], float_to_half_bits(f[i]));
   }
 }

@@ -1,7 +1,9 @@
-// The CPU GEMM (our AVX-512 kernels where the CPU has them, bf16 on AMX tiles where it has those, else
-// Eigen) against an f64 reference over tails in every dimension, all transposes, alpha/beta, padded
-// leading dimensions, batches and K/N/M larger than one cache block; bf16 against the f64 product of the bf16 inputs (with a bf16 C, and
-// with an f32 C: wide_c); thread invariance; the AVX-512 bf16 kernel also where AMX would be taken.
+// The CPU GEMM (our AVX-512 kernels where the CPU has them, bf16 on AMX tiles where it has those, our
+// AVX2+FMA kernel where it has no AVX-512: the suite's _avx2 run forces it, else Eigen) against an f64
+// reference over tails in every dimension, all transposes, alpha/beta, padded leading dimensions,
+// batches and K/N/M larger than one cache block; bf16 against the f64 product of the bf16 inputs (with
+// a bf16 C, and with an f32 C: wide_c); every epilogue; thread invariance; the AVX-512 bf16 kernel
+// also where AMX would be taken.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/gemm_tiles.h"
 #include "runtime/backend/cpu_isa.h"
@@ -155,6 +158,10 @@ std::vector<Shape> shapes(std::mt19937& rng) {
     out.push_back({9, 1100, 19, ta, tb, 1, 1, 1});      // more columns than one B block (NC = 1024)
     out.push_back({5, 40, 2101, ta, tb, 0.5, -1, 2});  // K over several blocks (KC = 1024), odd tail
     out.push_back({13, 17, 0, ta, tb, 1, 0.5, 1});     // empty K: C = beta C
+    out.push_back({771, 9, 30, ta, tb, 1, 0.5, 1});    // more rows than the AVX2 kernel's largest A block (MC <= 768)
+    out.push_back({3, 4099, 21, ta, tb, -1, 0, 1});    // more columns than its largest B block (NC <= 4096)
+    out.push_back({7, 17, 513, ta, tb, 1, 1, 1});      // K over its blocks (KC = 256), odd tail
+    out.push_back({775, 40, 600, ta, tb, 0.5, 1, 1});  // several A blocks and K blocks (B packed whole)
   }
   return out;
 }
@@ -168,8 +175,11 @@ void check_all(Kind kind) {
 }
 
 // Several of Eigen's tiles (gemm_tiles.h) each: one product, and a batch with both operands transposed.
+// The AVX2 kernel packs B panel by panel for one block of rows and enough panels per thread, else
+// whole: {300, 40, 600} takes the first at 1 thread and the second at 2 and 3, {800, ...} the second.
 std::vector<Shape> invariance_shapes(bool tb) {
-  return {{600, 530, 100, false, tb, 1, 0, 1}, {520, 300, 170, tb, tb, 0.5, 1, 3}};
+  return {{600, 530, 100, false, tb, 1, 0, 1}, {520, 300, 170, tb, tb, 0.5, 1, 3}, {300, 40, 600, tb, tb, 1, 1, 1},
+          {800, 530, 300, false, tb, 1, 0, 1}};
 }
 
 }  // namespace
@@ -318,6 +328,25 @@ TEST(CpuGemm, EigenTileGrid) {
   EXPECT_EQ(kernels::gemm_tiles(128, 512, 784).count(), 2);    // tandem-train's mlp, first layer: 128 x 256
   EXPECT_EQ(kernels::gemm_tiles(512, 784, 128).count(), 4);    // its weight gradient: 256 x 448 and 256 x 336
   EXPECT_EQ(kernels::gemm_tiles(4096, 4096, 4096).count(), 32);
+}
+
+// The f32 products ran on our AVX2 kernel in the _avx2 run (where the CPU has AVX2 and FMA), on the
+// AVX-512 one in the other (where it has AVX-512).
+TEST(CpuGemm, F32RunsOnOurKernelForTheIsa) {
+  const bool capped = env::choice("TANDEM_CPU_ISA") == 1;
+  if (cpu_isa_usable(CpuIsa::avx512)) {
+    EXPECT_STREQ(kernels::cpu_f32_gemm_isa(), "avx512");
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    EXPECT_TRUE(kernels::avx2::has_f32());
+    EXPECT_STREQ(kernels::cpu_f32_gemm_isa(), "avx2");
+  } else {
+    GTEST_SKIP() << "no AVX2/FMA here: Eigen's products run";
+  }
+  if (capped) {
+    EXPECT_STREQ(kernels::cpu_f32_gemm_isa(), "avx2");
+  }
+  tandem::testing::CpuGemmPath eigen("eigen");
+  EXPECT_STREQ(kernels::cpu_f32_gemm_isa(), "eigen");
 }
 
 // Under TANDEM_CPU_ISA=avx2 (the suite's *_avx2 runs) no AVX-512 path is taken, whatever the CPU has.

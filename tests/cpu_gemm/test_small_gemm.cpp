@@ -1,20 +1,37 @@
 // small_gemm_f32 (the CPU attention's unpacked tile products) against an f64 reference: every row
 // count of a register tile and several tiles, column tails on both 16-lane halves, empty K, A read
 // row-major and transposed with padded strides, B and C with padded rows, overwrite and accumulate,
-// alpha; nothing outside C's [m, n] written. And transpose_f32, which lays out their B operands.
+// alpha; nothing outside C's [m, n] written. And transpose_f32, which lays out their B operands. Both
+// the AVX-512 kernels and the AVX2 ones (which the _avx2 run reaches through the attention too).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_avx512.h"
+#include "kernels/cpu/small_gemm_avx2.h"
 #include "kernels/cpu/small_gemm_avx512.h"
 
 namespace {
 
+// Both ISAs' kernels where the CPU (and TANDEM_CPU_ISA) allows them: AVX-512 (14 x 32 tiles), AVX2 (6 x 16).
+using SmallGemm = void (*)(int64_t, int64_t, int64_t, float, const float*, int64_t, int64_t, const float*, int64_t,
+                           float*, int64_t, bool);
+void check_small_gemm(SmallGemm small_gemm_f32);
+
 TEST(SmallGemmF32, MatchesTheF64ProductOverEveryTail) {
   if (!tandem::kernels::avx512::has_f32()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  check_small_gemm(&tandem::kernels::avx512::small_gemm_f32);
+}
+
+TEST(SmallGemmF32, Avx2MatchesTheF64ProductOverEveryTail) {
+  if (!tandem::kernels::avx2::has_f32()) GTEST_SKIP() << "no AVX2/FMA on this CPU, or TANDEM_CPU_ISA=generic";
+  check_small_gemm(&tandem::kernels::avx2::small_gemm_f32);
+}
+
+void check_small_gemm(SmallGemm small_gemm_f32) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   for (int64_t m : {1, 2, 13, 14, 15, 29, 32, 45})
@@ -34,8 +51,7 @@ TEST(SmallGemmF32, MatchesTheF64ProductOverEveryTail) {
             for (float& x : c) x = u(rng);
             const std::vector<float> c0 = c;
             const float alpha = 0.75f;
-            tandem::kernels::avx512::small_gemm_f32(m, n, k, alpha, a.data(), a_row, a_col, b.data(), ldb, c.data(),
-                                                    ldc, accumulate);
+            small_gemm_f32(m, n, k, alpha, a.data(), a_row, a_col, b.data(), ldb, c.data(), ldc, accumulate);
             for (int64_t i = 0; i < m; ++i)
               for (int64_t j = 0; j < ldc && i * ldc + j < static_cast<int64_t>(c.size()); ++j) {
                 const size_t at = static_cast<size_t>(i * ldc + j);
@@ -59,15 +75,27 @@ TEST(SmallGemmF32, MatchesTheF64ProductOverEveryTail) {
 
 // transpose_f32 (the attention's keys and values, [t, d] -> [d, t]): every tail of the 16 x 16
 // blocks in both dimensions, padded strides on both sides; out's padding is never written.
+using Transpose = void (*)(const float*, int64_t, int64_t, int64_t, float*, int64_t);
+void check_transpose(Transpose transpose_f32);
+
 TEST(TransposeF32, EveryBlockTailAndNothingOutsideWritten) {
   if (!tandem::kernels::avx512::has_f32()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  check_transpose(&tandem::kernels::avx512::transpose_f32);
+}
+
+TEST(TransposeF32, Avx2EveryBlockTailAndNothingOutsideWritten) {
+  if (!tandem::kernels::avx2::has_f32()) GTEST_SKIP() << "no AVX2/FMA on this CPU, or TANDEM_CPU_ISA=generic";
+  check_transpose(&tandem::kernels::avx2::transpose_f32);
+}
+
+void check_transpose(Transpose transpose_f32) {
   for (int64_t rows : {1, 2, 15, 16, 17, 33, 128, 130})
     for (int64_t cols : {1, 7, 16, 31, 32, 64, 100, 128}) {
       SCOPED_TRACE(::testing::Message() << "rows " << rows << " cols " << cols);
       const int64_t ld_x = cols + 3, ld_out = rows + 5;
       std::vector<float> x(static_cast<size_t>(rows * ld_x)), out(static_cast<size_t>(cols * ld_out + 1), -7.0f);
       for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.5f;
-      tandem::kernels::avx512::transpose_f32(x.data(), rows, cols, ld_x, out.data(), ld_out);
+      transpose_f32(x.data(), rows, cols, ld_x, out.data(), ld_out);
       for (int64_t p = 0; p < cols; ++p)
         for (int64_t j = 0; j < ld_out; ++j) {
           const float got = out[static_cast<size_t>(p * ld_out + j)];

@@ -80,3 +80,13 @@ TEST(OnnxErrors, DecoderLongerThanItsPositionTable) {
   const std::string m = error_of<Error>([&] { model.forward(Tensor::zeros({1, 7}, DType::i64)); });
   expect_has(m, "6");
 }
+
+// unet_cubic.onnx is the U-Net with its Resize's mode set to cubic: refused, naming the node and the
+// attribute, never run as another mode.
+TEST(OnnxErrors, CubicResizeIsRefusedNamingNodeAndMode) {
+  nn::onnx::OnnxModel model(onnx_model("unet_cubic.onnx"));
+  const std::string m = error_of<ValueError>([&] { model.forward(Tensor::zeros({2, 3, 8, 8})); });
+  expect_has(m, "unet_cubic.onnx");
+  expect_has(m, "node '/up1/Resize' (Resize, opset 13)");
+  expect_has(m, "mode cubic is not supported");
+}

@@ -39,7 +39,8 @@ const Case kCases[] = {{"mlp.onnx", "mlp", 1, 1},       {"mlp_opset17.onnx", "ml
                        {"two_io.onnx", "two_io", 2, 2},   {"encoder.onnx", "encoder", 1, 1},
                        {"encoder_opset17.onnx", "encoder", 1, 1}, {"mobilenet.onnx", "mobilenet", 1, 1},
                        {"mobilenet_opset17.onnx", "mobilenet", 1, 1}, {"decoder.onnx", "decoder", 1, 1},
-                       {"decoder_opset17.onnx", "decoder", 1, 1}};
+                       {"decoder_opset17.onnx", "decoder", 1, 1}, {"unet.onnx", "unet", 1, 1},
+                       {"unet_opset17.onnx", "unet", 1, 1}};
 
 std::vector<Tensor> inputs_of(const serialization::SafetensorsContents& r, size_t n, bool grad) {
   std::vector<Tensor> in;

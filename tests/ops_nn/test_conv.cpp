@@ -85,6 +85,68 @@ TEST(Conv2d, HalfAndBfloat16ComputeViaF32) {
   }
 }
 
+// y[n, o, oy, ox] = b[o] + sum over c, i, j of x[n, c, oy*sh - ph + i, ox*sw - pw + j] w[o, c, i, j]
+// (zero outside the image), in f64 by loops: what the im2col + GEMM paths must equal.
+std::vector<double> direct_conv(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int64_t, 2> s,
+                                std::array<int64_t, 2> p) {
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), O = w.size(0), KH = w.size(2),
+                KW = w.size(3), HO = (H + 2 * p[0] - KH) / s[0] + 1, WO = (W + 2 * p[1] - KW) / s[1] + 1;
+  const std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>(),
+                            bv = b.defined() ? b.to_vector<double>() : std::vector<double>(O, 0.0);
+  std::vector<double> y;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oy = 0; oy < HO; ++oy)
+        for (int64_t ox = 0; ox < WO; ++ox) {
+          double acc = bv[o];
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t i = 0; i < KH; ++i)
+              for (int64_t j = 0; j < KW; ++j) {
+                const int64_t iy = oy * s[0] - p[0] + i, ix = ox * s[1] - p[1] + j;
+                if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                  acc += xv[((n * C + c) * H + iy) * W + ix] * wv[((o * C + c) * KH + i) * KW + j];
+              }
+          y.push_back(acc);
+        }
+  return y;
+}
+
+// Small output maps (one product over the chunk's pixels) and taps that read only padding (run on
+// the live window of the weight; their weight gradient exactly 0): a 3x3 conv on a 1x1 map (its
+// centre alone), a stride-2 3x3 conv from 2x2 to 1x1 (2x2 live taps), a 1x3 map (live rows only),
+// a 7-tap kernel with stride 3 on one row (one live tap), a 4x4 map (all taps live, the flat
+// product), and a larger map for contrast. Against the loops above, and gradchecked in f64.
+TEST(Conv2d, SmallMapsAndDeadTapsMatchTheDirectSum) {
+  struct Case { Shape x, w; std::array<int64_t, 2> stride, pad; };
+  for (const Case& c : {Case{{3, 4, 1, 1}, {5, 4, 3, 3}, {1, 1}, {1, 1}}, Case{{2, 3, 2, 2}, {4, 3, 3, 3}, {2, 2}, {1, 1}},
+                        Case{{2, 2, 1, 3}, {3, 2, 3, 3}, {1, 1}, {1, 1}}, Case{{2, 2, 1, 2}, {2, 2, 7, 1}, {3, 1}, {3, 0}},
+                        Case{{2, 2, 4, 4}, {3, 2, 3, 3}, {1, 1}, {1, 1}}, Case{{1, 2, 6, 5}, {2, 2, 3, 3}, {1, 1}, {1, 1}}}) {
+    SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w));
+    Tensor x = random_leaf(c.x, 11), w = random_leaf(c.w, 12), b = random_leaf({c.w[0]}, 13);
+    const std::vector<double> want = direct_conv(x, w, b, c.stride, c.pad);
+    const std::vector<double> got = ops::conv2d(x, w, b, c.stride, c.pad).to_vector<double>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
+    const std::vector<float> got32 =
+        ops::conv2d(ops::cast(x, DType::f32), ops::cast(w, DType::f32), ops::cast(b, DType::f32), c.stride, c.pad)
+            .to_vector<float>();
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got32[i], want[i], 1e-5) << i;
+    expect_gradcheck([&](const std::vector<Tensor>& t) { return ops::conv2d(t[0], t[1], t[2], c.stride, c.pad); },
+                     {x, w, b});
+  }
+  // A dead tap's weight gradient is 0 even when its weight is not: the centre tap of a 1x1 map.
+  Tensor x = random_leaf({2, 3, 1, 1}, 14).detach(), w = random_leaf({2, 3, 3, 3}, 15);
+  ops::sum(ops::conv2d(x, w, Tensor(), {1, 1}, {1, 1})).backward();
+  const std::vector<double> gw = w.grad().to_vector<double>();
+  for (size_t k = 0; k < gw.size(); ++k) {
+    if (k % 9 == 4) {
+      EXPECT_NE(gw[k], 0.0) << k;
+    } else {
+      EXPECT_EQ(gw[k], 0.0) << k;
+    }
+  }
+}
+
 TEST(Conv2d, ErrorsNameTheShapes) {
   Tensor x = Tensor::zeros({1, 3, 5, 5}), w = Tensor::zeros({2, 4, 3, 3});
   expect_value_error([&] { ops::conv2d(x, w); }, {"3 channels", "[1, 3, 5, 5]", "[2, 4, 3, 3]"});

@@ -45,6 +45,42 @@ TEST(Pool2d, MaxPropagatesNaN) {
   EXPECT_EQ(out[1], 1.0f);
 }
 
+// The cnn's 2x2 / stride 2 pool on f32 runs vector rows (AVX-512, AVX2 in the _avx2 run, or the
+// compiler's loop): rows of 8 and 16 outputs and tails, ties (the first of the window in the order
+// (0,0), (0,1), (1,0), (1,1) takes the gradient), a NaN in a window (it wins), odd widths and heights,
+// against the rule written out here.
+TEST(Pool2d, Max2x2WideRowsMatchTheScalarRule) {
+  for (int64_t w : {16, 17, 32, 37, 50})
+    for (int64_t h : {2, 5}) {
+      std::vector<double> v(static_cast<size_t>(2 * h * w)), up;
+      for (size_t i = 0; i < v.size(); ++i) v[i] = double((i * 7919) % 13) - 6;  // many ties
+      v[3] = std::numeric_limits<double>::quiet_NaN();
+      Tensor x = Tensor::from_vector(v, {1, 2, h, w}, DType::f32);
+      x.set_requires_grad(true);
+      Tensor y = ops::max_pool2d(x, {2, 2});
+      const int64_t ho = h / 2, wo = w / 2;
+      for (int64_t i = 0; i < 2 * ho * wo; ++i) up.push_back(1.0 + double(i));
+      const std::vector<double> gx = grad({y}, {x}, {Tensor::from_vector(up, y.shape(), DType::f32)})[0].to_vector<double>();
+      const std::vector<double> out = y.to_vector<double>();
+      std::vector<double> want_gx(v.size(), 0.0);
+      for (int64_t p = 0; p < 2; ++p)
+        for (int64_t oy = 0; oy < ho; ++oy)
+          for (int64_t ox = 0; ox < wo; ++ox) {
+            size_t best = static_cast<size_t>((p * h + 2 * oy) * w + 2 * ox);
+            for (size_t at : {best + 1, best + size_t(w), best + size_t(w) + 1})
+              if (v[at] > v[best] || std::isnan(v[at])) best = at;
+            const size_t q = static_cast<size_t>((p * ho + oy) * wo + ox);
+            if (std::isnan(v[best])) {
+              ASSERT_TRUE(std::isnan(out[q])) << "w=" << w << " at " << q;
+            } else {
+              ASSERT_EQ(out[q], v[best]) << "w=" << w << " h=" << h << " at " << q;
+            }
+            want_gx[best] += up[q];
+          }
+      for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(gx[i], want_gx[i]) << "w=" << w << " h=" << h << " dx at " << i;
+    }
+}
+
 TEST(Pool2d, HalfAndBfloat16) {
   for (DType dt : {DType::f16, DType::bf16}) {
     Tensor x = ref(r::pool_x, {2, 2, 7, 5}, dt, true);

@@ -22,6 +22,7 @@ import sys
 
 import numpy as np
 import onnxruntime as ort
+from safetensors_out import save_safetensors
 
 DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32}
 
@@ -39,20 +40,6 @@ def load_safetensors(path):
         out[name] = np.frombuffer(body[begin:end], dtype=np.dtype(DTYPES[h["dtype"]]).newbyteorder("<")).reshape(
             h["shape"])
     return out, meta
-
-
-def save_safetensors(path, tensors, metadata):
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for name, a in tensors:
-        dtype = "I64" if a.dtype == np.int64 else "F32"
-        data = np.ascontiguousarray(a.astype("<i8" if dtype == "I64" else "<f4")).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def main():

@@ -50,4 +50,9 @@ rng = np.random.default_rng(0)
 rx = rng.standard_normal((256, 6)).astype(np.float32)
 ry = (np.tanh(rx @ rng.standard_normal((6, 4))) * 2).astype(np.float32)
 np.savez(path("regression.npz"), x=rx, y=ry, classes=np.argmax(ry, 1))
+# a dense map for tests/onnx/models/unet.onnx (x [N, 3, 8, 8] -> y [N, 2, 8, 8]): its BatchNorms' running
+# statistics make a resume carry buffers as well as weights and Adam's moments
+ux = rng.standard_normal((32, 3, 8, 8)).astype(np.float32)
+uy = np.stack([0.5 * ux[:, 0] + ux[:, 1], np.maximum(ux[:, 2], 0)], 1).astype(np.float32)
+np.savez(path("unet.npz"), x=ux, y=uy)
 print("wrote", sorted(os.listdir(out)))

@@ -65,8 +65,9 @@ class JobPaths : public ::testing::Test {
       EXPECT_EQ(e.field(), "model");
       const std::string what = e.what();
       EXPECT_NE(what.find(needle), std::string::npos) << what;
-      if (given.find(tmp_.string()) == std::string::npos)
+      if (given.find(tmp_.string()) == std::string::npos) {
         EXPECT_EQ(what.find(tmp_.string()), std::string::npos) << "the server's path in: " << what;
+      }
     }
   }
 

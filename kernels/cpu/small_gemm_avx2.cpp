@@ -1,0 +1,89 @@
+// small_gemm_f32 on AVX2: register tiles of up to 6 rows x 16 columns (12 ymm accumulators, as the
+// packed AVX2 GEMM's micro-kernel), B's two 8-column vectors loaded from its row where it lies
+// (masked past n), A's values broadcast from where they lie. transpose_f32 through 8 x 8 register
+// transposes, the tails element by element.
+#include "kernels/cpu/small_gemm_avx2.h"
+
+#include <utility>
+
+#include "kernels/cpu/gemm_avx2_kernels.h"
+
+namespace tandem::kernels::avx2 {
+namespace {
+
+template <int MR, bool NARROW>
+TANDEM_AVX2 void tile(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                      int64_t ldb, int n, float* c, int64_t ldc, bool accumulate) {
+  const __m256i m0 = low_mask8(n), m1 = low_mask8(n - 8);
+  __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m256 b0 = _mm256_maskload_ps(b, m0), b1 = NARROW ? b0 : _mm256_maskload_ps(b + 8, m1);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256 ai = _mm256_broadcast_ss(a + i * a_row);
+      c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
+      if (!NARROW) c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
+    }
+    a += a_col;
+    b += ldb;
+  }
+  const __m256 scale = _mm256_set1_ps(alpha);
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    float* row = c + i * ldc;
+    __m256 v0 = _mm256_mul_ps(scale, c0[i]);
+    if (accumulate) v0 = _mm256_add_ps(_mm256_maskload_ps(row, m0), v0);
+    _mm256_maskstore_ps(row, m0, v0);
+    if (NARROW) continue;
+    __m256 v1 = _mm256_mul_ps(scale, c1[i]);
+    if (accumulate) v1 = _mm256_add_ps(_mm256_maskload_ps(row + 8, m1), v1);
+    _mm256_maskstore_ps(row + 8, m1, v1);
+  }
+}
+
+using Tile = void (*)(int64_t, float, const float*, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
+                      bool);
+
+template <bool NARROW, int... R>
+constexpr Tile tile_for(int rows, std::integer_sequence<int, R...>) {
+  constexpr Tile tiles[] = {tile<R + 1, NARROW>...};
+  return tiles[rows - 1];
+}
+
+}  // namespace
+
+void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
+                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+  // Rows split evenly over the tiles (16 rows: 6 + 5 + 5, not 6 + 6 + 4).
+  const int64_t tiles = (m + kMR - 1) / kMR, base = m / tiles, extra = m % tiles;
+  for (int64_t j = 0; j < n; j += kNR) {
+    const int cols = static_cast<int>(n - j < kNR ? n - j : kNR);
+    int64_t i = 0;
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
+      const Tile f = cols <= 8 ? tile_for<true>(rows, std::make_integer_sequence<int, kMR>{})
+                               : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
+      f(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc, accumulate);
+      i += rows;
+    }
+  }
+}
+
+TANDEM_AVX2 void transpose_f32(const float* x, int64_t rows, int64_t cols, int64_t ld_x, float* out,
+                               int64_t ld_out) {
+  const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+  for (int64_t j0 = 0; j0 < rows8; j0 += 8)
+    for (int64_t p0 = 0; p0 < cols8; p0 += 8) {
+      __m256 v[8];
+      for (int i = 0; i < 8; ++i) v[i] = _mm256_loadu_ps(x + (j0 + i) * ld_x + p0);
+      transpose8(v);
+      for (int q = 0; q < 8; ++q) _mm256_storeu_ps(out + (p0 + q) * ld_out + j0, v[q]);
+    }
+  for (int64_t j = 0; j < rows; ++j)  // the tails: rows past rows8, or columns past cols8
+    for (int64_t p = j < rows8 ? cols8 : 0; p < cols; ++p) out[p * ld_out + j] = x[j * ld_x + p];
+}
+
+}  // namespace tandem::kernels::avx2
