@@ -23,7 +23,13 @@ struct ParamGroup {
 // one fill per tensor); undefined ones stay undefined.
 void zero_grads(const std::vector<Tensor>& params);
 
+namespace parallel {
+class ZeroOptimizer;
+}
+
 class Optimizer {
+  friend class parallel::ZeroOptimizer;  // reads and restores its shard optimizer's state
+
  public:
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
@@ -52,6 +58,10 @@ class Optimizer {
   void load_state_tensors(const NamedTensors& state);
 
   virtual std::string type_name() const = 0;
+  // A new optimizer of the same type and hyperparameters over `groups`, without state (ZeRO builds
+  // its shard's optimizer from the run's one: nn/parallel/zero_optimizer.h). NotSupportedError for
+  // a type that does not say how.
+  virtual std::unique_ptr<Optimizer> with_groups(std::vector<ParamGroup> groups) const;
 
  protected:
   explicit Optimizer(std::vector<ParamGroup> groups);

@@ -1,0 +1,204 @@
+// ZeRO stages 1 and 2 under mpirun: the same parameter bits as DDP (zero_stage 0) on the same ranks
+// for SGD, Adam and AdamW (plain and fused), with accumulation through no_sync and with many small
+// buckets whose shards cut parameters anywhere; the same weights as one process on the global
+// batch to 1e-5; the optimizer state of a rank is its shard's; the two collective halves give the
+// all-reduce's bits. Each rank runs DDP stage 0 and the ZeRO model side by side.
+#include <cstring>
+#include <functional>
+
+#include "nn/optim.h"
+#include "nn/optim/fused_adam.h"
+#include "nn/optim/fused_sgd.h"
+#include "nn/parallel/ddp.h"
+#include "nn/parallel/reducer.h"
+#include "nn/parallel/zero_optimizer.h"
+#include "tests/parallel/parallel_util.h"
+
+namespace tandem::testing {
+namespace {
+
+using nn::parallel::DDPOptions;
+using nn::parallel::DistributedDataParallel;
+using nn::parallel::ZeroOptimizer;
+
+constexpr int64_t kBatch = 72;  // divisible by 1..4 ranks times 1..3 micro-batches
+constexpr double kRtol = 1e-5;
+
+enum class Opt { SGD, Adam, AdamW, FusedSGD, FusedAdamW };
+
+std::unique_ptr<nn::Optimizer> make_optimizer(Opt kind, const std::vector<Tensor>& params) {
+  if (kind == Opt::SGD || kind == Opt::FusedSGD) {
+    nn::SGDOptions o;
+    o.lr = 0.1;
+    o.momentum = 0.9;
+    o.weight_decay = 1e-3;
+    if (kind == Opt::FusedSGD) return std::make_unique<nn::FusedSGD>(params, o);
+    return std::make_unique<nn::SGD>(params, o);
+  }
+  nn::AdamOptions o;
+  o.lr = 1e-2;
+  o.weight_decay = kind == Opt::Adam ? 1e-3 : 1e-2;
+  if (kind == Opt::Adam) return std::make_unique<nn::Adam>(params, o);
+  if (kind == Opt::FusedAdamW) return std::make_unique<nn::FusedAdamW>(params, o);
+  return std::make_unique<nn::AdamW>(params, o);
+}
+
+// Bit for bit, parameter by parameter.
+void expect_bitwise(const nn::Module& actual, const nn::Module& expected, const std::string& what) {
+  auto a = actual.named_parameters(), e = expected.named_parameters();
+  ASSERT_EQ(a.size(), e.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    const Tensor& x = a[k].second;
+    const Tensor& y = e[k].second;
+    ASSERT_EQ(x.nbytes(), y.nbytes());
+    auto vx = x.to_vector<float>(), vy = y.to_vector<float>();
+    for (size_t i = 0; i < vx.size(); ++i) {
+      uint32_t bx, by;
+      std::memcpy(&bx, &vx[i], 4);
+      std::memcpy(&by, &vy[i], 4);
+      ASSERT_EQ(bx, by) << what << ": " << a[k].first << "[" << i << "] " << vx[i] << " vs " << vy[i];
+    }
+  }
+}
+
+struct Case {
+  Opt opt = Opt::SGD;
+  int stage = 1;
+  int accumulation = 1;
+  int steps = 4;
+  double bucket_cap_mb = 25.0, first_bucket_mb = 1.0;
+};
+
+// One micro-batch loop through `ddp`: accumulation with no_sync, the last micro-batch reduced.
+void train_step(DistributedDataParallel& ddp, nn::Optimizer& opt, const Batch& mine, int accumulation) {
+  opt.zero_grad();
+  const int64_t micro = mine.x.size(0) / accumulation;
+  for (int a = 0; a < accumulation; ++a) {
+    Tensor x = mine.x.narrow0(a * micro, micro), y = mine.y.narrow0(a * micro, micro);
+    auto micro_step = [&] { (ops::cross_entropy(ddp.forward(x), y) * (1.0 / accumulation)).backward(); };
+    if (a + 1 < accumulation) {
+      auto no_sync = ddp.no_sync();
+      micro_step();
+    } else {
+      micro_step();
+    }
+  }
+  ddp.finalize();
+  opt.step();
+}
+
+// The mpi communicator without shared-memory buckets: every bucket then takes the ring's phases
+// (make_buffer memory in a shared window is summed directly instead, and reduce_scatter_chunks then
+// reduces it whole). Made per test, gone before MPI_Finalize.
+std::shared_ptr<comm::Communicator> ring_only_world() {
+  comm::Options o;
+  o.timeout_s = 120;
+  o.shared_memory = false;
+  return comm::make_mpi_communicator(o);
+}
+
+void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& comm) {
+  const int rank = comm->rank(), n = comm->size();
+  auto ref = small_mlp(7);
+  auto base_model = small_mlp(7), zero_model = small_mlp(7);
+  DDPOptions o0;
+  o0.bucket_cap_mb = c.bucket_cap_mb;
+  o0.first_bucket_mb = c.first_bucket_mb;
+  DDPOptions oz = o0;
+  oz.zero_stage = c.stage;
+  DistributedDataParallel base(base_model, comm, o0), zero(zero_model, comm, oz);
+  auto opt_ref = make_optimizer(c.opt, ref->parameters());
+  auto opt_base = make_optimizer(c.opt, base.parameters());
+  ZeroOptimizer opt_zero(zero, make_optimizer(c.opt, zero.parameters()));
+  for (int step = 0; step < c.steps; ++step) {
+    Batch b = make_batch(1000 + static_cast<uint64_t>(step), {kBatch, 12}, 5);
+    opt_ref->zero_grad();
+    ops::cross_entropy(ref->forward(b.x), b.y).backward();
+    opt_ref->step();
+    Batch mine = shard(b, rank, n);
+    train_step(base, *opt_base, mine, c.accumulation);
+    train_step(zero, opt_zero, mine, c.accumulation);
+    if (c.stage == 2) {  // the model keeps no gradient: the shard's is all there is
+      for (const Tensor& p : zero_model->parameters()) ASSERT_FALSE(p.grad().defined());
+    }
+  }
+  expect_bitwise(*zero_model, *base_model, fmt::format("zero_stage {} vs 0 on {} ranks ({})", c.stage, n, comm.get() == world().get() ? "shared memory" : "ring"));
+  expect_same_parameters(*zero_model, *ref, kRtol, "zero vs one process on the global batch");
+
+  // The state of a rank is its shard's: each rank's elements add up to the model's.
+  int64_t total = 0;
+  for (const Tensor& p : zero_model->parameters()) total += p.numel();
+  Tensor mine = Tensor::from_vector(std::vector<int64_t>{opt_zero.shard_numel()}, {1}, DType::i64);
+  comm->allreduce(mine, comm::ReduceOp::Sum)->wait();
+  EXPECT_EQ(mine.to_vector<int64_t>()[0], total);
+  EXPECT_LE(opt_zero.shard_numel(), total / n + static_cast<int64_t>(zero.reducer().bucket_indices().size()));
+}
+
+void check_zero(const Case& c) {
+  check_zero_on(c, world());
+  check_zero_on(c, ring_only_world());
+}
+
+// Tiny buckets: several per parameter list, shards that start and end inside parameters.
+constexpr double kTinyFirst = 0.0004, kTinyCap = 0.0008;
+
+TEST(Zero, Stage1SgdBitwiseDDP) { check_zero({Opt::SGD, 1}); }
+TEST(Zero, Stage1AdamBitwiseDDP) { check_zero({Opt::Adam, 1}); }
+TEST(Zero, Stage1AdamWBitwiseDDP) { check_zero({Opt::AdamW, 1}); }
+TEST(Zero, Stage1FusedSgdBitwiseDDP) { check_zero({Opt::FusedSGD, 1}); }
+TEST(Zero, Stage1FusedAdamWBitwiseDDP) { check_zero({Opt::FusedAdamW, 1}); }
+TEST(Zero, Stage1AdamWManyBucketsBitwiseDDP) { check_zero({Opt::AdamW, 1, 1, 4, kTinyCap, kTinyFirst}); }
+TEST(Zero, Stage1SgdAccumulationBitwiseDDP) { check_zero({Opt::SGD, 1, 3, 3}); }
+TEST(Zero, Stage2SgdBitwiseDDP) { check_zero({Opt::SGD, 2}); }
+TEST(Zero, Stage2AdamBitwiseDDP) { check_zero({Opt::Adam, 2}); }
+TEST(Zero, Stage2AdamWBitwiseDDP) { check_zero({Opt::AdamW, 2}); }
+TEST(Zero, Stage2AdamWManyBucketsBitwiseDDP) { check_zero({Opt::AdamW, 2, 1, 4, kTinyCap, kTinyFirst}); }
+TEST(Zero, Stage2AdamAccumulationBitwiseDDP) { check_zero({Opt::Adam, 2, 3, 3, kTinyCap, kTinyFirst}); }
+
+// The two halves: the owned chunk after reduce_scatter_chunks is bitwise allreduce's, on plain and
+// on make_buffer memory, for sizes around the ring's doubling threshold; allgather_chunks fills the rest.
+void check_chunk_collectives(const std::shared_ptr<comm::Communicator>& comm) {
+  const int n = comm->size(), rank = comm->rank();
+  for (int64_t count : {1, 5, 97, 1000, 8192, 8193, 40000}) {
+    for (bool shared : {false, true}) {
+      Generator gen(static_cast<uint64_t>(count * 10 + rank));
+      Tensor data = rand_normal({count}, 0.0, 1.0, gen);
+      Tensor a = shared ? comm->make_buffer(count, DType::f32) : Tensor::zeros({count}, DType::f32);
+      Tensor z = shared ? comm->make_buffer(count, DType::f32) : Tensor::zeros({count}, DType::f32);
+      a.copy_(data);
+      z.copy_(data);
+      comm->allreduce(a.data_ptr(), count, DType::f32, comm::ReduceOp::Avg)->wait();
+      comm->reduce_scatter_chunks(z.data_ptr(), count, DType::f32, comm::ReduceOp::Avg)->wait();
+      const int c = comm::Communicator::owned_chunk(rank, n);
+      const int64_t lo = comm::Communicator::chunk_begin(count, n, c), hi = comm::Communicator::chunk_begin(count, n, c + 1);
+      auto va = a.to_vector<float>(), vz = z.to_vector<float>();
+      for (int64_t i = lo; i < hi; ++i)
+        ASSERT_EQ(std::memcmp(&va[size_t(i)], &vz[size_t(i)], 4), 0) << "count " << count << " element " << i;
+      comm->allgather_chunks(z.data_ptr(), count, DType::f32)->wait();
+      vz = z.to_vector<float>();
+      ASSERT_EQ(std::memcmp(va.data(), vz.data(), va.size() * 4), 0) << "count " << count << " after allgather_chunks";
+    }
+  }
+}
+
+TEST(Zero, ChunkCollectivesAreTheAllreduceHalves) {
+  check_chunk_collectives(world());
+  check_chunk_collectives(ring_only_world());
+}
+
+TEST(Zero, RefusesWhatItCannotKeepEqual) {
+  auto comm = world();
+  DDPOptions o;
+  o.zero_stage = 1;
+  o.gradient_as_bucket_view = true;
+  EXPECT_THROW(DistributedDataParallel(small_mlp(1), comm, o), Error);
+  o.gradient_as_bucket_view = false;
+  o.find_unused_parameters = true;
+  EXPECT_THROW(DistributedDataParallel(small_mlp(1), comm, o), Error);
+  DDPOptions plain;
+  DistributedDataParallel ddp(small_mlp(1), comm, plain);
+  EXPECT_THROW(ZeroOptimizer(ddp, make_optimizer(Opt::SGD, ddp.parameters())), Error);
+}
+
+}  // namespace
+}  // namespace tandem::testing
