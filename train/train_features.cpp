@@ -109,7 +109,7 @@ std::string param_hash(const nn::Module& model) {
 
 namespace {
 ZeroUse zero_use(const TrainConfig& cfg) {
-  return {cfg.ddp.zero_stage, cfg.grad_clip, !cfg.save_dir.empty() || !cfg.resume_dir.empty()};
+  return {cfg.ddp.zero_stage, !cfg.save_dir.empty() || !cfg.resume_dir.empty()};
 }
 }  // namespace
 
@@ -167,7 +167,7 @@ void FullTrainer::optimizer_step() {
     skip_step_ = false;
     return;
   }
-  precision_.update(optimizer(), ps_.model->parameters(), config().grad_clip);
+  precision_.update(optimizer(), ps_.ddp, ps_.model->parameters(), config().grad_clip);
 }
 
 std::shared_ptr<void> FullTrainer::micro_batch_scope(bool reduce) {

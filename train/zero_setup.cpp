@@ -12,11 +12,6 @@ std::unique_ptr<nn::Optimizer> zero_optimizer(nn::parallel::DistributedDataParal
     TANDEM_FAIL(NotSupported,
                 "--zero {} (ddp.zero_stage) shards over the ranks of ddp: use --mode ddp (one rank works too)",
                 use.zero_stage);
-  if (use.grad_clip > 0)
-    TANDEM_FAIL(NotSupported,
-                "--zero {} with --grad-clip {} (training.grad_clip; gpt clips at 1.0 by default) is not supported "
-                "yet: the norm would be of this rank's shard; give --grad-clip 0, or --zero 0",
-                use.zero_stage, use.grad_clip);
   if (use.checkpoints)
     TANDEM_FAIL(NotSupported,
                 "--zero {} with checkpoints (--save / --resume) is not supported yet: the optimizer state is "

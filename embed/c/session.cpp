@@ -50,7 +50,7 @@ Session::Session(const std::string& config_file, const std::string& device, std:
   optimizer_ = nn::config::build_optimizer(config_.optimizer, model_->parameters(),
                                            tokens_in() ? nn::config::DecayOn::Matrices : nn::config::DecayOn::All);
   // ddp.zero_stage: this rank's shard of the optimizer (checkpoints are refused when saved or loaded).
-  optimizer_ = train::zero_optimizer(ddp_, {config_.ddp.zero_stage, config_.grad_clip, false}, std::move(optimizer_));
+  optimizer_ = train::zero_optimizer(ddp_, {config_.ddp.zero_stage, false}, std::move(optimizer_));
   scheduler_ = nn::config::build_scheduler(config_.lr_scheduler, *optimizer_);
   precision_ = std::make_unique<train::PrecisionStep>(config_.amp, comm_.get());
   model_->train();
@@ -130,7 +130,7 @@ double Session::train(const std::vector<ArrayRef>& inputs, const std::vector<Arr
   }
   micro_ = 0;
   if (ddp_) ddp_->finalize();
-  precision_->update(*optimizer_, model_->parameters(), config_.grad_clip);
+  precision_->update(*optimizer_, ddp_, model_->parameters(), config_.grad_clip);
   optimizer_->zero_grad();
   if (scheduler_) scheduler_->step();
   ++step_;
