@@ -108,6 +108,37 @@ TEST(CApiMpi, NRanksMatchOneProcessOnTheWholeBatch) {
   MPI_Barrier(w.comm);  // rank 0 removes the directory once every rank is done with it
 }
 
+// ddp.zero_stage 1 and 2 (docs/zero.md): this rank's shard of the optimizer, the same weights as
+// stage 0 bit for bit, with the training block's clipping; checkpoints are refused by name.
+TEST(CApiMpi, ZeroStagesGiveStageZeroBits) {
+  World w;
+  SharedDir shared(w);
+  auto config = [&](int stage) {
+    const std::string name = "zero" + std::to_string(stage) + ".yaml";
+    if (w.rank == 0)
+      shared.owned->write(name, mlp_config("  grad_clip: 0.05\nddp:\n  zero_stage: " + std::to_string(stage) + "\n"));
+    MPI_Barrier(w.comm);
+    return shared.path + "/" + name;
+  };
+  std::vector<std::vector<float>> outputs;
+  for (int stage = 0; stage <= 2; ++stage) {
+    const std::string cfg = config(stage);
+    tandem_model_t m = nullptr;
+    ASSERT_EQ(tandem_model_create_distributed(&m, cfg.c_str(), w.comm, "cpu"), TANDEM_SUCCESS) << tandem_last_error();
+    for (int64_t s = 0; s < 5; ++s) train_share(m, w, s);
+    outputs.push_back(probe(m));
+    if (stage > 0) {
+      EXPECT_EQ(tandem_save_checkpoint(m, (shared.path + "/ckpt").c_str()), TANDEM_NOT_SUPPORTED);
+      EXPECT_NE(std::string(tandem_last_error()).find("zero_stage"), std::string::npos) << tandem_last_error();
+    }
+    tandem_model_destroy(m);
+  }
+  for (int stage = 1; stage <= 2; ++stage)
+    EXPECT_EQ(std::memcmp(outputs[0].data(), outputs[size_t(stage)].data(), outputs[0].size() * sizeof(float)), 0)
+        << "zero_stage " << stage << " differs from stage 0 on rank " << w.rank;
+  MPI_Barrier(w.comm);
+}
+
 // The same for a GPT (token ids; the tied embedding's gradient reduced once): N ranks on their share
 // of 12 sequences end with one process's weights on all 12. AdamW's eps is 1e-6 as in the app's DDP
 // test: the key bias's gradient is zero but for rounding, which a smaller eps would blow up.
