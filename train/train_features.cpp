@@ -15,6 +15,7 @@
 #include "comm/device_choice.h"
 #include "nn/checkpoint_sequential.h"
 #include "nn/parallel/rank_memory.h"
+#include "nn/parallel/zero_optimizer.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
 #include "runtime/memory_budget.h"
@@ -108,9 +109,7 @@ std::string param_hash(const nn::Module& model) {
 }
 
 namespace {
-ZeroUse zero_use(const TrainConfig& cfg) {
-  return {cfg.ddp.zero_stage, !cfg.save_dir.empty() || !cfg.resume_dir.empty()};
-}
+ZeroUse zero_use(const TrainConfig& cfg) { return {cfg.ddp.zero_stage}; }
 }  // namespace
 
 std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg) {
@@ -124,7 +123,8 @@ std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg) {
 
 FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
                          std::unique_ptr<nn::Optimizer> optimizer, data::Dataset train_set, data::Dataset test_set)
-    : Trainer(cfg, ps.model, zero_optimizer(ps.ddp, zero_use(cfg), std::move(optimizer)), std::move(train_set), std::move(test_set), World{ps.comm}),
+    : Trainer(cfg, ps.model, zero_optimizer(ps.ddp, zero_use(cfg), std::move(optimizer)), std::move(train_set),
+              std::move(test_set), World{ps.comm}),
       ps_(std::move(ps)),
       precision_(cfg.amp, ps_.comm.get()) {
   init_features();
@@ -132,7 +132,8 @@ FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
 
 FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
                          std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> test)
-    : Trainer(cfg, ps.model, zero_optimizer(ps.ddp, zero_use(cfg), std::move(optimizer)), std::move(train), std::move(test), World{ps.comm}),
+    : Trainer(cfg, ps.model, zero_optimizer(ps.ddp, zero_use(cfg), std::move(optimizer)), std::move(train),
+              std::move(test), World{ps.comm}),
       ps_(std::move(ps)),
       precision_(cfg.amp, ps_.comm.get()) {
   init_features();
@@ -230,6 +231,8 @@ void FullTrainer::barrier() {
 
 void FullTrainer::save() {
   trace::TraceSpan span("checkpoint");
+  // ZeRO: the shards' optimizer state gathered onto rank 0, in stage 0's layout (collective).
+  if (auto* zero = dynamic_cast<nn::parallel::ZeroOptimizer*>(&optimizer())) zero->consolidate_state(0);
   if (world().rank() == 0) {
     check_finite_parameters(*ps_.inner, state().step);
     std::string path = nn::save_training_state(config().save_dir, components(), progress());

@@ -12,11 +12,6 @@ std::unique_ptr<nn::Optimizer> zero_optimizer(nn::parallel::DistributedDataParal
     TANDEM_FAIL(NotSupported,
                 "--zero {} (ddp.zero_stage) shards over the ranks of ddp: use --mode ddp (one rank works too)",
                 use.zero_stage);
-  if (use.checkpoints)
-    TANDEM_FAIL(NotSupported,
-                "--zero {} with checkpoints (--save / --resume) is not supported yet: the optimizer state is "
-                "sharded over the ranks and rank 0 writes the checkpoint alone; use --zero 0",
-                use.zero_stage);
   return std::make_unique<nn::parallel::ZeroOptimizer>(*ddp, std::move(optimizer));
 }
 

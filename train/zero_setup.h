@@ -10,13 +10,12 @@ namespace tandem::train {
 
 struct ZeroUse {
   int zero_stage = 0;        // ddp.zero_stage (--zero)
-  bool checkpoints = false;  // a save folder or a resume
 };
 
 // `optimizer` unchanged for zero_stage 0; otherwise a ZeroOptimizer over ddp's shard of it.
-// NotSupportedError naming the combination where zero_stage > 0 meets what it does not do yet: no
-// DDP (--mode single or dp), checkpoints (the optimizer state is sharded and rank 0 writes it
-// alone). Clipping works through DDP's rank-ordered norm (nn/parallel/ranked_norm.h).
+// NotSupportedError without DDP (--mode single or dp). Clipping works through DDP's rank-ordered
+// norm (nn/parallel/ranked_norm.h); a checkpoint's optimizer state is consolidated on rank 0 in
+// stage 0's layout (ZeroOptimizer::consolidate_state) and loads at any world size and stage.
 std::unique_ptr<nn::Optimizer> zero_optimizer(nn::parallel::DistributedDataParallel* ddp, const ZeroUse& use,
                                               std::unique_ptr<nn::Optimizer> optimizer);
 

@@ -8,6 +8,7 @@
 
 #include "nn/model_registry.h"
 #include "nn/onnx/onnx_export.h"
+#include "nn/parallel/zero_optimizer.h"
 #include "train/precision_step.h"
 #include "train/zero_setup.h"
 #include "runtime/autograd.h"
@@ -49,19 +50,11 @@ Session::Session(const std::string& config_file, const std::string& device, std:
   // A GPT decays its matrices and embeddings only, as tandem-train's does.
   optimizer_ = nn::config::build_optimizer(config_.optimizer, model_->parameters(),
                                            tokens_in() ? nn::config::DecayOn::Matrices : nn::config::DecayOn::All);
-  // ddp.zero_stage: this rank's shard of the optimizer (checkpoints are refused when saved or loaded).
-  optimizer_ = train::zero_optimizer(ddp_, {config_.ddp.zero_stage, false}, std::move(optimizer_));
+  // ddp.zero_stage: this rank's shard of the optimizer.
+  optimizer_ = train::zero_optimizer(ddp_, {config_.ddp.zero_stage}, std::move(optimizer_));
   scheduler_ = nn::config::build_scheduler(config_.lr_scheduler, *optimizer_);
   precision_ = std::make_unique<train::PrecisionStep>(config_.amp, comm_.get());
   model_->train();
-}
-
-void Session::check_no_zero(const char* what) const {
-  if (config_.ddp.zero_stage > 0)
-    TANDEM_FAIL(NotSupported,
-                "{} with ddp.zero_stage {} is not supported yet: the optimizer state is sharded over the ranks and "
-                "rank 0 writes the checkpoint alone; use zero_stage 0",
-                what, config_.ddp.zero_stage);
 }
 
 Tensor Session::to_model(const ArrayRef& a, DType dtype) const {
@@ -176,7 +169,8 @@ nn::TrainComponents Session::components() {
 }
 
 void Session::save(const std::string& dir) {
-  check_no_zero("save_checkpoint");
+  // ZeRO: the shards' optimizer state gathered onto rank 0 (collective: every rank saves).
+  if (auto* zero = dynamic_cast<nn::parallel::ZeroOptimizer*>(optimizer_.get())) zero->consolidate_state(0);
   TANDEM_CHECK(micro_ == 0, "save_checkpoint after {} of {} micro-batches of a step: save between optimizer steps",
                micro_, config_.accumulation_steps);
   nn::TrainProgress p;
@@ -223,7 +217,6 @@ void Session::write_on_rank0(const std::string& what, const std::function<void()
 }
 
 void Session::load(const std::string& path) {
-  check_no_zero("load_checkpoint");
   nn::TrainProgress p = nn::load_training_state(path, components());
   step_ = p.step;
   micro_ = 0;

@@ -56,8 +56,6 @@ class Session {
   Device device() const { return device_; }
 
  private:
-  // NotSupportedError for checkpoints with ddp.zero_stage > 0.
-  void check_no_zero(const char* what) const;
   // The caller's array as a tensor of `dtype` on the model's device: its memory itself where it is
   // already that (f32 on the device), else a converted copy.
   Tensor to_model(const ArrayRef& a, DType dtype) const;

@@ -52,10 +52,11 @@ class Optimizer {
 
   // All state, named "step", "param_groups.<g>.lr", "state.<i>.<name>" with i the parameter's
   // index over all groups in order (as PyTorch's state_dict). Tensors are copies.
-  NamedTensors state_tensors() const;
+  // Virtual: ZeRO's optimizer gives (and takes) the whole model's state in this same layout.
+  virtual NamedTensors state_tensors() const;
   // Restores what state_tensors() returned; checks names, shapes and dtypes, naming the entry.
   // Per-parameter state missing from `state` is reset (e.g. a momentum buffer not yet created).
-  void load_state_tensors(const NamedTensors& state);
+  virtual void load_state_tensors(const NamedTensors& state);
 
   virtual std::string type_name() const = 0;
   // A new optimizer of the same type and hyperparameters over `groups`, without state (ZeRO builds

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nn/parallel/reducer.h"
+#include "nn/parallel/zero_optimizer.h"
 
 namespace tandem::nn::parallel {
 
@@ -43,7 +44,9 @@ RankMemory rank_memory(const Module& model, const Optimizer& optimizer, const Re
   }
   m.grad_bytes = distinct_bytes(grads);
   // "state.<i>.<name>" entries; the lr of each group and the step count are not per parameter.
-  for (const auto& [name, t] : optimizer.state_tensors())
+  // ZeRO: this rank's shard optimizer (its state_tensors() is the consolidated whole).
+  auto* zero = dynamic_cast<const ZeroOptimizer*>(&optimizer);
+  for (const auto& [name, t] : (zero ? zero->shard_optimizer() : optimizer).state_tensors())
     if (name.rfind("state.", 0) == 0) m.optimizer_state_bytes += static_cast<int64_t>(t.nbytes());
   return m;
 }

@@ -45,6 +45,7 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, std::unique_ptr<Optim
   }
 
   NoGradGuard no_grad;
+  full_index_.assign(params.size(), SIZE_MAX);
   std::vector<ParamGroup> shard_groups;
   for (const ParamGroup& g : full->param_groups()) {
     ParamGroup sg = g;
@@ -54,6 +55,7 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, std::unique_ptr<Optim
       auto it = index.find(p.impl());
       // Not reduced by DDP (requires no grad): it never has a gradient, so no optimizer updates it.
       if (it == index.end()) continue;
+      full_index_[it->second] = model_params_.size() - 1;
       for (const Piece& piece : of_param[it->second]) {
         // A flat view of the parameter's elements, its gradient a view of the shard's.
         const int64_t lo = reducer.shard_range(piece.bucket).first;

@@ -36,6 +36,15 @@ class ZeroOptimizer final : public Optimizer {
   std::string type_name() const override;
 
   const Optimizer& shard_optimizer() const { return *inner_; }
+
+  // Checkpoints hold the whole model's optimizer state in stage 0's layout (Optimizer::state_tensors
+  // of the run's optimizer over every parameter), so that they load at any world size and stage.
+  // consolidate_state: collective (every rank, at the same step): gathers the shards' state; then
+  // state_tensors() on rank `root` returns it (elsewhere, and before consolidation, ValueError).
+  // load_state_tensors takes such a state (from any stage and world size) and keeps this rank's shard.
+  void consolidate_state(int root = 0);
+  NamedTensors state_tensors() const override;
+  void load_state_tensors(const NamedTensors& state) override;
   int zero_stage() const { return stage_; }
   int64_t shard_numel() const { return shard_numel_; }  // elements this rank updates
   // The model's parameters (their gradients: what backward accumulates), in the order of groups.
@@ -62,6 +71,8 @@ class ZeroOptimizer final : public Optimizer {
     int64_t length = 0;
   };
   void gather_parameters();
+  // The dtype of a state tensor of bucket b's parameters (f32 for master weights of 16-bit ones).
+  DType state_dtype(size_t bucket) const;
 
   DistributedDataParallel& ddp_;
   int stage_ = 0;
@@ -69,6 +80,9 @@ class ZeroOptimizer final : public Optimizer {
   std::vector<Piece> pieces_;  // in the order of groups_' parameters
   std::vector<Tensor> model_params_;
   int64_t shard_numel_ = 0;
+  std::vector<size_t> full_index_;  // reducer parameter -> index over full groups (or SIZE_MAX)
+  NamedTensors full_state_;         // consolidate_state's result (on its root)
+  int64_t consolidated_step_ = -1;  // step_count_ when it was gathered; -1: none
 };
 
 }  // namespace tandem::nn::parallel

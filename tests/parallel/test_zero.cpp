@@ -194,6 +194,63 @@ TEST(Zero, Stage1AdamF16ScalerSkipBitwiseDDP) { check_zero({Opt::Adam, 1, 1, 4, 
 TEST(Zero, Stage2AdamWF16ScalerClippedBitwiseDDP) { check_zero({Opt::AdamW, 2, 2, 4, kTinyCap, kTinyFirst, 0.05, true}); }
 TEST(Zero, Stage2FusedSgdF16ScalerBitwiseDDP) { check_zero({Opt::FusedSGD, 2, 1, 4, 25.0, 1.0, 0, true}); }
 
+// Checkpoints: the shards' state consolidated on rank 0 is stage 0's state_tensors() bit for bit;
+// loaded (stage 0's layout) into the other stage, training goes on bitwise as stage 0's does.
+void check_state_round_trip(Opt kind, int stage) {
+  auto comm = world();
+  const int rank = comm->rank(), n = comm->size();
+  Case c{kind, stage, 1, 2, kTinyCap, kTinyFirst};
+  DDPOptions o0;
+  o0.bucket_cap_mb = c.bucket_cap_mb;
+  o0.first_bucket_mb = c.first_bucket_mb;
+  DDPOptions oz = o0, oz2 = o0;
+  oz.zero_stage = stage;
+  oz2.zero_stage = 3 - stage;
+  auto base_model = small_mlp(7), zero_model = small_mlp(7), resumed_model = small_mlp(99);
+  DistributedDataParallel base(base_model, comm, o0), zero(zero_model, comm, oz);
+  auto opt_base = make_optimizer(kind, base.parameters());
+  ZeroOptimizer opt_zero(zero, make_optimizer(kind, zero.parameters()));
+  nn::GradScaler scaler(scaler_options(c), comm.get());
+  for (int step = 0; step < 2; ++step) {
+    Batch mine = shard(make_batch(2000 + static_cast<uint64_t>(step), {kBatch, 12}, 5), rank, n);
+    train_step(base, *opt_base, scaler, mine, c);
+    train_step(zero, opt_zero, scaler, mine, c);
+  }
+  const nn::NamedTensors expected = opt_base->state_tensors();
+  EXPECT_THROW(opt_zero.state_tensors(), Error);  // not consolidated yet
+  opt_zero.consolidate_state(0);
+  if (rank == 0) {
+    const nn::NamedTensors got = opt_zero.state_tensors();
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].first, expected[k].first);
+      ASSERT_EQ(got[k].second.nbytes(), expected[k].second.nbytes()) << got[k].first;
+      EXPECT_EQ(std::memcmp(got[k].second.data_ptr(), expected[k].second.data_ptr(), got[k].second.nbytes()), 0)
+          << got[k].first;
+    }
+  }
+  // Resume at the other stage from stage 0's state and weights.
+  {
+    NoGradGuard no_grad;
+    auto src = base_model->parameters(), dst = resumed_model->parameters();
+    for (size_t k = 0; k < src.size(); ++k) dst[k].copy_(src[k]);
+  }
+  DistributedDataParallel resumed(resumed_model, comm, oz2);
+  ZeroOptimizer opt_resumed(resumed, make_optimizer(kind, resumed.parameters()));
+  opt_resumed.load_state_tensors(expected);
+  EXPECT_EQ(opt_resumed.step_count(), 2);
+  for (int step = 2; step < 4; ++step) {
+    Batch mine = shard(make_batch(2000 + static_cast<uint64_t>(step), {kBatch, 12}, 5), rank, n);
+    train_step(base, *opt_base, scaler, mine, c);
+    train_step(resumed, opt_resumed, scaler, mine, c);
+  }
+  expect_bitwise(*resumed_model, *base_model, fmt::format("resumed at zero_stage {} on {} ranks", 3 - stage, n));
+}
+
+TEST(Zero, AdamWStateRoundTripStage1) { check_state_round_trip(Opt::AdamW, 1); }
+TEST(Zero, FusedSgdStateRoundTripStage2) { check_state_round_trip(Opt::FusedSGD, 2); }
+TEST(Zero, FusedAdamWStateRoundTripStage2) { check_state_round_trip(Opt::FusedAdamW, 2); }
+
 // The two halves: the owned chunk after reduce_scatter_chunks is bitwise allreduce's, on plain and
 // on make_buffer memory, for sizes around the ring's doubling threshold; allgather_chunks fills the rest.
 void check_chunk_collectives(const std::shared_ptr<comm::Communicator>& comm) {
