@@ -11,6 +11,7 @@
 #include "nn/optim/fused_sgd.h"
 #include "nn/amp/grad_scaler.h"
 #include "nn/parallel/ddp.h"
+#include "nn/parallel/rank_memory.h"
 #include "nn/parallel/ranked_norm.h"
 #include "nn/parallel/reducer.h"
 #include "nn/parallel/zero_optimizer.h"
@@ -153,6 +154,20 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
     EXPECT_LT(scaler_zero.get_scale(), 1e5);
   } else {  // f16 rounds differently on other batch sizes: no one-process reference
     expect_same_parameters(*zero_model, *ref, kRtol, "zero vs one process on the global batch");
+  }
+
+  // What a rank holds (the done record's fields): the state 1/N of stage 0's, but for the chunks'
+  // rounding and the step counts of the pieces (Adam: 8 bytes each); at stage 2 the gradients too.
+  const auto mem0 = nn::parallel::rank_memory(*base_model, *opt_base, &base.reducer());
+  const auto memz = nn::parallel::rank_memory(*zero_model, opt_zero, &zero.reducer());
+  const int64_t buckets = static_cast<int64_t>(zero.reducer().bucket_indices().size());
+  const int64_t params = static_cast<int64_t>(zero_model->parameters().size());
+  EXPECT_EQ(memz.param_bytes, mem0.param_bytes);
+  EXPECT_LE(memz.optimizer_state_bytes, mem0.optimizer_state_bytes / n + 16 * (buckets + params + 1));
+  if (c.stage == 2) {
+    EXPECT_LE(memz.grad_bytes, mem0.param_bytes / n + 4 * buckets);
+  } else {
+    EXPECT_EQ(memz.grad_bytes, mem0.grad_bytes);
   }
 
   // The state of a rank is its shard's: each rank's elements add up to the model's.
