@@ -95,11 +95,6 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
                  "DistributedDataParallel: zero_stage {} with gradient_as_bucket_view is not supported (the buckets "
                  "carry the parameters' all-gather after the step); turn one of them off",
                  options_.zero_stage);
-    TANDEM_CHECK(!options_.find_unused_parameters && !options_.static_graph,
-                 "DistributedDataParallel: zero_stage {} with find_unused_parameters or static_graph is not "
-                 "supported yet (a parameter no rank used must keep no gradient, which its shard cannot tell); use "
-                 "zero_stage 0",
-                 options_.zero_stage);
   }
 
   bucket_of_.assign(params_.size(), 0);
@@ -127,6 +122,7 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
     }
   }
   ready_.assign(params_.size(), 0);
+  has_grad_.assign(params_.size(), 0);
   locally_used_.assign(params_.size(), 1);
   used_unsynced_.assign(params_.size(), 0);
   static_used_.assign(params_.size(), 1);
@@ -365,6 +361,7 @@ void Reducer::mark_ready(size_t i) {
   Tensor& p = params_[i];
   Tensor g = p.grad();
   Tensor& slot = slots_[i];
+  if (g.defined()) has_grad_[i] = 1;
   if (g.defined()) {
     if (g.data_ptr() != slot.data_ptr()) {
       slot.copy_(g);
@@ -427,6 +424,10 @@ void Reducer::finalize_backward() {
     }
     release_buckets();
   }
+  // Stage 0 gives .grad the average unless no rank used the parameter (then .grad stays as it was):
+  // which parameters have a gradient after it, for ZeRO's shards to step the same ones.
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!(tracked && !counts.empty() && counts[i] == 0)) has_grad_[i] = 1;
   // ZeRO: the averaged gradients are the shards'; .grad keeps what it has (stage 1) or nothing.
   for (size_t i = 0; i < params_.size() && options_.zero_stage == 0; ++i) {
     // A parameter no rank used keeps its .grad untouched (undefined stays undefined), as PyTorch.

@@ -87,6 +87,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // The averaged gradient of bucket b's shard after a backward ([shard_range size]): stage 1 a view
   // of the bucket, stage 2 a buffer of its own (the bucket is freed until the next backward).
   Tensor shard_grad(size_t b) const { return shard_grads_.at(b); }
+  // Whether stage 0 would hold a .grad for parameter i after the last backward: it had one before
+  // (a parameter's .grad, once made, is zeroed in place, not dropped) or some rank used it. ZeRO
+  // steps only these, as stage 0's optimizer skips a parameter without a gradient.
+  bool has_grad(size_t i) const { return has_grad_.at(i) != 0; }
   // Bucket b's buffer; undefined at stage 2 between backwards (freed).
   Tensor bucket_buffer(size_t b) const { return buckets_.at(b).buffer; }
 
@@ -136,6 +140,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   size_t next_bucket_ = 0;
   size_t ready_count_ = 0;
   std::vector<char> ready_;
+  std::vector<char> has_grad_;          // has_grad()
   std::vector<char> locally_used_;      // find_unused / static_graph: in this iteration's graph
   std::vector<char> used_unsynced_;     // got a gradient under no_sync() since the last synced step
   Tensor used_counts_;                  // i32 [P], all-reduced: how many ranks used each param

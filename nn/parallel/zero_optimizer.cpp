@@ -92,7 +92,20 @@ void ZeroOptimizer::step() {
     inner_groups[g].lr = groups_[g].lr;
     inner_groups[g].weight_decay = groups_[g].weight_decay;
   }
+  // find_unused_parameters / static_graph: a parameter that stage 0 leaves without a gradient is not
+  // stepped (no moment decay, no weight decay), so its pieces go without one for this step.
+  const Reducer& reducer = ddp_.reducer();
+  std::vector<std::pair<Tensor, Tensor>> hidden;
+  size_t k = 0;
+  for (auto& g : groups_)  // the shard views: the tensors whose gradients the optimizer reads
+    for (Tensor& p : g.params) {
+      if (!reducer.has_grad(pieces_[k++].param)) {
+        hidden.emplace_back(p, p.grad());
+        p.set_grad(Tensor());
+      }
+    }
   inner_->step();
+  for (auto& [p, grad] : hidden) p.set_grad(grad);
   ++step_count_;
   gather_parameters();
 }
