@@ -51,6 +51,15 @@ Tensor Communicator::make_buffer(int64_t numel, DType dtype) {
   return Tensor::zeros({numel}, dtype, device());
 }
 
+WorkPtr Communicator::reduce_scatter_chunks(void* buf, int64_t count, DType dtype, ReduceOp op) {
+  return allreduce(buf, count, dtype, op);  // every chunk reduced, the owned one among them
+}
+
+WorkPtr Communicator::allgather_chunks(void*, int64_t, DType) {
+  TANDEM_FAIL(NotSupported, "the {} communicator has no in-place all-gather of ring chunks (allgather_chunks); "
+              "ZeRO (zero_stage 1 or 2) needs one: use the mpi, local or nccl communicator", backend_name());
+}
+
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
   check_tensor(t, "allreduce");
   return allreduce(t.data_ptr(), t.numel(), t.dtype(), op);

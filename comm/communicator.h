@@ -77,6 +77,20 @@ class Communicator {
   virtual WorkPtr recv(void* buf, int64_t count, DType dtype, int peer) = 0;
   virtual WorkPtr barrier() = 0;
 
+  // The two halves of allreduce(buf, count, dtype, op), in place, for ZeRO (nn/parallel/zero.h).
+  // reduce_scatter_chunks: afterwards chunk owned_chunk(rank(), size()) of buf, the elements
+  // [chunk_begin(count, n, c), chunk_begin(count, n, c + 1)), holds bitwise what allreduce would
+  // have left there (the same algorithm chosen for the same buffer, the same additions in the same
+  // order); the other chunks hold partial sums, or the full result where the backend reduced it all
+  // (see RingCommunicator). allgather_chunks: every rank's owned chunk of buf copied to every rank.
+  // The defaults: the whole all-reduce (correct, twice the traffic), and NotSupportedError.
+  virtual WorkPtr reduce_scatter_chunks(void* buf, int64_t count, DType dtype, ReduceOp op);
+  virtual WorkPtr allgather_chunks(void* buf, int64_t count, DType dtype);
+  // The ring's chunks: balanced, the first ones shorter by one where count % n != 0.
+  static int64_t chunk_begin(int64_t count, int n, int c) { return count * c / n; }
+  // The chunk a rank holds reduced after the ring's reduce-scatter phase (comm/ring.h).
+  static int owned_chunk(int rank, int n) { return (rank + 1) % n; }
+
   // Memory for buffers that are reduced again and again (DDP's gradient buckets): a zeroed 1-D
   // tensor of numel elements on device(). Where the backend can, it lives in memory every rank of
   // the node maps (mpi with all ranks on one node: a shared-memory window), and an allreduce over

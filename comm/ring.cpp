@@ -117,15 +117,30 @@ void Ring::recursive_doubling(char* buf, int64_t count, DType dtype, ReduceOp op
 }
 
 void Ring::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
+  allreduce_phases(buf, count, dtype, op, true, info);
+}
+
+void Ring::reduce_scatter_in_place(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
+  allreduce_phases(buf, count, dtype, op, false, info);
+}
+
+void Ring::allgather_in_place(void* buf, int64_t count, DType dtype, const OpInfo& info) {
+  // The all-gather phase alone, with the chunks of `count` elements of dtype (as allreduce cuts
+  // them): rank r owns chunk r+1, i.e. q = r. No arithmetic: 16-bit data moves as it is.
+  passes(static_cast<char*>(buf), count, dtype, ReduceOp::Sum, t_.rank(), false, true, info);
+}
+
+void Ring::allreduce_phases(void* buf, int64_t count, DType dtype, ReduceOp op, bool gather, const OpInfo& info) {
   const int n = t_.size();
   if (count == 0 || n == 1) return;  // a one-rank sum, max, min or average is the input itself
   const DType wdt = is_low_precision(dtype) ? DType::f32 : dtype;
   const bool doubling = n > 2 && (n & (n - 1)) == 0 && count * int64_t(dtype_size(wdt)) <= kDoublingMaxBytes;
   auto run = [&](char* data) {
+    // Doubling leaves every rank the whole result: with or without `gather`, the same bits.
     if (doubling) return recursive_doubling(data, count, wdt, op, info);
     // Phase 1 (reduce-scatter): rank r ends owning the reduced chunk r+1.
     // Phase 2 (all-gather): the owned chunks travel once around the ring.
-    passes(data, count, wdt, op, t_.rank(), true, true, info);
+    passes(data, count, wdt, op, t_.rank(), true, gather, info);
   };
   if (wdt != dtype) {
     // f16/bf16: sum in f32 along the same fixed order, round once at the end.

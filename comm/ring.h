@@ -17,10 +17,19 @@ class Ring {
   void reduce_scatter(const void* send, void* recv, int64_t recv_count, DType dtype, ReduceOp op,
                       const OpInfo& info);
   void allgather(const void* send, void* recv, int64_t send_count, DType dtype, const OpInfo& info);
+  // allreduce's two phases apart, in place (Communicator::reduce_scatter_chunks/allgather_chunks):
+  // rank r owns chunk r+1, reduced by exactly allreduce's additions. Where allreduce would take
+  // recursive doubling (small buffers, 4, 8, ... ranks) the reduce-scatter runs it too, whole: the
+  // owned chunk is then bitwise allreduce's as well.
+  void reduce_scatter_in_place(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info);
+  void allgather_in_place(void* buf, int64_t count, DType dtype, const OpInfo& info);
   void broadcast(void* buf, int64_t count, DType dtype, int root, const OpInfo& info);
   void barrier(const OpInfo& info);
 
  private:
+  // allreduce and reduce_scatter_in_place: the all-gather phase or not.
+  void allreduce_phases(void* buf, int64_t count, DType dtype, ReduceOp op, bool gather, const OpInfo& info);
+
   // The core loop: reduce-scatter and/or all-gather passes over `buf` (count elements of dtype,
   // split into size() balanced chunks). Reduce-scatter step s sends chunk (q-s) and receives chunk
   // (q-s-1), so after it rank r owns the fully reduced chunk q+1; all-gather step s sends chunk

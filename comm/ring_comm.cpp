@@ -15,6 +15,8 @@ const char* collective_name(CollectiveKind k) {
     case CollectiveKind::Allgather: return "allgather";
     case CollectiveKind::Broadcast: return "broadcast";
     case CollectiveKind::Barrier: return "barrier";
+    case CollectiveKind::ReduceScatterChunks: return "reduce_scatter_chunks";
+    case CollectiveKind::AllgatherChunks: return "allgather_chunks";
   }
   return "?";
 }
@@ -22,7 +24,8 @@ const char* collective_name(CollectiveKind k) {
 std::string CallDesc::str() const {
   std::string s = fmt::format("#{} {}(count={}, dtype={}", seq, collective_name(CollectiveKind(kind)),
                               count, dtype_name(DType(dtype)));
-  if (kind == int32_t(CollectiveKind::Allreduce) || kind == int32_t(CollectiveKind::ReduceScatter))
+  if (kind == int32_t(CollectiveKind::Allreduce) || kind == int32_t(CollectiveKind::ReduceScatter) ||
+      kind == int32_t(CollectiveKind::ReduceScatterChunks))
     s += fmt::format(", op={}", reduce_op_name(ReduceOp(op)));
   if (kind == int32_t(CollectiveKind::Broadcast)) s += fmt::format(", root={}", root);
   return s + ")";
@@ -158,6 +161,27 @@ WorkPtr RingCommunicator::allgather(const void* send, void* recv, int64_t send_c
     if (opts_.algo == Options::Algo::Native && native_allgather(send, recv, send_count, dtype, info)) return;
     ring_->allgather(send, recv, send_count, dtype, info);
   });
+}
+
+WorkPtr RingCommunicator::reduce_scatter_chunks(void* buf, int64_t count, DType dtype, ReduceOp op) {
+  check_args("reduce_scatter_chunks", count, dtype);
+  CallDesc d{int32_t(CollectiveKind::ReduceScatterChunks), int32_t(dtype), count, int32_t(op), -1, 0};
+  return launch(d, [=](const OpInfo& info) {
+    // allreduce's choice for this buffer, so that the owned chunk is bitwise allreduce's: the
+    // backend's collective (Native) or the direct shared-memory sum (make_buffer memory) reduce the
+    // whole buffer, the ring stops after its reduce-scatter phase.
+    if (opts_.algo == Options::Algo::Native && native_allreduce(buf, count, dtype, op, info)) return;
+    if (opts_.algo == Options::Algo::Ring && size_ > 1 && count > 0 && direct_allreduce(buf, count, dtype, op, info))
+      return;
+    ring_->reduce_scatter_in_place(buf, count, dtype, op, info);
+  });
+}
+
+WorkPtr RingCommunicator::allgather_chunks(void* buf, int64_t count, DType dtype) {
+  check_args("allgather_chunks", count, dtype);
+  CallDesc d{int32_t(CollectiveKind::AllgatherChunks), int32_t(dtype), count, 0, -1, 0};
+  // Data movement only: the ring's all-gather phase, whatever the algorithm (no bits to keep).
+  return launch(d, [=](const OpInfo& info) { ring_->allgather_in_place(buf, count, dtype, info); });
 }
 
 WorkPtr RingCommunicator::broadcast(void* buf, int64_t count, DType dtype, int root) {

@@ -15,7 +15,9 @@
 
 namespace tandem::comm {
 
-enum class CollectiveKind : int32_t { Allreduce = 1, ReduceScatter, Allgather, Broadcast, Barrier };
+enum class CollectiveKind : int32_t {
+  Allreduce = 1, ReduceScatter, Allgather, Broadcast, Barrier, ReduceScatterChunks, AllgatherChunks
+};
 const char* collective_name(CollectiveKind k);
 
 // What one rank calls; compared across ranks by the desync check.
@@ -49,6 +51,8 @@ class RingCommunicator : public Communicator {
   WorkPtr reduce_scatter(const void* send, void* recv, int64_t recv_count, DType dtype, ReduceOp op) override;
   WorkPtr allgather(const void* send, void* recv, int64_t send_count, DType dtype) override;
   WorkPtr broadcast(void* buf, int64_t count, DType dtype, int root) override;
+  WorkPtr reduce_scatter_chunks(void* buf, int64_t count, DType dtype, ReduceOp op) override;
+  WorkPtr allgather_chunks(void* buf, int64_t count, DType dtype) override;
   WorkPtr send(const void* buf, int64_t count, DType dtype, int peer) override;
   WorkPtr recv(void* buf, int64_t count, DType dtype, int peer) override;
   WorkPtr barrier() override;

@@ -12,6 +12,8 @@
 #include "nn/amp/grad_scaler.h"
 #include "nn/config/run_config.h"
 #include "nn/optim/optimizer.h"
+#include "nn/parallel/ddp.h"
+#include "nn/parallel/ranked_norm.h"
 #include "runtime/autocast.h"
 #include "runtime/dtype.h"
 #include "runtime/tensor.h"
@@ -36,6 +38,13 @@ class PrecisionStep {
   // max_norm `grad_clip` (0: no clipping). The caller zeroes the gradients and steps its schedule.
   void update(nn::Optimizer& optimizer, const std::vector<Tensor>& params, double grad_clip) {
     nn::clipped_scaler_step(scaler_, optimizer, params, grad_clip);
+  }
+  // With DDP: the norm in its rank order (nn/parallel/ranked_norm.h), the same at every zero_stage.
+  void update(nn::Optimizer& optimizer, nn::parallel::DistributedDataParallel* ddp, const std::vector<Tensor>& params,
+              double grad_clip) {
+    if (!ddp) return update(optimizer, params, grad_clip);
+    nn::clipped_scaler_step(
+        scaler_, optimizer, [ddp](double max_norm) { nn::parallel::clip_grad_norm_ranked(*ddp, max_norm); }, grad_clip);
   }
 
   std::optional<DType> dtype() const { return dtype_; }  // nullopt: f32

@@ -10,9 +10,12 @@
 #include "train/factory.h"
 #include "train/mode_auto.h"
 #include "train/nonfinite_guard.h"
+#include "train/zero_setup.h"
 #include "comm/communicator.h"
 #include "comm/device_choice.h"
 #include "nn/checkpoint_sequential.h"
+#include "nn/parallel/rank_memory.h"
+#include "nn/parallel/zero_optimizer.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
 #include "runtime/memory_budget.h"
@@ -105,6 +108,10 @@ std::string param_hash(const nn::Module& model) {
   return fmt::format("{:016x}", h);
 }
 
+namespace {
+ZeroUse zero_use(const TrainConfig& cfg) { return {cfg.ddp.zero_stage}; }
+}  // namespace
+
 std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg) {
   auto model = make_model(cfg);
   if (cfg.checkpoint_activations <= 0) return model;
@@ -116,7 +123,8 @@ std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg) {
 
 FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
                          std::unique_ptr<nn::Optimizer> optimizer, data::Dataset train_set, data::Dataset test_set)
-    : Trainer(cfg, ps.model, std::move(optimizer), std::move(train_set), std::move(test_set), World{ps.comm}),
+    : Trainer(cfg, ps.model, zero_optimizer(ps.ddp, zero_use(cfg), std::move(optimizer)), std::move(train_set),
+              std::move(test_set), World{ps.comm}),
       ps_(std::move(ps)),
       precision_(cfg.amp, ps_.comm.get()) {
   init_features();
@@ -124,7 +132,8 @@ FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps,
 
 FullTrainer::FullTrainer(const TrainConfig& cfg, ParallelSetup ps, std::unique_ptr<nn::Optimizer> optimizer,
                          std::unique_ptr<data::BatchSource> train, std::unique_ptr<data::BatchSource> test)
-    : Trainer(cfg, ps.model, std::move(optimizer), std::move(train), std::move(test), World{ps.comm}),
+    : Trainer(cfg, ps.model, zero_optimizer(ps.ddp, zero_use(cfg), std::move(optimizer)), std::move(train),
+              std::move(test), World{ps.comm}),
       ps_(std::move(ps)),
       precision_(cfg.amp, ps_.comm.get()) {
   init_features();
@@ -159,7 +168,7 @@ void FullTrainer::optimizer_step() {
     skip_step_ = false;
     return;
   }
-  precision_.update(optimizer(), ps_.model->parameters(), config().grad_clip);
+  precision_.update(optimizer(), ps_.ddp, ps_.model->parameters(), config().grad_clip);
 }
 
 std::shared_ptr<void> FullTrainer::micro_batch_scope(bool reduce) {
@@ -182,6 +191,13 @@ void FullTrainer::fill_done_record(nlohmann::json& record) {
   record["amp"] = enum_name(config().amp);
   record["device_reason"] = ps_.device_reason;
   record["accumulation_steps"] = config().accumulation_steps;
+  // What this rank holds after the last step, split as ZeRO divides it (docs/zero.md).
+  const nn::parallel::RankMemory mem =
+      nn::parallel::rank_memory(*ps_.inner, optimizer(), ps_.ddp ? &ps_.ddp->reducer() : nullptr);
+  record["zero_stage"] = ps_.ddp ? ps_.ddp->options().zero_stage : 0;
+  record["param_bytes"] = mem.param_bytes;
+  record["grad_bytes"] = mem.grad_bytes;
+  record["optimizer_state_bytes"] = mem.optimizer_state_bytes;
   // The end of the run is always checkpointed when --save is given (unless that step just was).
   if (!config().save_dir.empty() && last_saved_step_ != state().step) save();
 }
@@ -215,6 +231,8 @@ void FullTrainer::barrier() {
 
 void FullTrainer::save() {
   trace::TraceSpan span("checkpoint");
+  // ZeRO: the shards' optimizer state gathered onto rank 0, in stage 0's layout (collective).
+  if (auto* zero = dynamic_cast<nn::parallel::ZeroOptimizer*>(&optimizer())) zero->consolidate_state(0);
   if (world().rank() == 0) {
     check_finite_parameters(*ps_.inner, state().step);
     std::string path = nn::save_training_state(config().save_dir, components(), progress());

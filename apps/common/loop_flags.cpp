@@ -68,6 +68,12 @@ void add_ddp_flags(CLI::App& app, TrainConfig& cfg) {
                "ddp: the set of used parameters is the same every step (found once, then checked)");
   app.add_flag_callback("--no-broadcast-buffers", [&cfg] { cfg.ddp.broadcast_buffers = false; },
                         "ddp: do not broadcast rank 0's buffers (BatchNorm statistics) before each forward");
+  app.add_option("--zero", cfg.ddp.zero_stage,
+                 "ddp: ZeRO stage: 0 replicates the optimizer state (plain DDP), 1 shards it over the ranks "
+                 "(buckets reduce-scattered, parameters all-gathered after the step), 2 also frees the gradients "
+                 "outside each rank's shard; the weights stay bitwise those of stage 0 (docs/zero.md)")
+      ->check(CLI::Range(0, 2))
+      ->capture_default_str();
 }
 
 void log_loop_options(const Logger& log, const TrainConfig& cfg, const ParallelSetup& ps, const nn::Optimizer& opt) {
@@ -84,9 +90,9 @@ void log_loop_options(const Logger& log, const TrainConfig& cfg, const ParallelS
     const nn::parallel::DDPOptions& o = ps.ddp->options();
     auto on = [](bool b) { return b ? "on" : "off"; };
     log.info("ddp: buckets {} MiB (first {}), find_unused_parameters {}, gradient_as_bucket_view {}, static_graph {}, "
-             "broadcast_buffers {}",
+             "broadcast_buffers {}, zero_stage {}",
              o.bucket_cap_mb, o.first_bucket_mb, on(o.find_unused_parameters), on(o.gradient_as_bucket_view),
-             on(o.static_graph), on(o.broadcast_buffers));
+             on(o.static_graph), on(o.broadcast_buffers), o.zero_stage);
   }
 }
 

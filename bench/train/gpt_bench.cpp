@@ -19,6 +19,7 @@
 #include "nn/config/run_config.h"
 #include "nn/gpt.h"
 #include "nn/optim.h"
+#include "nn/parallel/rank_memory.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
 #include "runtime/error.h"
@@ -151,6 +152,11 @@ int run_gpt_bench(const GptBenchOptions& o) {
                    {"step_ms_median", 1e3 * median},
                    {"flops_per_token", flops_per_token},
                    {"tflops", tokens_per_s * flops_per_token / 1e12}};
+  // The bytes this process holds, as tandem-train's done record names them (docs/zero.md).
+  const nn::parallel::RankMemory mem = nn::parallel::rank_memory(model, *opt, nullptr);
+  j["param_bytes"] = mem.param_bytes;
+  j["grad_bytes"] = mem.grad_bytes;
+  j["optimizer_state_bytes"] = mem.optimizer_state_bytes;
   const char* phase_names[] = {"host_forward_ms", "host_backward_ms", "host_optimizer_ms", "wait_ms"};
   for (int p = 0; p < 4; ++p) {
     std::sort(phase_ms[p].begin(), phase_ms[p].end());

@@ -26,6 +26,7 @@
 #include "bench/train/profile.h"
 #include "nn/models.h"
 #include "nn/optim.h"
+#include "nn/parallel/rank_memory.h"
 #include "runtime/autocast.h"
 #include "runtime/device_query.h"
 #include "runtime/error.h"
@@ -141,6 +142,11 @@ int main(int argc, char** argv) {
     double samples_per_s = static_cast<double>(batch) / median_step;
     double gflops = flops * samples_per_s / 1e9;
     double gflops_cpu = flops * static_cast<double>(batch * steps) / cpu / 1e9;
+    // The bytes this process holds, as tandem-train's done record names them (docs/zero.md).
+    const nn::parallel::RankMemory mem = nn::parallel::rank_memory(*net, opt, nullptr);
+    const nlohmann::json memory{{"param_bytes", mem.param_bytes},
+                                {"grad_bytes", mem.grad_bytes},
+                                {"optimizer_state_bytes", mem.optimizer_state_bytes}};
     if (!device.is_cpu()) {
       nlohmann::json j{{"model", model},
                        {"batch", batch},
@@ -151,6 +157,7 @@ int main(int argc, char** argv) {
                        {"step_ms_median", 1e3 * median_step},
                        {"step_ms_mean", 1e3 * wall / static_cast<double>(steps)},
                        {"gflops", gflops}};
+      j.update(memory);
       std::printf("%s\n", j.dump().c_str());
       return 0;
     }
@@ -174,6 +181,7 @@ int main(int argc, char** argv) {
                      {"samples_per_cpu_s", static_cast<double>(batch * steps) / cpu},
                      {"peak_gflops_cpu_time", peak.gflops_cpu_time},
                      {"fraction_of_peak_cpu_time", gflops_cpu / peak.gflops_cpu_time}};
+    j.update(memory);
     std::printf("%s\n", j.dump().c_str());
   } catch (const Error& e) {
     std::fprintf(stderr, "tandem-bench-train: error: %s\n", e.what());

@@ -8,7 +8,9 @@
 
 #include "nn/model_registry.h"
 #include "nn/onnx/onnx_export.h"
+#include "nn/parallel/zero_optimizer.h"
 #include "train/precision_step.h"
+#include "train/zero_setup.h"
 #include "runtime/autograd.h"
 #include "runtime/device_query.h"
 #include "runtime/ops/elementwise.h"
@@ -48,6 +50,8 @@ Session::Session(const std::string& config_file, const std::string& device, std:
   // A GPT decays its matrices and embeddings only, as tandem-train's does.
   optimizer_ = nn::config::build_optimizer(config_.optimizer, model_->parameters(),
                                            tokens_in() ? nn::config::DecayOn::Matrices : nn::config::DecayOn::All);
+  // ddp.zero_stage: this rank's shard of the optimizer.
+  optimizer_ = train::zero_optimizer(ddp_, {config_.ddp.zero_stage}, std::move(optimizer_));
   scheduler_ = nn::config::build_scheduler(config_.lr_scheduler, *optimizer_);
   precision_ = std::make_unique<train::PrecisionStep>(config_.amp, comm_.get());
   model_->train();
@@ -119,7 +123,7 @@ double Session::train(const std::vector<ArrayRef>& inputs, const std::vector<Arr
   }
   micro_ = 0;
   if (ddp_) ddp_->finalize();
-  precision_->update(*optimizer_, model_->parameters(), config_.grad_clip);
+  precision_->update(*optimizer_, ddp_, model_->parameters(), config_.grad_clip);
   optimizer_->zero_grad();
   if (scheduler_) scheduler_->step();
   ++step_;
@@ -165,6 +169,8 @@ nn::TrainComponents Session::components() {
 }
 
 void Session::save(const std::string& dir) {
+  // ZeRO: the shards' optimizer state gathered onto rank 0 (collective: every rank saves).
+  if (auto* zero = dynamic_cast<nn::parallel::ZeroOptimizer*>(optimizer_.get())) zero->consolidate_state(0);
   TANDEM_CHECK(micro_ == 0, "save_checkpoint after {} of {} micro-batches of a step: save between optimizer steps",
                micro_, config_.accumulation_steps);
   nn::TrainProgress p;

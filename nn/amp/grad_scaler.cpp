@@ -164,9 +164,14 @@ void GradScaler::load_state_dict(const NamedTensors& state) {
 
 void clipped_scaler_step(GradScaler& scaler, Optimizer& optimizer, const std::vector<Tensor>& params,
                          double max_norm) {
+  clipped_scaler_step(scaler, optimizer, [&](double m) { clip_grad_norm(params, m); }, max_norm);
+}
+
+void clipped_scaler_step(GradScaler& scaler, Optimizer& optimizer, const std::function<void(double)>& clip,
+                         double max_norm) {
   if (max_norm > 0) {
     scaler.unscale_(optimizer);  // clip the true gradients (a no-op when the scaler is disabled)
-    if (!scaler.found_inf()) clip_grad_norm(params, max_norm);
+    if (!scaler.found_inf()) clip(max_norm);
   }
   scaler.step(optimizer);
   scaler.update();

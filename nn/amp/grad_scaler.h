@@ -7,6 +7,7 @@
 // with the fused optimizers' norm pass). Under DDP pass the communicator: the found-inf flag is
 // all-reduced with Max so every rank skips (or takes) the same steps and keeps the same scale.
 #pragma once
+#include <functional>
 #include <cstdint>
 
 #include "nn/module.h"
@@ -71,6 +72,10 @@ class GradScaler {
 // of `params` to `max_norm` (0: no clipping; nothing to clip when a gradient is inf/nan, as that step
 // is skipped), scaler.step, scaler.update. tandem-train's loop and the C API's share it.
 void clipped_scaler_step(GradScaler& scaler, Optimizer& optimizer, const std::vector<Tensor>& params,
+                         double max_norm);
+// The same with the clipping given: clip(max_norm) clips the unscaled gradients (DDP's rank-ordered
+// norm, nn/parallel/ranked_norm.h, which ZeRO's shards compute alike).
+void clipped_scaler_step(GradScaler& scaler, Optimizer& optimizer, const std::function<void(double)>& clip,
                          double max_norm);
 
 }  // namespace tandem::nn

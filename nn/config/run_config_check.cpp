@@ -163,6 +163,8 @@ void check_training(const RunConfig& c, const ConfigFail& fail) {
        c.ddp.bucket_cap_mb);
   need(c.ddp.first_bucket_mb > 0.0 && std::isfinite(c.ddp.first_bucket_mb), fail, "ddp.first_bucket_mb", "> 0",
        c.ddp.first_bucket_mb);
+  need(c.ddp.zero_stage >= 0 && c.ddp.zero_stage <= 2, fail, "ddp.zero_stage", "0, 1 or 2",
+       static_cast<double>(c.ddp.zero_stage));
 }
 
 void config_error(const RunConfig& config, const std::string& key_path, const std::string& what) {

@@ -159,13 +159,15 @@ void parse_training(RunConfig& out, const Block& t) {
 
 void parse_ddp(RunConfig& out, const Block& d) {
   d.only({"bucket_cap_mb", "first_bucket_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters",
-          "broadcast_buffers"});
+          "broadcast_buffers", "zero_stage"});
   d.get("bucket_cap_mb", out.ddp.bucket_cap_mb);
   d.get("first_bucket_mb", out.ddp.first_bucket_mb);
   d.get("gradient_as_bucket_view", out.ddp.gradient_as_bucket_view);
   d.get("static_graph", out.ddp.static_graph);
   d.get("find_unused_parameters", out.ddp.find_unused_parameters);
   d.get("broadcast_buffers", out.ddp.broadcast_buffers);
+  int64_t zero_stage = out.ddp.zero_stage;
+  if (d.get("zero_stage", zero_stage)) out.ddp.zero_stage = static_cast<int>(zero_stage);
 }
 
 // The line of a syntax error. yaml-cpp reports a construct left open (an unclosed [ or {) where the

@@ -18,6 +18,9 @@ class Adam : public Optimizer {
   Adam(std::vector<ParamGroup> groups, const AdamOptions& options);
   Adam(const std::vector<Tensor>& params, const AdamOptions& options);
   std::string type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
+  std::unique_ptr<Optimizer> with_groups(std::vector<ParamGroup> groups) const override {
+    return std::unique_ptr<Optimizer>(new Adam(std::move(groups), options_, decoupled_));
+  }
   const AdamOptions& options() const { return options_; }
   // Optimizer::step(), with the parameters of a GPU (or the emulator) updated by multi-tensor
   // launches, a launch or two per device, not one per parameter: the same per-element update, so

@@ -13,6 +13,9 @@ class FusedAdam : public FusedOptimizer {
             bool decoupled = false);
   FusedAdam(const std::vector<Tensor>& params, const AdamOptions& options, const FusedOptions& fused = {});
   std::string type_name() const override { return decoupled_ ? "FusedAdamW" : "FusedAdam"; }
+  std::unique_ptr<Optimizer> with_groups(std::vector<ParamGroup> groups) const override {
+    return std::make_unique<FusedAdam>(std::move(groups), options_, fused_options(), decoupled_);
+  }
   const AdamOptions& options() const { return options_; }
 
  protected:

@@ -11,6 +11,9 @@ class FusedSGD : public FusedOptimizer {
   FusedSGD(std::vector<ParamGroup> groups, const SGDOptions& options, const FusedOptions& fused = {});
   FusedSGD(const std::vector<Tensor>& params, const SGDOptions& options, const FusedOptions& fused = {});
   std::string type_name() const override { return "FusedSGD"; }
+  std::unique_ptr<Optimizer> with_groups(std::vector<ParamGroup> groups) const override {
+    return std::make_unique<FusedSGD>(std::move(groups), options_, fused_options());
+  }
   const SGDOptions& options() const { return options_; }
 
  protected:

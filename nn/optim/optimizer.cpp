@@ -54,6 +54,11 @@ const Tensor& Optimizer::param_at(size_t index) const {
   TANDEM_FAIL(Value, "optimizer: parameter index out of range");
 }
 
+std::unique_ptr<Optimizer> Optimizer::with_groups(std::vector<ParamGroup>) const {
+  TANDEM_FAIL(NotSupported, "optimizer {} cannot be rebuilt over other parameters (with_groups), which ZeRO needs",
+              type_name());
+}
+
 void Optimizer::step() {
   NoGradGuard no_grad;
   size_t index = 0;

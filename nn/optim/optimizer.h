@@ -23,7 +23,13 @@ struct ParamGroup {
 // one fill per tensor); undefined ones stay undefined.
 void zero_grads(const std::vector<Tensor>& params);
 
+namespace parallel {
+class ZeroOptimizer;
+}
+
 class Optimizer {
+  friend class parallel::ZeroOptimizer;  // reads and restores its shard optimizer's state
+
  public:
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
@@ -46,12 +52,17 @@ class Optimizer {
 
   // All state, named "step", "param_groups.<g>.lr", "state.<i>.<name>" with i the parameter's
   // index over all groups in order (as PyTorch's state_dict). Tensors are copies.
-  NamedTensors state_tensors() const;
+  // Virtual: ZeRO's optimizer gives (and takes) the whole model's state in this same layout.
+  virtual NamedTensors state_tensors() const;
   // Restores what state_tensors() returned; checks names, shapes and dtypes, naming the entry.
   // Per-parameter state missing from `state` is reset (e.g. a momentum buffer not yet created).
-  void load_state_tensors(const NamedTensors& state);
+  virtual void load_state_tensors(const NamedTensors& state);
 
   virtual std::string type_name() const = 0;
+  // A new optimizer of the same type and hyperparameters over `groups`, without state (ZeRO builds
+  // its shard's optimizer from the run's one: nn/parallel/zero_optimizer.h). NotSupportedError for
+  // a type that does not say how.
+  virtual std::unique_ptr<Optimizer> with_groups(std::vector<ParamGroup> groups) const;
 
  protected:
   explicit Optimizer(std::vector<ParamGroup> groups);

@@ -18,6 +18,9 @@ class SGD : public Optimizer {
   SGD(std::vector<ParamGroup> groups, const SGDOptions& options);
   SGD(const std::vector<Tensor>& params, const SGDOptions& options);
   std::string type_name() const override { return "SGD"; }
+  std::unique_ptr<Optimizer> with_groups(std::vector<ParamGroup> groups) const override {
+    return std::make_unique<SGD>(std::move(groups), options_);
+  }
   const SGDOptions& options() const { return options_; }
 
  protected:

@@ -19,6 +19,12 @@ struct DDPOptions {
   // The set of used parameters is the same every iteration: found once (first iteration), then
   // checked; no per-forward search even with unused parameters.
   bool static_graph = false;
+  // ZeRO (nn/parallel/zero_optimizer.h, docs/zero.md): 0 replicates everything (plain DDP); 1
+  // reduce-scatters the buckets so that each rank reduces and updates only its shard (the optimizer
+  // state of the shard alone, wrapped by ZeroOptimizer), the updated parameters all-gathered; 2 also
+  // frees the gradients outside the shard once their bucket is reduce-scattered. The weights stay
+  // bitwise those of stage 0 on the same ranks.
+  int zero_stage = 0;
 };
 
 }  // namespace tandem::nn::parallel

@@ -87,37 +87,86 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
                                 static_cast<size_t>(options_.bucket_cap_mb * kMiB)};
   bucket_params_ = compute_bucket_assignment(params_, order, limits);
 
-  NoGradGuard no_grad;
+  TANDEM_CHECK(options_.zero_stage >= 0 && options_.zero_stage <= 2,
+               "DistributedDataParallel: zero_stage {} is not 0, 1 or 2", options_.zero_stage);
+  if (options_.zero_stage > 0) {
+    // Refused rather than wrong: each needs the full averaged .grad, which ZeRO does not keep.
+    TANDEM_CHECK(!options_.gradient_as_bucket_view,
+                 "DistributedDataParallel: zero_stage {} with gradient_as_bucket_view is not supported (the buckets "
+                 "carry the parameters' all-gather after the step); turn one of them off",
+                 options_.zero_stage);
+  }
+
   bucket_of_.assign(params_.size(), 0);
-  slots_.resize(params_.size());
-  grad_views_.resize(params_.size());
+  offsets_.assign(params_.size(), 0);
   for (size_t b = 0; b < bucket_params_.size(); ++b) {
-    Bucket bucket;
-    bucket.params = bucket_params_[b];
-    int64_t numel = 0;
-    for (size_t i : bucket.params) numel += params_[i].numel();
-    const Tensor& first = params_[bucket.params.front()];
-    // The communicator's own memory where it has some (one node under MPI: shared with the other
-    // ranks, so the all-reduce reads their buckets in place).
-    bucket.buffer = first.device() == comm_->device() ? comm_->make_buffer(numel, first.dtype())
-                                                      : Tensor::zeros({numel}, first.dtype(), first.device());
     int64_t off = 0;
-    for (size_t i : bucket.params) {
+    for (size_t i : bucket_params_[b]) {
       bucket_of_[i] = b;
-      slots_[i] = bucket.buffer.narrow0(off, params_[i].numel());
-      grad_views_[i] = slots_[i].view(params_[i].shape());
+      offsets_[i] = off;
       off += params_[i].numel();
     }
-    stats_.bytes += static_cast<int64_t>(bucket.buffer.nbytes());
+    numels_.push_back(off);
+    Bucket bucket;
+    bucket.params = bucket_params_[b];
     buckets_.push_back(std::move(bucket));
   }
+  allocate_buckets();
+  for (const auto& b : buckets_) stats_.bytes += static_cast<int64_t>(b.buffer.nbytes());
+  if (options_.zero_stage == 2) {
+    // The shards' own gradient buffers: what stays of the gradients between backwards.
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      auto [lo, hi] = shard_range(b);
+      const Tensor& first = params_[bucket_params_[b].front()];
+      shard_grads_.push_back(Tensor::zeros({hi - lo}, first.dtype(), first.device()));
+    }
+  }
   ready_.assign(params_.size(), 0);
+  has_grad_.assign(params_.size(), 0);
   locally_used_.assign(params_.size(), 1);
   used_unsynced_.assign(params_.size(), 0);
   static_used_.assign(params_.size(), 1);
 }
 
 Reducer::~Reducer() { drain(); }
+
+void Reducer::allocate_buckets() {
+  NoGradGuard no_grad;
+  slots_.assign(params_.size(), Tensor());
+  grad_views_.assign(params_.size(), Tensor());
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    const Tensor& first = params_[bucket.params.front()];
+    // The communicator's own memory where it has some (one node under MPI: shared with the other
+    // ranks, so the all-reduce reads their buckets in place).
+    bucket.buffer = first.device() == comm_->device() ? comm_->make_buffer(numels_[b], first.dtype())
+                                                      : Tensor::zeros({numels_[b]}, first.dtype(), first.device());
+    for (size_t i : bucket.params) {
+      slots_[i] = bucket.buffer.narrow0(offsets_[i], params_[i].numel());
+      grad_views_[i] = slots_[i].view(params_[i].shape());
+    }
+  }
+  if (options_.zero_stage == 1) {
+    shard_grads_.clear();
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      auto [lo, hi] = shard_range(b);
+      shard_grads_.push_back(buckets_[b].buffer.narrow0(lo, hi - lo));
+    }
+  }
+}
+
+void Reducer::release_buckets() {
+  // Every tensor over the buffers goes, so that make_buffer can hand them out again.
+  for (auto& b : buckets_) b.buffer = Tensor();
+  slots_.assign(params_.size(), Tensor());
+  grad_views_.assign(params_.size(), Tensor());
+}
+
+std::pair<int64_t, int64_t> Reducer::shard_range(size_t b) const {
+  const int n = comm_->size(), c = comm::Communicator::owned_chunk(comm_->rank(), n);
+  const int64_t count = numels_.at(b);
+  return {comm::Communicator::chunk_begin(count, n, c), comm::Communicator::chunk_begin(count, n, c + 1)};
+}
 
 void Reducer::install_hooks() {
   std::weak_ptr<Reducer> weak = weak_from_this();
@@ -132,7 +181,8 @@ void Reducer::install_hooks() {
 
 std::vector<int64_t> Reducer::bucket_bytes() const {
   std::vector<int64_t> out;
-  for (const auto& b : buckets_) out.push_back(static_cast<int64_t>(b.buffer.nbytes()));
+  for (size_t b = 0; b < buckets_.size(); ++b)  // the size, also while stage 2 has the buffer freed
+    out.push_back(numels_[b] * static_cast<int64_t>(dtype_size(bucket_dtype(b))));
   return out;
 }
 
@@ -215,6 +265,7 @@ void Reducer::expect_no_hooks() {
 void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   check_finished();
   drain();  // a forward without a backward may have left launched work behind
+  if (!buckets_.empty() && !buckets_.front().buffer.defined()) allocate_buckets();  // stage 2
   std::fill(ready_.begin(), ready_.end(), 0);
   ready_count_ = 0;
   stats_.launched_early = 0;
@@ -259,6 +310,7 @@ void Reducer::complete_failed_iteration(bool prepared) {
   std::fill(used_unsynced_.begin(), used_unsynced_.end(), 0);  // the failed attempt's micro-batches
   if (!prepared) {
     drain();
+    if (!buckets_.empty() && !buckets_.front().buffer.defined()) allocate_buckets();  // as prepare_for_backward
     std::fill(ready_.begin(), ready_.end(), 0);
     ready_count_ = 0;
     for (auto& b : buckets_) b.pending = static_cast<int64_t>(b.params.size());
@@ -309,12 +361,15 @@ void Reducer::mark_ready(size_t i) {
   Tensor& p = params_[i];
   Tensor g = p.grad();
   Tensor& slot = slots_[i];
+  if (g.defined()) has_grad_[i] = 1;
   if (g.defined()) {
     if (g.data_ptr() != slot.data_ptr()) {
       slot.copy_(g);
       // Henceforth the gradient lives in the bucket: accumulation and the all-reduce work in place.
       if (options_.gradient_as_bucket_view) p.set_grad(grad_views_[i]);
     }
+    // ZeRO stage 2: the bucket has the gradient now, and only its shard will stay.
+    if (options_.zero_stage == 2) p.set_grad(Tensor());
   } else {
     slot.zero_();
   }
@@ -332,7 +387,11 @@ void Reducer::launch_ready_buckets() {
     if (next_bucket_ == 0) first_launch_time_ = now_s();
     if (trace::enabled()) b.launched_us = trace::now_us(), b.done_us = -1;
     if (ready_count_ < params_.size()) ++stats_.launched_early;
-    if (!skip_allreduce_)
+    if (!skip_allreduce_ && options_.zero_stage > 0)
+      // This rank's chunk only, reduced bitwise as the all-reduce would (Communicator::reduce_scatter_chunks).
+      b.work = comm_->reduce_scatter_chunks(b.buffer.data_ptr(), b.buffer.numel(), b.buffer.dtype(),
+                                            comm::ReduceOp::Avg);
+    else if (!skip_allreduce_)
       b.work = comm_->allreduce(b.buffer.data_ptr(), b.buffer.numel(), b.buffer.dtype(), comm::ReduceOp::Avg);
     ++next_bucket_;
   }
@@ -358,7 +417,19 @@ void Reducer::finalize_backward() {
   }
   if (tracked && used_counts_.defined()) counts = used_counts_.to_vector<int32_t>();
   const double t1 = now_s();
-  for (size_t i = 0; i < params_.size(); ++i) {
+  if (options_.zero_stage == 2) {
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      auto [lo, hi] = shard_range(b);
+      shard_grads_[b].copy_(buckets_[b].buffer.narrow0(lo, hi - lo));
+    }
+    release_buckets();
+  }
+  // Stage 0 gives .grad the average unless no rank used the parameter (then .grad stays as it was):
+  // which parameters have a gradient after it, for ZeRO's shards to step the same ones.
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!(tracked && !counts.empty() && counts[i] == 0)) has_grad_[i] = 1;
+  // ZeRO: the averaged gradients are the shards'; .grad keeps what it has (stage 1) or nothing.
+  for (size_t i = 0; i < params_.size() && options_.zero_stage == 0; ++i) {
     // A parameter no rank used keeps its .grad untouched (undefined stays undefined), as PyTorch.
     if (tracked && !counts.empty() && counts[i] == 0) continue;
     Tensor& p = params_[i];

@@ -73,6 +73,27 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // The bucket slot of parameter i (flat), for tests of gradient_as_bucket_view.
   Tensor bucket_view(size_t param_index) const;
 
+  // ZeRO (options.zero_stage > 0; nn/parallel/zero_optimizer.h). A bucket is reduce-scattered:
+  // this rank holds its chunk Communicator::owned_chunk of the averaged bucket, bitwise the
+  // all-reduce's, and the model's .grad is not the averaged gradient (stage 1: this rank's own, as
+  // accumulated; stage 2: freed once copied into its bucket).
+  int zero_stage() const { return options_.zero_stage; }
+  const std::vector<Tensor>& params() const { return params_; }
+  int64_t slot_offset(size_t param_index) const { return offsets_.at(param_index); }
+  int64_t bucket_numel(size_t b) const { return numels_.at(b); }
+  DType bucket_dtype(size_t b) const { return params_.at(bucket_params_.at(b).front()).dtype(); }
+  // This rank's chunk of bucket b: elements [first, second) of the bucket.
+  std::pair<int64_t, int64_t> shard_range(size_t b) const;
+  // The averaged gradient of bucket b's shard after a backward ([shard_range size]): stage 1 a view
+  // of the bucket, stage 2 a buffer of its own (the bucket is freed until the next backward).
+  Tensor shard_grad(size_t b) const { return shard_grads_.at(b); }
+  // Whether stage 0 would hold a .grad for parameter i after the last backward: it had one before
+  // (a parameter's .grad, once made, is zeroed in place, not dropped) or some rank used it. ZeRO
+  // steps only these, as stage 0's optimizer skips a parameter without a gradient.
+  bool has_grad(size_t i) const { return has_grad_.at(i) != 0; }
+  // Bucket b's buffer; undefined at stage 2 between backwards (freed).
+  Tensor bucket_buffer(size_t b) const { return buckets_.at(b).buffer; }
+
  private:
   struct Bucket {
     Tensor buffer;  // flat [numel], dtype and device of its parameters
@@ -84,6 +105,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::shared_ptr<comm::Communicator> comm,
           const DDPOptions& options);
   void install_hooks();
+  // The bucket buffers and the slots over them; again before each backward at stage 2, which frees
+  // them after the reduce-scatter.
+  void allocate_buckets();
+  void release_buckets();
   void on_grad_ready(size_t index);
   // Puts parameter `index`'s gradient (or zeros, when it has none) into its slot; counts it ready.
   void mark_ready(size_t index);
@@ -104,6 +129,9 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<size_t> bucket_of_;   // param -> bucket
   std::vector<Tensor> slots_;       // param -> flat view into its bucket
   std::vector<Tensor> grad_views_;  // param -> slot viewed with the param's shape
+  std::vector<int64_t> offsets_;    // param -> first element of its slot in its bucket
+  std::vector<int64_t> numels_;     // bucket -> elements
+  std::vector<Tensor> shard_grads_;  // ZeRO: bucket -> this rank's averaged chunk
 
   // Per iteration.
   bool expect_hooks_ = false;
@@ -112,6 +140,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   size_t next_bucket_ = 0;
   size_t ready_count_ = 0;
   std::vector<char> ready_;
+  std::vector<char> has_grad_;          // has_grad()
   std::vector<char> locally_used_;      // find_unused / static_graph: in this iteration's graph
   std::vector<char> used_unsynced_;     // got a gradient under no_sync() since the last synced step
   Tensor used_counts_;                  // i32 [P], all-reduced: how many ranks used each param

@@ -103,6 +103,7 @@ TEST(RunConfigErrors, BadValues) {
                "must be >= 1, got 0");
   expect_error(kMlp + "training:\n  amp: fp8\n", "amp", "training.amp", "unknown amp setting 'fp8' (expected off, f16 or bf16)");
   expect_error(kMlp + "ddp:\n  bucket_cap_mb: 0\n", "bucket_cap_mb", "ddp.bucket_cap_mb", "must be > 0, got 0");
+  expect_error(kMlp + "ddp:\n  zero_stage: 3\n", "zero_stage", "ddp.zero_stage", "must be 0, 1 or 2, got 3");
   expect_error(kMlp + "optimizer:\n  type: rmsprop\n", "rmsprop", "optimizer.type",
                "unknown optimizer type 'rmsprop' (expected sgd, adam or adamw)");
   expect_error(kMlp + "optimizer:\n  type: adam\n  parameters: {amsgrad: true}\n", "amsgrad",

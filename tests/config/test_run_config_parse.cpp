@@ -59,6 +59,7 @@ ddp:
   static_graph: yes
   find_unused_parameters: false
   broadcast_buffers: off
+  zero_stage: 2
 )";
 
 }  // namespace
@@ -95,6 +96,7 @@ TEST(RunConfigParse, TorchFortMlpFileLoads) {
   EXPECT_TRUE(c.ddp.static_graph);
   EXPECT_FALSE(c.ddp.find_unused_parameters);
   EXPECT_FALSE(c.ddp.broadcast_buffers);
+  EXPECT_EQ(c.ddp.zero_stage, 2);
   EXPECT_DOUBLE_EQ(c.ddp.first_bucket_mb, 1.0);  // not in the file: DDPOptions' default
 
   // Every key the file wrote, at its line.

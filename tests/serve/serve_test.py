@@ -135,8 +135,8 @@ def test_api(args):
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
         check(r.returncode != 0 and b"is empty" in r.stdout, "empty token file: %d %s" % (r.returncode, r.stdout))
 
-        # Two jobs over 2 slots: the 1-rank job waits for the 2-rank one (FIFO).
-        a = srv.submit(dict(SMALL, ranks=2))
+        # Two jobs over 2 slots: the 1-rank job waits for the 2-rank one (FIFO); the first at ZeRO stage 1.
+        a = srv.submit(dict(SMALL, ranks=2, zero=1))
         b = srv.submit(dict(SMALL, ranks=1, metrics_every=2))
         ja = srv.wait(a, ["done"])
         jb = srv.wait(b, ["done"])
@@ -144,6 +144,7 @@ def test_api(args):
             check(j["exit_code"] == 0 and j["progress"] == 1.0, "job %s: %s" % (j["id"], j))
             check(j["result"]["world_size"] == ranks and j["result"]["steps"] == 20, "result %s" % j["result"])
             check(j["argv"][:3] == [j["argv"][0], "-np", str(ranks)] and "--max-steps=20" in j["argv"], j["argv"])
+        check("--zero=1" in ja["argv"] and ja["result"]["zero_stage"] == 1, "zero: %s %s" % (ja["argv"], ja["result"]))
         check(jb["started_at"] >= ja["finished_at"], "job 2 started before job 1 freed its slots")
         status, text, hdrs = srv.curl("GET", "/jobs/%s/metrics" % b)
         check(status == 200 and "ndjson" in hdrs["content-type"], "metrics: %d %s" % (status, hdrs))
