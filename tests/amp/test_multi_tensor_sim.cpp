@@ -102,7 +102,9 @@ TEST(MultiTensorSim, CastMatchesTheSingleTensorCast) {
       }
       std::vector<double> o = outer.to(kCPU).to_vector<double>();
       for (size_t k = 0; k < o.size(); ++k) {
-        if (k < 3 || k >= 33) EXPECT_EQ(o[k], 5.0) << "neighbour " << k;
+        if (k < 3 || k >= 33) {
+          EXPECT_EQ(o[k], 5.0) << "neighbour " << k;
+        }
       }
     }
   Tensor a = Tensor::zeros({4}), b = Tensor::zeros({4}, DType::bf16), c = Tensor::zeros({4}, DType::f16);
