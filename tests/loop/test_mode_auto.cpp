@@ -18,20 +18,20 @@ struct Case {
 
 const Case kTable[] = {
     // configured world gpus device  devices          mpi    -> mode     devices              warns
-    {{ParallelMode::Auto, 1, 0, "auto", "", true}, ParallelMode::Single, "", false},          // a laptop
-    {{ParallelMode::Auto, 1, 0, "auto", "", true}, ParallelMode::Single, "", false},              // empty reads as auto
-    {{ParallelMode::Auto, 1, 1, "auto", "", true}, ParallelMode::Single, "", false},          // one GPU
-    {{ParallelMode::Auto, 1, 2, "auto", "", true}, ParallelMode::DP, "cuda:0,cuda:1", false},  // a workstation with 2 GPUs
-    {{ParallelMode::Auto, 1, 4, "cuda", "", true}, ParallelMode::DP, "cuda:0,cuda:1,cuda:2,cuda:3", false},
-    {{ParallelMode::Auto, 1, 4, "cpu", "", true}, ParallelMode::Single, "", false},           // --device cpu: no dp over GPUs
-    {{ParallelMode::Auto, 1, 0, "auto", "cpu:0,cpu:1", true}, ParallelMode::DP, "cpu:0,cpu:1", false},  // --devices implies dp
-    {{ParallelMode::Auto, 2, 0, "auto", "", true}, ParallelMode::DDP, "", false},             // mpirun -np 2 on CPUs
-    {{ParallelMode::Auto, 8, 8, "auto", "", true}, ParallelMode::DDP, "", false},             // mpirun, a GPU per rank
-    {{ParallelMode::Auto, 4, 2, "auto", "", true}, ParallelMode::DDP, "", false},             // more ranks than GPUs: still ddp
-    {{ParallelMode::Auto, 2, 0, "auto", "", false}, ParallelMode::Single, "", true},          // no MPI in the build: fall back
-    {{ParallelMode::Single, 4, 2, "auto", "", true}, ParallelMode::Single, "", false},        // explicit modes are kept
-    {{ParallelMode::DDP, 1, 0, "auto", "", true}, ParallelMode::DDP, "", false},
-    {{ParallelMode::DP, 1, 0, "auto", "cpu:0,cpu:1", true}, ParallelMode::DP, "cpu:0,cpu:1", false},
+    {{ParallelMode::Auto, 1, 0, "auto", "", true, ""}, ParallelMode::Single, "", false},          // a laptop
+    {{ParallelMode::Auto, 1, 0, "auto", "", true, ""}, ParallelMode::Single, "", false},              // empty reads as auto
+    {{ParallelMode::Auto, 1, 1, "auto", "", true, ""}, ParallelMode::Single, "", false},          // one GPU
+    {{ParallelMode::Auto, 1, 2, "auto", "", true, ""}, ParallelMode::DP, "cuda:0,cuda:1", false},  // a workstation with 2 GPUs
+    {{ParallelMode::Auto, 1, 4, "cuda", "", true, ""}, ParallelMode::DP, "cuda:0,cuda:1,cuda:2,cuda:3", false},
+    {{ParallelMode::Auto, 1, 4, "cpu", "", true, ""}, ParallelMode::Single, "", false},           // --device cpu: no dp over GPUs
+    {{ParallelMode::Auto, 1, 0, "auto", "cpu:0,cpu:1", true, ""}, ParallelMode::DP, "cpu:0,cpu:1", false},  // --devices implies dp
+    {{ParallelMode::Auto, 2, 0, "auto", "", true, ""}, ParallelMode::DDP, "", false},             // mpirun -np 2 on CPUs
+    {{ParallelMode::Auto, 8, 8, "auto", "", true, ""}, ParallelMode::DDP, "", false},             // mpirun, a GPU per rank
+    {{ParallelMode::Auto, 4, 2, "auto", "", true, ""}, ParallelMode::DDP, "", false},             // more ranks than GPUs: still ddp
+    {{ParallelMode::Auto, 2, 0, "auto", "", false, ""}, ParallelMode::Single, "", true},          // no MPI in the build: fall back
+    {{ParallelMode::Single, 4, 2, "auto", "", true, ""}, ParallelMode::Single, "", false},        // explicit modes are kept
+    {{ParallelMode::DDP, 1, 0, "auto", "", true, ""}, ParallelMode::DDP, "", false},
+    {{ParallelMode::DP, 1, 0, "auto", "cpu:0,cpu:1", true, ""}, ParallelMode::DP, "cpu:0,cpu:1", false},
 };
 
 }  // namespace
