@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "nn/onnx/onnx_op_parts.h"
 #include "runtime/backend/elementwise.h"
@@ -16,6 +15,21 @@
 namespace tandem::nn::onnx::detail {
 
 namespace {
+
+// Host values are masks, shapes and positions: a few thousand numbers. A graph asking for more (a
+// hostile Range or ConstantOfShape) is refused before anything is allocated.
+constexpr int64_t kMaxHostValues = int64_t(1) << 24;
+
+void check_host_count(const OpCall& c, const Shape& shape) {
+  int64_t n = 1;  // multiplied with a bound at each step: a hostile shape cannot overflow it
+  for (int64_t d : shape) {
+    if (d == 0) return;
+    n = d > kMaxHostValues / n ? kMaxHostValues + 1 : n * d;
+  }
+  if (n > kMaxHostValues)
+    c.fail(fmt::format("shape {}: more values than tandem computes on the host ({}: masks, shapes and positions)",
+                       shape_str(shape), kMaxHostValues));
+}
 
 // A value's elements as doubles on the host (integers, booleans and floats alike): what the
 // comparisons read. A tensor is copied back from its device.
@@ -30,6 +44,7 @@ Value host_broadcast(const OpCall& c, const Value& a, const Value& b, F f) {
   const Shape sa = a.dims(), sb = b.dims();
   const Shape out = kernels::broadcast_shapes(sa, sb, c.node.op.c_str());
   const std::vector<double> x = host_numbers(a), y = host_numbers(b);
+  check_host_count(c, out);
   const kernels::BroadcastPlan plan = kernels::broadcast_plan(out, {sa, sb});
   std::vector<int64_t> r(static_cast<size_t>(shape_numel(out)));
   for (size_t i = 0; i < r.size(); ++i) {
@@ -105,6 +120,7 @@ std::vector<Value> op_expand(const OpCall& c) {
     if (d < 0) c.fail(fmt::format("shape [{}] has a negative dim", fmt::join(want, ", ")));
   const Shape out = kernels::broadcast_shapes(x.dims(), Shape(want.begin(), want.end()), "Expand");
   if (x.host) {
+    check_host_count(c, out);
     Value ones = Value::of_ints(std::vector<int64_t>(static_cast<size_t>(shape_numel(out)), 1), out);
     const Tensor t = ops::mul(x.tensor(kCPU), ones.tensor(kCPU));
     return {Value::of_ints(t.to_vector<int64_t>(), out)};
@@ -130,7 +146,7 @@ std::vector<Value> op_slice(const OpCall& c) {
   for (int64_t s : steps)
     if (s != 1) c.fail(fmt::format("steps [{}]: only step 1 is supported", fmt::join(steps, ", ")));
   if (x.host) {
-    if (rank != 1) c.fail("an integer Slice of rank > 1 is not supported");
+    if (rank != 1 || starts.size() != 1) c.fail("an integer Slice of rank > 1 is not supported");
     const auto [lo, hi] = slice_bounds(starts[0], ends[0], dims[0]);
     axis_of(c, axes[0], 1);
     std::vector<int64_t> part(x.ints.begin() + lo, x.ints.begin() + hi);
@@ -155,6 +171,7 @@ std::vector<Value> op_constant_of_shape(const OpCall& c) {
   const Tensor* value = c.attr_tensor("value");
   if (value != nullptr && value->numel() != 1) c.fail("value must hold one element");
   if (value != nullptr && !is_floating(value->dtype())) {
+    check_host_count(c, shape);
     const int64_t v = value->to_vector<int64_t>()[0];
     return {Value::of_ints(std::vector<int64_t>(static_cast<size_t>(shape_numel(shape)), v), shape)};
   }
@@ -170,7 +187,7 @@ std::vector<Value> op_range(const OpCall& c) {
   if (start.size() != 1 || limit.size() != 1 || delta.size() != 1) c.fail("start, limit and delta must be scalars");
   if (delta[0] == 0) c.fail("delta is 0");
   const double count = std::max(std::ceil((limit[0] - start[0]) / delta[0]), 0.0);
-  if (count > static_cast<double>(std::numeric_limits<int32_t>::max())) c.fail("the range is too long");
+  if (count > static_cast<double>(kMaxHostValues)) c.fail(fmt::format("a range of {} values is too long", count));
   const int64_t n = static_cast<int64_t>(count);
   const bool integer = s.host || !is_floating(s.t.dtype());
   if (integer) {

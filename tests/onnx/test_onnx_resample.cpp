@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "nn/onnx/onnx_op_parts.h"
+#include "tests/onnx/node_run.h"
 #include "runtime/autograd.h"
 #include "runtime/error.h"
 #include "runtime/ops.h"
@@ -12,6 +13,8 @@
 #include "tests/support/gradcheck.h"
 
 using namespace tandem;
+using tandem::testing::error_of;
+using tandem::testing::NodeRun;
 using tandem::nn::onnx::detail::resize_matrix;
 using tandem::nn::onnx::detail::resize_spatial;
 using tandem::nn::onnx::detail::ResizeCoord;
@@ -117,47 +120,6 @@ TEST(OnnxResize, ModesPyTorchDoesNotExportFollowTheSpec) {
   EXPECT_EQ(column(asym, 2, 4, 3), (V{0.0, 1.0}));
 }
 
-namespace {
-
-// One node of a graph "node.onnx" at opset 13, with its inputs, run by `fn`.
-struct NodeRun {
-  nn::onnx::Graph graph;
-  nn::onnx::Node node;
-  std::vector<nn::onnx::Value> values;
-
-  NodeRun(const std::string& op, std::vector<nn::onnx::Value> in) : values(std::move(in)) {
-    graph.path = "node.onnx";
-    graph.opset = 13;
-    node.name = "n";
-    node.op = op;
-  }
-  void ints(const std::string& name, std::vector<int64_t> v) {
-    nn::onnx::Attribute& a = node.attributes[name];
-    a.kind = nn::onnx::Attribute::Kind::Ints;
-    a.ints = std::move(v);
-  }
-  void integer(const std::string& name, int64_t v) {
-    nn::onnx::Attribute& a = node.attributes[name];
-    a.kind = nn::onnx::Attribute::Kind::Int;
-    a.i = v;
-  }
-  Tensor run(std::vector<nn::onnx::Value> (*fn)(const nn::onnx::OpCall&)) {
-    nn::onnx::OpCall call{node, graph, {}};
-    for (const nn::onnx::Value& v : values) call.in.push_back(v.defined() ? &v : nullptr);
-    return fn(call)[0].t;
-  }
-};
-
-std::string error_of(NodeRun& n, std::vector<nn::onnx::Value> (*fn)(const nn::onnx::OpCall&)) {
-  try {
-    n.run(fn);
-  } catch (const ValueError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-}  // namespace
 
 TEST(OnnxConvTranspose, GroupedNodeMatchesPyTorch) {
   NodeRun n("ConvTranspose", {nn::onnx::Value::of(Tensor::from_vector(r::ct3_x, {1, 4, 3, 3})),
