@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "nn/optim/clip_grad.h"
 #include "nn/parallel/reducer.h"
-#include "runtime/autograd.h"
 #include "runtime/backend/optim.h"
 
 namespace tandem::nn::parallel {
@@ -70,22 +70,15 @@ double ranked_grad_norm(DistributedDataParallel& ddp) {
 double clip_grad_norm_ranked(DistributedDataParallel& ddp, double max_norm) {
   TANDEM_CHECK(max_norm > 0.0, "clip_grad_norm: max_norm {} must be > 0", max_norm);
   const double total = ranked_grad_norm(ddp);
-  TANDEM_CHECK(std::isfinite(total), "clip_grad_norm: the total gradient norm is {}; a gradient holds inf or nan",
-               total);
-  const double coef = max_norm / (total + 1e-6);
-  if (coef < 1.0) {
-    NoGradGuard no_grad;
-    const Reducer& reducer = ddp.reducer();
-    std::vector<Tensor> grads;
-    if (reducer.zero_stage() == 0) {
-      for (const Tensor& p : reducer.params()) grads.push_back(p.grad());
-    } else {
-      for (size_t b = 0; b < reducer.bucket_indices().size(); ++b) grads.push_back(reducer.shard_grad(b));
-    }
-    for (Tensor& g : grads)
-      if (g.defined() && g.numel() > 0) kernels::optim_scale(g.device())(g, coef);
+  // What holds the gradients: the parameters' .grad at stage 0, this rank's shard under ZeRO.
+  const Reducer& reducer = ddp.reducer();
+  std::vector<Tensor> grads;
+  if (reducer.zero_stage() == 0) {
+    for (const Tensor& p : reducer.params()) grads.push_back(p.grad());
+  } else {
+    for (size_t b = 0; b < reducer.bucket_indices().size(); ++b) grads.push_back(reducer.shard_grad(b));
   }
-  return total;
+  return clip_to_norm(grads, total, max_norm);
 }
 
 }  // namespace tandem::nn::parallel
