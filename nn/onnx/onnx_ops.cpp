@@ -39,6 +39,11 @@ std::vector<int64_t> Value::integers() const {
   return t.to(kCPU).to_vector<int64_t>();
 }
 
+std::vector<double> Value::numbers() const {
+  if (host) return std::vector<double>(ints.begin(), ints.end());
+  return t.to(kCPU).to_vector<double>();
+}
+
 const Value& OpCall::input(size_t i) const {
   if (!has_input(i)) fail(fmt::format("input {} is missing", i));
   return *in[i];
@@ -131,7 +136,7 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
 // Input i as one number (nullopt where the node omits it); `what` names it when it is not a scalar.
 std::optional<double> scalar_input(const OpCall& c, size_t i, const char* what) {
   if (!c.has_input(i)) return std::nullopt;
-  const std::vector<double> v = c.tensor(i).to(kCPU).to_vector<double>();
+  const std::vector<double> v = c.input(i).numbers();
   if (v.size() != 1) c.fail(fmt::format("{} is not a scalar", what));
   return v[0];
 }

@@ -27,6 +27,9 @@ struct Value {
   Tensor tensor(Device device) const;
   // The integers (a tensor is read back: shape inputs that came from the device).
   std::vector<int64_t> integers() const;
+  // The elements as doubles, integers and booleans alike (a tensor is read back): what the
+  // comparisons and casts on host values read.
+  std::vector<double> numbers() const;
 };
 
 // One node's run: its inputs (nullptr for an omitted optional one), the mode and the helpers ops use.

@@ -31,20 +31,13 @@ void check_host_count(const OpCall& c, const Shape& shape) {
                        shape_str(shape), kMaxHostValues));
 }
 
-// A value's elements as doubles on the host (integers, booleans and floats alike): what the
-// comparisons read. A tensor is copied back from its device.
-std::vector<double> host_numbers(const Value& v) {
-  if (v.host) return std::vector<double>(v.ints.begin(), v.ints.end());
-  return v.t.to(kCPU).to_vector<double>();
-}
-
 // f over the elements of a and b broadcast together (NumPy), as host integers.
 template <class F>
 Value host_broadcast(const OpCall& c, const Value& a, const Value& b, F f) {
   const Shape sa = a.dims(), sb = b.dims();
   const Shape out = kernels::broadcast_shapes(sa, sb, c.node.op.c_str());
-  const std::vector<double> x = host_numbers(a), y = host_numbers(b);
   check_host_count(c, out);
+  const std::vector<double> x = a.numbers(), y = b.numbers();
   const kernels::BroadcastPlan plan = kernels::broadcast_plan(out, {sa, sb});
   std::vector<int64_t> r(static_cast<size_t>(shape_numel(out)));
   for (size_t i = 0; i < r.size(); ++i) {
@@ -69,7 +62,7 @@ std::vector<Value> compare(const OpCall& c, F f) {
 // values (a computed mask) are copied there once per forward.
 Tensor condition(const Value& v, Device device) {
   if (!v.host && v.t.dtype() == DType::u8) return v.t.to(device);
-  const std::vector<double> n = host_numbers(v);
+  const std::vector<double> n = v.numbers();
   std::vector<uint8_t> bits(n.size());
   for (size_t i = 0; i < n.size(); ++i) bits[i] = n[i] != 0 ? 1 : 0;
   return Tensor::from_vector<uint8_t>(bits, v.dims()).to(device);
@@ -94,7 +87,7 @@ std::vector<Value> op_greater(const OpCall& c) { return compare(c, [](double a, 
 std::vector<Value> op_not(const OpCall& c) {
   const Value& x = c.input(0);
   std::vector<int64_t> r;
-  for (double v : host_numbers(x)) r.push_back(v == 0 ? 1 : 0);
+  for (double v : x.numbers()) r.push_back(v == 0 ? 1 : 0);
   return {Value::of_ints(std::move(r), x.dims())};
 }
 
@@ -183,7 +176,7 @@ std::vector<Value> op_constant_of_shape(const OpCall& c) {
 // float range is a constant tensor.
 std::vector<Value> op_range(const OpCall& c) {
   const Value &s = c.input(0), &l = c.input(1), &d = c.input(2);
-  const std::vector<double> start = host_numbers(s), limit = host_numbers(l), delta = host_numbers(d);
+  const std::vector<double> start = s.numbers(), limit = l.numbers(), delta = d.numbers();
   if (start.size() != 1 || limit.size() != 1 || delta.size() != 1) c.fail("start, limit and delta must be scalars");
   if (delta[0] == 0) c.fail("delta is 0");
   const double count = std::max(std::ceil((limit[0] - start[0]) / delta[0]), 0.0);

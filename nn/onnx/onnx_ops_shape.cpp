@@ -216,7 +216,7 @@ std::vector<Value> op_cast(const OpCall& c) {
   if (to == 9) {  // BOOL: a mask, kept as host 0/1 (a boolean tensor, u8 already, stays one)
     if (!x.host && x.t.dtype() == DType::u8) return {x};
     std::vector<int64_t> bits;
-    for (double v : x.host ? std::vector<double>(x.ints.begin(), x.ints.end()) : x.t.to(kCPU).to_vector<double>())
+    for (double v : x.numbers())
       bits.push_back(v != 0 ? 1 : 0);
     return {Value::of_ints(std::move(bits), x.dims())};
   }
