@@ -12,19 +12,32 @@
 
 namespace tandem::ops {
 
+namespace {
+
+// Both convolutions' operands after autocast, checked alike: x [N, C, H, W] and a 4-D weight
+// (`layout` names its dims in the message), floating, one dtype and device.
+struct ConvOperands {
+  Tensor x, w, b;
+};
+ConvOperands conv_operands(const char* op, const char* layout, const Tensor& x_in, const Tensor& w_in,
+                           const Tensor& b_in) {
+  detail::check_defined(x_in, op, "input");
+  detail::check_defined(w_in, op, "weight");
+  ConvOperands o{autocast_arg(x_in, AutocastCategory::LowPrecision), autocast_arg(w_in, AutocastCategory::LowPrecision),
+                 b_in.defined() ? autocast_arg(b_in, AutocastCategory::LowPrecision) : b_in};
+  TANDEM_CHECK(o.x.dim() == 4, "{}: input must be [N, C, H, W], got {}", op, detail::describe(o.x));
+  TANDEM_CHECK(o.w.dim() == 4, "{}: weight must be {}, got {}", op, layout, detail::describe(o.w));
+  detail::check_floating(op, o.x);
+  detail::check_compatible(op, o.x, o.w);
+  return o;
+}
+
+}  // namespace
+
 Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, std::array<int64_t, 2> stride,
               std::array<int64_t, 2> padding) {
   using detail::describe;
-  detail::check_defined(x_in, "conv2d", "input");
-  detail::check_defined(w_in, "conv2d", "weight");
-  Tensor x = autocast_arg(x_in, AutocastCategory::LowPrecision);
-  Tensor w = autocast_arg(w_in, AutocastCategory::LowPrecision);
-  Tensor b = b_in.defined() ? autocast_arg(b_in, AutocastCategory::LowPrecision) : b_in;
-
-  TANDEM_CHECK(x.dim() == 4, "conv2d: input must be [N, C, H, W], got {}", describe(x));
-  TANDEM_CHECK(w.dim() == 4, "conv2d: weight must be [O, C, kh, kw], got {}", describe(w));
-  detail::check_floating("conv2d", x);
-  detail::check_compatible("conv2d", x, w);
+  const auto [x, w, b] = conv_operands("conv2d", "[O, C, kh, kw]", x_in, w_in, b_in);
   TANDEM_CHECK(x.size(1) == w.size(1),
                "conv2d: input {} has {} channels but weight {} expects {} (weight is [O, C, kh, kw])",
                shape_str(x.shape()), x.size(1), shape_str(w.shape()), w.size(1));
@@ -84,16 +97,7 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, std::a
 Tensor conv_transpose2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, std::array<int64_t, 2> stride,
                         std::array<int64_t, 2> padding, std::array<int64_t, 2> output_padding) {
   using detail::describe;
-  detail::check_defined(x_in, "conv_transpose2d", "input");
-  detail::check_defined(w_in, "conv_transpose2d", "weight");
-  Tensor x = autocast_arg(x_in, AutocastCategory::LowPrecision);
-  Tensor w = autocast_arg(w_in, AutocastCategory::LowPrecision);
-  Tensor b = b_in.defined() ? autocast_arg(b_in, AutocastCategory::LowPrecision) : b_in;
-
-  TANDEM_CHECK(x.dim() == 4, "conv_transpose2d: input must be [N, C, H, W], got {}", describe(x));
-  TANDEM_CHECK(w.dim() == 4, "conv_transpose2d: weight must be [C, O, kh, kw], got {}", describe(w));
-  detail::check_floating("conv_transpose2d", x);
-  detail::check_compatible("conv_transpose2d", x, w);
+  const auto [x, w, b] = conv_operands("conv_transpose2d", "[C, O, kh, kw]", x_in, w_in, b_in);
   TANDEM_CHECK(x.size(1) == w.size(0),
                "conv_transpose2d: input {} has {} channels but weight {} expects {} (weight is [C, O, kh, kw])",
                shape_str(x.shape()), x.size(1), shape_str(w.shape()), w.size(0));
