@@ -6,6 +6,8 @@
 
 #include <utility>
 
+#include "kernels/cpu/small_gemm_walk.h"
+
 #include "kernels/cpu/gemm_avx2_kernels.h"
 
 namespace tandem::kernels::avx2 {
@@ -43,12 +45,9 @@ TANDEM_AVX2 void tile(int64_t k, float alpha, const float* a, int64_t a_row, int
   }
 }
 
-using Tile = void (*)(int64_t, float, const float*, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
-                      bool);
-
 template <bool NARROW, int... R>
-constexpr Tile tile_for(int rows, std::integer_sequence<int, R...>) {
-  constexpr Tile tiles[] = {tile<R + 1, NARROW>...};
+constexpr SmallGemmTile tile_for(int rows, std::integer_sequence<int, R...>) {
+  constexpr SmallGemmTile tiles[] = {tile<R + 1, NARROW>...};
   return tiles[rows - 1];
 }
 
@@ -56,20 +55,10 @@ constexpr Tile tile_for(int rows, std::integer_sequence<int, R...>) {
 
 void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
                     const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  if (m <= 0 || n <= 0) return;
-  // Rows split evenly over the tiles (16 rows: 6 + 5 + 5, not 6 + 6 + 4).
-  const int64_t tiles = (m + kMR - 1) / kMR, base = m / tiles, extra = m % tiles;
-  for (int64_t j = 0; j < n; j += kNR) {
-    const int cols = static_cast<int>(n - j < kNR ? n - j : kNR);
-    int64_t i = 0;
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
-      const Tile f = cols <= 8 ? tile_for<true>(rows, std::make_integer_sequence<int, kMR>{})
-                               : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
-      f(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc, accumulate);
-      i += rows;
-    }
-  }
+  small_gemm_walk<kMR, kNR>(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, [](int rows, bool narrow) {
+    return narrow ? tile_for<true>(rows, std::make_integer_sequence<int, kMR>{})
+                  : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
+  });
 }
 
 TANDEM_AVX2 void transpose_f32(const float* x, int64_t rows, int64_t cols, int64_t ld_x, float* out,

@@ -11,6 +11,8 @@
 
 #include <utility>
 
+#include "kernels/cpu/small_gemm_walk.h"
+
 #include "kernels/cpu/gemm_avx512_kernels.h"
 
 namespace tandem::kernels::avx512 {
@@ -48,12 +50,9 @@ TANDEM_AVX512 void tile(int64_t k, float alpha, const float* a, int64_t a_row, i
   }
 }
 
-using Tile = void (*)(int64_t, float, const float*, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
-                      bool);
-
 template <bool NARROW, int... R>
-constexpr Tile tile_for(int rows, std::integer_sequence<int, R...>) {
-  constexpr Tile tiles[] = {tile<R + 1, NARROW>...};
+constexpr SmallGemmTile tile_for(int rows, std::integer_sequence<int, R...>) {
+  constexpr SmallGemmTile tiles[] = {tile<R + 1, NARROW>...};
   return tiles[rows - 1];
 }
 
@@ -61,20 +60,10 @@ constexpr Tile tile_for(int rows, std::integer_sequence<int, R...>) {
 
 void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
                     const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  if (m <= 0 || n <= 0) return;
-  // Rows split evenly over the tiles (30 rows: 10 + 10 + 10, not 14 + 14 + 2).
-  const int64_t tiles = (m + kMR - 1) / kMR, base = m / tiles, extra = m % tiles;
-  for (int64_t j = 0; j < n; j += kNR) {
-    const int cols = static_cast<int>(n - j < kNR ? n - j : kNR);
-    int64_t i = 0;
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
-      const Tile f = cols <= 16 ? tile_for<true>(rows, std::make_integer_sequence<int, kMR>{})
-                                : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
-      f(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc, accumulate);
-      i += rows;
-    }
-  }
+  small_gemm_walk<kMR, kNR>(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, [](int rows, bool narrow) {
+    return narrow ? tile_for<true>(rows, std::make_integer_sequence<int, kMR>{})
+                  : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
+  });
 }
 
 // 16 x 16 blocks through registers (transpose_block16), the tails masked: a scalar loop's stores,

@@ -1,0 +1,32 @@
+// The walk over C that both ISAs' small products take (small_gemm_avx2.cpp, small_gemm_avx512.cpp):
+// columns in blocks of NR; in each block the rows split evenly over ceil(m / MR) tiles (16 rows at
+// MR 6: 6 + 5 + 5, not 6 + 6 + 4; 30 at MR 14: 10 + 10 + 10); a block of at most NR / 2 columns takes
+// the narrow tile. The tiles themselves are each ISA's. Internal to kernels/cpu.
+#pragma once
+#include <cstdint>
+
+namespace tandem::kernels {
+
+// One register tile: rows of C [rows, cols] from k products, as small_gemm_f32's arguments.
+using SmallGemmTile = void (*)(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
+                               const float* b, int64_t ldb, int cols, float* c, int64_t ldc, bool accumulate);
+
+// `pick(rows, narrow)` gives the tile for `rows` rows (1..MR), narrow or full width.
+template <int MR, int NR, class Pick>
+void small_gemm_walk(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
+                     const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate, Pick pick) {
+  if (m <= 0 || n <= 0) return;
+  const int64_t tiles = (m + MR - 1) / MR, base = m / tiles, extra = m % tiles;
+  for (int64_t j = 0; j < n; j += NR) {
+    const int cols = static_cast<int>(n - j < NR ? n - j : NR);
+    int64_t i = 0;
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
+      pick(rows, cols <= NR / 2)(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc,
+                                 accumulate);
+      i += rows;
+    }
+  }
+}
+
+}  // namespace tandem::kernels
