@@ -50,6 +50,7 @@ nlohmann::json to_json(const Job& j) {
           {"ranks", j.ranks},
           {"argv", j.argv},
           {"pid", j.pid > 0 ? nlohmann::json(j.pid) : nlohmann::json()},
+          {"slurm_job_id", j.slurm_job_id.empty() ? nlohmann::json() : nlohmann::json(j.slurm_job_id)},
           {"exit_code", monitor::json_or_null(j.exit_code)},
           {"signal", monitor::json_or_null(j.signal)},
           {"created_at", j.created_at},
@@ -68,6 +69,7 @@ Job job_from_json(const nlohmann::json& j) {
   job.ranks = int_field(j, "ranks");
   job.argv = j.at("argv").get<std::vector<std::string>>();
   job.pid = opt_int(j, "pid").value_or(0);
+  if (j.contains("slurm_job_id") && j["slurm_job_id"].is_string()) job.slurm_job_id = j["slurm_job_id"].get<std::string>();
   job.exit_code = opt_int(j, "exit_code");
   job.signal = opt_int(j, "signal");
   job.created_at = time_of(j, "created_at");

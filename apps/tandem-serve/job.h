@@ -21,8 +21,9 @@ struct Job {
   JobState state = JobState::Queued;
   nlohmann::json request = nlohmann::json::object();  // as validated (job_schema.h)
   int ranks = 1;
-  std::vector<std::string> argv;  // the job's command: mpirun -np R ... tandem-train ...
+  std::vector<std::string> argv;  // the job's command: mpirun -np R ... tandem-train ... (slurm: sbatch ...)
   int pid = 0;                     // the supervisor (= process group = session id); 0: not started
+  std::string slurm_job_id;        // --launcher slurm: Slurm's id once sbatch took the job; empty otherwise
   std::optional<int> exit_code;    // the command's exit code
   std::optional<int> signal;       // or the signal that killed it
   double created_at = 0, started_at = 0, finished_at = 0;  // Unix time; 0: not yet

@@ -10,7 +10,10 @@ inline constexpr const char* kJobLogFile = "log.txt";
 inline constexpr const char* kJobExitFile = "exit.json";
 // Each rank's stdout and stderr (mpirun --output-filename): ranks/<mpi job>/rank.<N>/stderr.
 inline constexpr const char* kJobRanksDir = "ranks";
-inline constexpr const char* kJobFiles[] = {kJobRecordFile, kJobMetricsFile, kJobLogFile, kJobExitFile, kJobRanksDir};
+// --launcher slurm: the batch script sbatch was given (slurm.h).
+inline constexpr const char* kJobBatchScript = "batch.sh";
+inline constexpr const char* kJobFiles[] = {kJobRecordFile, kJobMetricsFile, kJobLogFile, kJobExitFile, kJobRanksDir,
+                                            kJobBatchScript};
 
 // Whether a path relative to a job's folder (a `save`) starts with one of those files or one of
 // their temporaries ("<file>.tmp.*", atomic_file.h): a checkpoint folder there would break the

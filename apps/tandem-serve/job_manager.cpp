@@ -30,6 +30,12 @@ void JobManager::start() {
   for (Job& j : store_.load_all()) {
     next_id_ = std::max(next_id_, j.id + 1);
     auto& slot = jobs_[j.id] = std::move(j);
+    if (!slot.slurm_job_id.empty()) {
+      if (!is_final(slot.state))
+        std::fprintf(stderr, "tandem-serve: job %lld (Slurm job %s) followed through Slurm again\n",
+                     static_cast<long long>(slot.id), slot.slurm_job_id.c_str());
+      continue;
+    }
     if (slot.state != JobState::Running) continue;
     if (still_running(slot)) {
       std::fprintf(stderr, "tandem-serve: job %lld (pid %d) still runs: taken back\n",
@@ -77,11 +83,13 @@ Job JobManager::cancel(int64_t id) {
   Job& j = it->second;
   if (is_final(j.state)) throw HttpError(409, fmt::format("job {} is already {}", id, state_name(j.state)));
   const double now = unix_now();
-  if (j.state == JobState::Queued) {
+  if (j.state == JobState::Queued && j.slurm_job_id.empty()) {
     j.state = JobState::Cancelled;
     j.finished_at = now;
     j.reason = "cancelled while queued";
     ++finished_[j.state];
+  } else if (!j.slurm_job_id.empty()) {
+    cancel_slurm(j, now);
   } else if (!j.cancel_requested) {
     j.cancel_requested = true;
     j.cancel_at = now;
@@ -130,6 +138,8 @@ int JobManager::slots_used_locked() const {
 void JobManager::watch_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    if (opt_.slurm && unix_now() - slurm_polled_at_ >= opt_.slurm_poll_s) refresh_slurm(lock);
+    if (stopping_) break;
     poll_locked(unix_now());
     cv_.wait_for(lock, std::chrono::duration<double>(opt_.poll_s));
   }
@@ -137,6 +147,10 @@ void JobManager::watch_loop() {
 
 void JobManager::poll_locked(double now) {
   for (auto& [id, j] : jobs_) {
+    if (!j.slurm_job_id.empty()) {
+      if (!is_final(j.state)) follow_slurm(j, now);
+      continue;
+    }
     if (j.state != JobState::Running) continue;
     if (!still_running(j)) {
       finalize(j, now);
@@ -145,6 +159,11 @@ void JobManager::poll_locked(double now) {
       all.push_back(j.pid);
       signal_all(all, SIGKILL);
     }
+  }
+  if (opt_.slurm) {  // Slurm queues them: each goes to sbatch at once
+    for (auto& [id, j] : jobs_)
+      if (j.state == JobState::Queued && j.slurm_job_id.empty()) launch_slurm(j, now);
+    return;
   }
   // Strictly first come, first served: a big job at the head is not overtaken by small ones.
   for (auto& [id, j] : jobs_) {
@@ -201,11 +220,16 @@ void JobManager::finalize(Job& j, double now) {
 // job may have waited in the queue while a file it names was replaced (by a symlink out of the
 // folder, say), and a restarted server may have other folders or none.
 std::vector<std::string> JobManager::command(const Job& j) const {
-  const JobFiles files = resolve_job_files(j.request, opt_.roots);
   // The launcher's flags by its flavor (launch_prefix: no pinning, no cap on ranks per core, each
   // rank's output in a file of its own under Open MPI so that errors are told by rank).
   std::vector<std::string> argv = launch_prefix(opt_.flavor, opt_.mpirun, j.ranks, store_.ranks_dir(j.id));
-  argv.push_back(opt_.tandem_train);
+  for (auto& a : train_command(j)) argv.push_back(std::move(a));
+  return argv;
+}
+
+std::vector<std::string> JobManager::train_command(const Job& j) const {
+  const JobFiles files = resolve_job_files(j.request, opt_.roots);
+  std::vector<std::string> argv{opt_.tandem_train};
   for (auto& a : JobSchema::train_args(j.request, files, store_.job_dir(j.id), store_.jobs_dir(),
                                        store_.metrics_path(j.id)))
     argv.push_back(std::move(a));

@@ -1,6 +1,8 @@
 // JobManager: the jobs, their FIFO queue over the server's slots, launching, watching and
 // cancelling them, and taking them back after a restart. One mutex guards all; a watcher thread
-// polls running jobs every poll_s and starts queued ones as slots free up.
+// polls running jobs every poll_s and starts queued ones as slots free up. Under --launcher slurm
+// every job goes to sbatch at once and Slurm queues it; the watcher follows it through scontrol
+// (job_manager_slurm.cpp), asking Slurm with the mutex released.
 #pragma once
 #include <condition_variable>
 #include <map>
@@ -15,6 +17,7 @@
 #include "apps/tandem-serve/job_paths.h"
 #include "apps/tandem-serve/job_store.h"
 #include "apps/tandem-serve/launcher.h"
+#include "apps/tandem-serve/slurm.h"
 
 namespace tandem::serve {
 
@@ -27,6 +30,10 @@ struct ManagerOptions {
   double cancel_grace_s = 10;
   double poll_s = 0.25;
   FileRoots roots;           // where a job's model and array files are read from (job_paths.h)
+  // --launcher slurm: jobs are Slurm batch jobs (slurm.h), queued by Slurm rather than by slots;
+  // unset: --launcher local, jobs run here under mpirun.
+  std::optional<SlurmOptions> slurm;
+  double slurm_poll_s = 1;   // how often Slurm is asked about its jobs
 };
 
 struct ManagerStats {
@@ -66,6 +73,12 @@ class JobManager {
   void finalize(Job& j, double now);
   void launch(Job& j, double now);
   std::vector<std::string> command(const Job& j) const;
+  std::vector<std::string> train_command(const Job& j) const;  // tandem-train and its flags
+  // --launcher slurm (job_manager_slurm.cpp)
+  void launch_slurm(Job& j, double now);
+  void refresh_slurm(std::unique_lock<std::mutex>& lock);  // asks Slurm about every job not final, unlocked
+  void follow_slurm(Job& j, double now);
+  void cancel_slurm(Job& j, double now);
   void terminate_ranks(const Job& j);
   int slots_used_locked() const;
   std::string supervisor_marker(const Job& j) const;
@@ -80,6 +93,10 @@ class JobManager {
   int64_t submitted_ = 0, started_ = 0;
   std::map<JobState, int64_t> finished_;
   bool stopping_ = false;
+  std::map<int64_t, SlurmJobInfo> slurm_info_;  // the latest answers, by job id
+  std::map<int64_t, double> slurm_ended_at_;    // when Slurm was first seen saying the job ended
+  std::set<int64_t> slurm_killed_;              // cancelled outright after the grace period
+  double slurm_polled_at_ = 0;
   std::thread watcher_;
 };
 

@@ -5,6 +5,7 @@
 //   <state>/jobs/<id>/log.txt           mpirun's stdout and stderr
 //   <state>/jobs/<id>/exit.json         written by the supervisor when the command ended (supervisor.h)
 //   <state>/jobs/<id>/ranks/            each rank's stdout and stderr, as mpirun --output-filename lays them out
+//   <state>/jobs/<id>/batch.sh          --launcher slurm: the script sbatch was given (slurm.h)
 //   <state>/jobs/<id>/<save>            the job's checkpoints, when it has `save`
 #pragma once
 #include <optional>
@@ -46,6 +47,7 @@ class JobStore {
   std::string log_path(int64_t id) const { return job_dir(id) + "/" + kJobLogFile; }
   std::string exit_path(int64_t id) const { return job_dir(id) + "/" + kJobExitFile; }
   std::string ranks_dir(int64_t id) const { return job_dir(id) + "/" + kJobRanksDir; }
+  std::string batch_script_path(int64_t id) const { return job_dir(id) + "/" + kJobBatchScript; }
 
   // Every job record found, by id; a malformed one is skipped with a line on stderr.
   std::vector<Job> load_all() const;

@@ -50,15 +50,28 @@ int serve_main(const ServeConfig& cfg) {
 
   ManagerOptions mo;
   mo.self_exe = self_executable();
-  mo.mpirun = find_executable(cfg.mpirun);
-  TANDEM_CHECK(!mo.mpirun.empty(), "--mpirun {}: not found or not executable", cfg.mpirun);
   std::string flavor_why = std::string(cfg.mpi_flavor) + " (--mpi-flavor)";
-  mo.flavor = cfg.mpi_flavor == "auto" ? detect_flavor(mo.mpirun, &flavor_why) : parse_flavor(cfg.mpi_flavor);
+  if (cfg.launcher == "local") {  // under slurm, srun starts the ranks: no mpirun on this machine needed
+    mo.mpirun = find_executable(cfg.mpirun);
+    TANDEM_CHECK(!mo.mpirun.empty(), "--mpirun {}: not found or not executable", cfg.mpirun);
+    mo.flavor = cfg.mpi_flavor == "auto" ? detect_flavor(mo.mpirun, &flavor_why) : parse_flavor(cfg.mpi_flavor);
+  }
   mo.tandem_train = cfg.tandem_train.empty() ? default_tandem_train(mo.self_exe) : cfg.tandem_train;
   mo.tandem_train = std::filesystem::absolute(mo.tandem_train).string();
   TANDEM_CHECK(::access(mo.tandem_train.c_str(), X_OK) == 0, "--tandem-train {}: not found or not executable",
                mo.tandem_train);
   mo.slots = cfg.slots > 0 ? cfg.slots : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (cfg.launcher == "slurm") {
+    // The nodes write each job's log, metrics, checkpoints and exit record into the state directory
+    // and run tandem-serve (the supervisor) and tandem-train by this server's paths.
+    TANDEM_CHECK(cfg.state_dir_given, "--launcher slurm: give --state-dir, a folder on a filesystem shared with the "
+                 "Slurm nodes at the same path (the jobs write their logs, metrics, checkpoints and exit records "
+                 "there); tandem-serve and tandem-train must be at the same paths on the nodes too");
+    validate_slurm_options(cfg.slurm);
+    check_slurm_reachable(cfg.slurm);
+    mo.slurm = cfg.slurm;
+    mo.slots = cfg.slots > 0 ? cfg.slots : 1024;  // Slurm queues the jobs: --slots caps one job's ranks only
+  }
   mo.cancel_grace_s = cfg.cancel_grace_s;
   mo.poll_s = cfg.poll_s;
   if (!cfg.models_dir.empty()) mo.roots.models_dir = canonical_folder("--models-dir", cfg.models_dir);
@@ -109,7 +122,15 @@ int serve_main(const ServeConfig& cfg) {
   }
   std::printf("tandem-serve %s: listening on http://%s:%d (state %s, %d slots, tandem-train %s)\n",
               tandem::version(), cfg.bind.c_str(), port, state_dir.c_str(), mo.slots, mo.tandem_train.c_str());
-  std::printf("tandem-serve: jobs launched by %s, as %s\n", mo.mpirun.c_str(), flavor_why.c_str());
+  if (mo.slurm) {
+    std::printf("tandem-serve: jobs submitted to Slurm with sbatch (partition %s, time limit %s, %d GPUs per node), "
+                "their ranks started by srun --mpi=%s; %s must be shared with the nodes\n",
+                mo.slurm->partition.empty() ? "the default" : mo.slurm->partition.c_str(),
+                mo.slurm->time_limit.empty() ? "the partition's" : mo.slurm->time_limit.c_str(),
+                mo.slurm->gpus_per_node, mo.slurm->mpi.c_str(), state_dir.c_str());
+  } else {
+    std::printf("tandem-serve: jobs launched by %s, as %s\n", mo.mpirun.c_str(), flavor_why.c_str());
+  }
   if (cfg.token_file.empty()) std::printf("tandem-serve: token for changing calls: %s\n", token_path.c_str());
   if (!mo.roots.models_dir.empty())
     std::printf("tandem-serve: jobs' model files from %s (--models-dir)\n", mo.roots.models_dir.c_str());
@@ -143,8 +164,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   cli.add_option("--bind", cfg.bind, "address to listen on; a non-loopback one needs --token-file")->capture_default_str();
-  cli.add_option("--state-dir", cfg.state_dir, "jobs, their logs, metrics and checkpoints; kept across restarts")
-      ->capture_default_str();
+  auto* state_dir_opt = cli.add_option("--state-dir", cfg.state_dir,
+                                       "jobs, their logs, metrics and checkpoints; kept across restarts (--launcher "
+                                       "slurm: on a filesystem shared with the nodes)")
+                           ->capture_default_str();
   cli.add_option("--token-file", cfg.token_file,
                  "bearer token (first line) required by changing calls and by every call on a non-loopback "
                  "address; default: a fresh token in <state-dir>/token")
@@ -173,11 +196,26 @@ int main(int argc, char** argv) {
       ->check(kNonNegative)
       ->capture_default_str();
   cli.add_option("--http-threads", cfg.http_threads, "HTTP worker threads")->check(kPositive)->capture_default_str();
+  cli.add_option("--launcher", cfg.launcher,
+                 "local: jobs run here under mpirun (queued over --slots); slurm: each job is a Slurm batch job "
+                 "(sbatch, ranks started by srun; Slurm queues them), needs --state-dir shared with the nodes")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  cli.add_option("--slurm-partition", cfg.slurm.partition, "--launcher slurm: sbatch --partition (default: Slurm's)");
+  cli.add_option("--slurm-time-limit", cfg.slurm.time_limit,
+                 "--launcher slurm: sbatch --time, e.g. 60, 2:00:00, 1-12 (default: the partition's)");
+  cli.add_option("--slurm-gpus-per-node", cfg.slurm.gpus_per_node, "--launcher slurm: sbatch --gpus-per-node (0: none)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cli.add_option("--slurm-mpi", cfg.slurm.mpi,
+                 "--launcher slurm: srun --mpi plugin through which the ranks meet (srun --mpi=list; Open MPI: pmix)")
+      ->capture_default_str();
   cli.set_version_flag("--version", std::string("tandem-serve ") + tandem::version());
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli.exit(e);
   }
+  cfg.state_dir_given = state_dir_opt->count() > 0;
   return app::run_guarded("tandem-serve", [&] { return serve_main(cfg); });
 }

@@ -13,6 +13,16 @@ namespace tandem::serve {
 // descriptor inherited. Never a shell. Returns the pid; IOError when fork fails.
 pid_t spawn_in_session(const std::vector<std::string>& argv, const std::string& log_path);
 
+// What a command run to its end printed and how it ended.
+struct CommandResult {
+  int exit_code = -1;  // -1: killed (by a signal, or at the timeout) or could not be run
+  bool timed_out = false;
+  std::string out, err;
+};
+// fork + execv of argv (argv[0] a path), stdin from /dev/null, stdout and stderr captured (each up
+// to 1 MiB), no other descriptor inherited; killed after timeout_s. Never a shell.
+CommandResult run_command(const std::vector<std::string>& argv, double timeout_s);
+
 // The pids of every process whose session id is `sid` (from /proc/<pid>/stat).
 std::vector<pid_t> session_pids(pid_t sid);
 // The parent pid of `pid`, or 0 when it is gone.

@@ -2,6 +2,8 @@
 #pragma once
 #include <string>
 
+#include "apps/tandem-serve/slurm.h"
+
 namespace tandem::serve {
 
 struct ServeConfig {
@@ -19,6 +21,9 @@ struct ServeConfig {
   double cancel_grace_s = 10;    // SIGTERM to SIGKILL
   double poll_s = 0.25;          // how often running jobs are checked and the queue advanced
   int http_threads = 32;  // a blocking reader per open connection: 32 pollers at once
+  std::string launcher = "local";  // local: mpirun here; slurm: sbatch (slurm.h)
+  bool state_dir_given = false;    // --launcher slurm needs --state-dir said, on a filesystem shared with the nodes
+  SlurmOptions slurm;              // --slurm-*
 };
 
 }  // namespace tandem::serve
