@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 
 #include "comm/mpi/mpi_check.h"
@@ -33,6 +34,13 @@ MpiTransport::MpiTransport(MPI_Comm host, bool use_shm) {
     MPI_CHECK(MPI_Barrier(node));
     for (char* p : w.segments) board_.push_back(reinterpret_cast<std::atomic<uint64_t>*>(p));
   }
+  if (board_.empty() && size_ > 1) {
+    // Across nodes no memory is shared by all ranks: missing ranks are found by a roll call at the
+    // deadline instead, on a communicator of its own whose errors are returned, not fatal (a peer
+    // that died must not turn the deadline's message into Open MPI's abort).
+    MPI_CHECK(MPI_Comm_dup(comm_, &roll_call_comm_));
+    MPI_CHECK(MPI_Comm_set_errhandler(roll_call_comm_, MPI_ERRORS_RETURN));
+  }
   oversubscribed_ = node_size > sysconf(_SC_NPROCESSORS_ONLN);
   if (node_size == size_ && use_shm && size_ > 1) {
     bells_ = std::make_unique<Doorbells>(comm_, rank_, size_, oversubscribed_);
@@ -49,6 +57,7 @@ MpiTransport::~MpiTransport() {
   // The board window is not freed: MPI_Win_free is collective and a rank whose peers failed
   // would block in it. MPI_Finalize releases it.
   MPI_Comm_free(&comm_);
+  if (roll_call_comm_ != MPI_COMM_NULL) MPI_Comm_free(&roll_call_comm_);
 }
 
 void MpiTransport::send(const void* src, size_t bytes, int peer) {
@@ -206,6 +215,49 @@ std::vector<int> MpiTransport::lagging_ranks(uint64_t seq) {
   std::vector<int> out;
   for (size_t r = 0; r < board_.size(); ++r)
     if (board_[r]->load(std::memory_order_acquire) < seq) out.push_back(static_cast<int>(r));
+  if (roll_call_comm_ == MPI_COMM_NULL || !roll_call_theirs_.empty()) return out;  // one roll call per communicator
+  // The roll call: each rank that reaches its deadline in collective #seq tells every other rank so
+  // and listens for theirs. The ranks that entered #seq all reach their deadlines within the skew of
+  // their entries; a rank that sends nothing within the window (dead, or in another call) or an
+  // earlier number never arrived at #seq. Costs nothing before a deadline.
+  constexpr int kRollCallTag = 7302;
+  constexpr double kWindow_s = 3;
+  roll_call_mine_ = seq;
+  roll_call_theirs_.assign(static_cast<size_t>(size_), 0);
+  std::vector<MPI_Request> recvs(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Irecv(&roll_call_theirs_[static_cast<size_t>(r)], 1, MPI_UINT64_T, r, kRollCallTag, roll_call_comm_,
+              &recvs[static_cast<size_t>(r)]);
+    MPI_Request send = MPI_REQUEST_NULL;
+    if (MPI_Isend(&roll_call_mine_, 1, MPI_UINT64_T, r, kRollCallTag, roll_call_comm_, &send) == MPI_SUCCESS)
+      MPI_Request_free(&send);  // completes, or not, without us
+  }
+  std::vector<bool> heard(static_cast<size_t>(size_), false);
+  heard[static_cast<size_t>(rank_)] = true;
+  const auto window = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kWindow_s));
+  poll([&] {
+    bool all = true;
+    for (int r = 0; r < size_; ++r) {
+      auto& req = recvs[static_cast<size_t>(r)];
+      if (heard[static_cast<size_t>(r)]) continue;
+      int flag = 0;
+      if (req != MPI_REQUEST_NULL && MPI_Test(&req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+        heard[static_cast<size_t>(r)] = true;
+      else
+        all = false;
+    }
+    return all;
+  }, window);
+  out.clear();
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    if (!heard[static_cast<size_t>(r)]) {
+      MPI_Request& req = recvs[static_cast<size_t>(r)];
+      if (req != MPI_REQUEST_NULL && MPI_Cancel(&req) == MPI_SUCCESS) MPI_Request_free(&req);
+    }
+    if (!heard[static_cast<size_t>(r)] || roll_call_theirs_[static_cast<size_t>(r)] < seq) out.push_back(r);
+  }
   return out;
 }
 

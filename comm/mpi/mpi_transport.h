@@ -1,5 +1,6 @@
 // The MPI transport: nonblocking point-to-point on a private duplicate of the host's communicator,
-// polled against the deadline; a node-shared "started collective" board names missing ranks.
+// polled against the deadline; a node-shared "started collective" board names missing ranks, and
+// across nodes a roll call at the deadline does.
 #pragma once
 #include <mpi.h>
 
@@ -64,6 +65,12 @@ class MpiTransport final : public Transport {
   // Board: one cache line per rank in an MPI_Win_allocate_shared window, when all ranks share a node.
   MPI_Win board_win_ = MPI_WIN_NULL;
   std::vector<std::atomic<uint64_t>*> board_;
+  // Without a board (the ranks span nodes): the roll call's own communicator (lagging_ranks), and
+  // the numbers it sends and receives, kept here since a message to or from a dead rank may stay
+  // pending after the call returns.
+  MPI_Comm roll_call_comm_ = MPI_COMM_NULL;
+  uint64_t roll_call_mine_ = 0;
+  std::vector<uint64_t> roll_call_theirs_;
   std::unique_ptr<Doorbells> bells_;  // with shm_: how waits sleep until a peer moves
   std::unique_ptr<ShmChannels> shm_;
   std::unique_ptr<ShmDirect> direct_;
