@@ -18,6 +18,7 @@
 #include "train/device_choice.h"
 #include "train/train_features.h"
 #include "nn/onnx/onnx_export.h"
+#include "apps/common/rank_inputs.h"
 #include "runtime/backend/cpu_isa.h"
 #include "runtime/data/dataset.h"
 #include "runtime/env_settings.h"
@@ -131,9 +132,12 @@ int main(int argc, char** argv) {
     // The model's defaults and a --config file, then the flags into the same settings. A bad file
     // fails here (exit 1), alike on every rank and before any communication; a bad flag is a usage
     // error (exit 2).
+    // A rank on a node that cannot see an input file says so first (apps/common/rank_inputs.h).
+    app::check_rank_inputs(app::rank_inputs_from_flags(argc, argv));
     app::apply_settings_before_flags(cfg, argc, argv);
     app::add_train_flags(cli, cfg);
     if (auto rc = app::parse_cli(cli, argc, argv)) return *rc;
+    app::check_rank_inputs(app::rank_inputs_from_config(cfg));
 #ifdef TANDEM_HAVE_MPI
     // A dead or desynchronised peer: end the whole job, or mpirun waits on the others forever.
     try {
