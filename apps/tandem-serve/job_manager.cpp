@@ -32,8 +32,10 @@ void JobManager::start() {
     auto& slot = jobs_[j.id] = std::move(j);
     if (!slot.slurm_job_id.empty()) {
       if (!is_final(slot.state))
-        std::fprintf(stderr, "tandem-serve: job %lld (Slurm job %s) followed through Slurm again\n",
-                     static_cast<long long>(slot.id), slot.slurm_job_id.c_str());
+        std::fprintf(stderr, "tandem-serve: job %lld (Slurm job %s) %s\n", static_cast<long long>(slot.id),
+                     slot.slurm_job_id.c_str(),
+                     opt_.slurm ? "followed through Slurm again"
+                                : "is not followed: this server runs --launcher local (squeue, scancel)");
       continue;
     }
     if (slot.state != JobState::Running) continue;
@@ -148,7 +150,7 @@ void JobManager::watch_loop() {
 void JobManager::poll_locked(double now) {
   for (auto& [id, j] : jobs_) {
     if (!j.slurm_job_id.empty()) {
-      if (!is_final(j.state)) follow_slurm(j, now);
+      if (!is_final(j.state) && opt_.slurm) follow_slurm(j, now);
       continue;
     }
     if (j.state != JobState::Running) continue;

@@ -3,6 +3,7 @@
 // record its batch script's supervisor writes into the (shared) state directory.
 #include <fmt/format.h>
 
+#include "apps/tandem-serve/http_error.h"
 #include "apps/tandem-serve/job_manager.h"
 #include "apps/tandem-serve/supervisor.h"
 #include "runtime/serialization/atomic_file.h"
@@ -123,6 +124,9 @@ void JobManager::follow_slurm(Job& j, double now) {
 }
 
 void JobManager::cancel_slurm(Job& j, double now) {
+  if (!opt_.slurm)
+    throw HttpError(409, fmt::format("job {} is Slurm job {}, and this server runs --launcher local: cancel it with "
+                                     "scancel {}", j.id, j.slurm_job_id, j.slurm_job_id));
   if (j.cancel_requested) return;
   j.cancel_requested = true;
   j.cancel_at = now;

@@ -98,7 +98,10 @@ def main():
         check(ckpts, "no checkpoint written on cancel")
         status, log, _ = srv.curl("GET", "/jobs/%s/log" % a)
         check(status == 200, "log: %d" % status)
-        for needle in ("launched with 2 ranks by srun", "SIGTERM: stopping after step", "checkpoint: step"):
+        # "1 thread (--threads)": the flags after the batch script reach tandem-train, not sbatch (whose
+        # --threads-per-core --threads=1 would abbreviate, were sbatch to read options past the script).
+        for needle in ("launched with 2 ranks by srun", "1 thread (--threads)", "SIGTERM: stopping after step",
+                       "checkpoint: step"):
             check(needle in log, "log lacks %r:\n%s" % (needle, log[-3000:]))
         print("\n".join(l for l in log.splitlines() if "SIGTERM" in l or "checkpoint" in l or "CANCELLED" in l))
 
