@@ -235,7 +235,8 @@ std::vector<int> MpiTransport::lagging_ranks(uint64_t seq) {
   }
   std::vector<bool> heard(static_cast<size_t>(size_), false);
   heard[static_cast<size_t>(rank_)] = true;
-  const auto window = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kWindow_s));
+  const auto window =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kWindow_s));
   poll([&] {
     bool all = true;
     for (int r = 0; r < size_; ++r) {
