@@ -7,7 +7,7 @@ A 2-rank job with `save` is submitted over HTTP, followed to running (Slurm's RU
 records), cancelled with DELETE: SIGTERM reaches its ranks through scancel, it stops at a step
 boundary, checkpoints and ends `cancelled`; its log is read over HTTP. A second job asks for more
 CPUs than are free beside it: pending in Slurm, shown queued with Slurm's reason, cancelled while
-pending. A third runs to done. A job Slurm refuses (more tasks than the cluster has) fails with
+pending. A third runs to done across a restart of the server. A job Slurm refuses (more tasks than the cluster has) fails with
 sbatch's message. The server refuses to start without --state-dir or with a bad partition.
 Exits 77 (skipped) when no cluster answers.
 """
@@ -105,8 +105,12 @@ def main():
             check(needle in log, "log lacks %r:\n%s" % (needle, log[-3000:]))
         print("\n".join(l for l in log.splitlines() if "SIGTERM" in l or "checkpoint" in l or "CANCELLED" in l))
 
-        # 4. One to done.
-        c = srv.submit(dict(JOB, max_steps=20))
+        # 4. One to done, across a restart of the server: Slurm's job is followed again by its id.
+        c = srv.submit(dict(JOB, max_steps=300))
+        srv.wait(c, ["running"], timeout=120)
+        check(srv.stop() == 0, "tandem-serve exited non-zero:\n" + srv.output()[-3000:])
+        srv.start()
+        check("followed through Slurm again" in srv.output(), "restart: " + srv.output())
         jc = srv.wait(c, ["done"], timeout=180)
         check(jc["exit_code"] == 0 and jc["progress"] == 1 and jc["result"]["world_size"] == 2, "done job: %s" % jc)
         check(squeue_state(jc["slurm_job_id"]) in ("", "COMPLETED", "COMPLETING"), "squeue after done")
