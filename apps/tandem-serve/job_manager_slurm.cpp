@@ -64,7 +64,17 @@ void JobManager::follow_slurm(Job& j, double now) {
   if (store_.read_exit(j.id)) {
     if (j.started_at == 0) j.started_at = now;
     finalize(j, now);
-    if (info.state == "TIMEOUT") j.reason += fmt::format(" ({} reached its time limit)", where);
+    if (info.state == "TIMEOUT" && j.state == JobState::Done) {
+      // Slurm's SIGTERM at the time limit: tandem-train stopped (and with `save` checkpointed) short of
+      // its plan and exited 0. Not done: failed, saying why.
+      --finished_[j.state];
+      j.state = JobState::Failed;
+      ++finished_[j.state];
+      j.reason = fmt::format("stopped by Slurm's time limit ({} TIMEOUT; --slurm-time-limit): tandem-train "
+                             "stopped at a step boundary, checkpointing with `save`, and {}", where, j.reason);
+    } else if (info.state == "TIMEOUT") {
+      j.reason += fmt::format(" ({} reached its time limit)", where);
+    }
     if (j.reason != reason_before) store_.save(j);
     slurm_info_.erase(j.id);
     return;
