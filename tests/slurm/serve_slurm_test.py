@@ -7,7 +7,8 @@ A 2-rank job with `save` is submitted over HTTP, followed to running (Slurm's RU
 records), cancelled with DELETE: SIGTERM reaches its ranks through scancel, it stops at a step
 boundary, checkpoints and ends `cancelled`; its log is read over HTTP. A second job asks for more
 CPUs than are free beside it: pending in Slurm, shown queued with Slurm's reason, cancelled while
-pending. A third runs to done across a restart of the server. A job Slurm refuses (more tasks than the cluster has) fails with
+pending. A third runs to done across a restart of the server. One whose batch step is killed
+(no exit record, as where the state directory is not shared) fails saying so. A job Slurm refuses (more tasks than the cluster has) fails with
 sbatch's message. The server refuses to start without --state-dir or with a bad partition.
 Exits 77 (skipped) when no cluster answers.
 """
@@ -115,14 +116,26 @@ def main():
         check(jc["exit_code"] == 0 and jc["progress"] == 1 and jc["result"]["world_size"] == 2, "done job: %s" % jc)
         check(squeue_state(jc["slurm_job_id"]) in ("", "COMPLETED", "COMPLETING"), "squeue after done")
 
-        # 5. Refused by Slurm: more tasks than the cluster's CPUs.
+        # 5. A batch step that leaves no exit record (as on a node that does not share the state
+        # directory): its supervisor SIGKILLed by Slurm; the job fails, saying what to check.
+        e = srv.submit(dict(JOB, epochs=3))
+        je = srv.wait(e, ["running"], timeout=120)
+        r = subprocess.run(["scancel", "--batch", "--signal=KILL", je["slurm_job_id"]], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=30)
+        check(r.returncode == 0, "scancel --batch: %s" % r.stdout)
+        je = srv.wait(e, ["failed"], timeout=120)
+        check("without the exit record" in je["reason"] and "must be shared with the Slurm nodes" in je["reason"],
+              "no exit record: %s" % je["reason"])
+        print("job %s: %s" % (e, je["reason"]))
+
+        # 6. Refused by Slurm: more tasks than the cluster's CPUs.
         d = srv.submit(dict(JOB, ranks=64, max_steps=5))
         jd = srv.wait(d, ["failed"], timeout=60)
         check("could not start: sbatch refused the job" in jd["reason"], "refused job: %s" % jd["reason"])
         print("job %s: %s" % (d, jd["reason"]))
 
         states = [j["state"] for j in srv.json("GET", "/jobs")]
-        check(states == ["cancelled", "cancelled", "done", "failed"], "states %s" % states)
+        check(states == ["cancelled", "cancelled", "done", "failed", "failed"], "states %s" % states)
         check(srv.stop() == 0, "tandem-serve exited non-zero:\n" + srv.output()[-3000:])
     finally:
         srv.stop()
