@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -61,7 +62,27 @@ struct NodeLayout {
   int nodes = 1;
   int ranks_per_node = 1;         // 0 where nodes have different numbers of ranks
   std::vector<int> sizes;         // ranks on each node
+  int machine_ranks = 1;          // ranks on this machine's CPUs (the same kernel boot id)
 };
+
+// How many of host's ranks run on this machine's CPUs: those whose kernel has our boot id.
+// Network namespaces or TANDEM_TEST_RANKS_PER_NODE make several "nodes" of one machine, whose
+// ranks share its cores all the same (collective over host).
+int ranks_on_this_machine(MPI_Comm host) {
+  char mine[64] = {};
+  if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    if (!std::fgets(mine, sizeof mine, f)) mine[0] = '\0';
+    std::fclose(f);
+  }
+  int size = 1;
+  MPI_CHECK(MPI_Comm_size(host, &size));
+  std::vector<char> all(sizeof mine * static_cast<size_t>(size));
+  MPI_CHECK(MPI_Allgather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, host));
+  if (mine[0] == '\0') return 1;  // unknown: the node's own count decides
+  int n = 0;
+  for (int r = 0; r < size; ++r) n += std::memcmp(all.data() + sizeof mine * static_cast<size_t>(r), mine, sizeof mine) == 0;
+  return n;
+}
 
 NodeLayout node_layout(MPI_Comm host) {
   int rank = 0, size = 1;
@@ -84,6 +105,7 @@ NodeLayout node_layout(MPI_Comm host) {
   for (int id : ids) l.sizes.push_back(static_cast<int>(std::count(firsts.begin(), firsts.end(), id)));
   const bool even = std::all_of(l.sizes.begin(), l.sizes.end(), [&](int n) { return n == l.sizes[0]; });
   l.ranks_per_node = even ? l.sizes[0] : 0;
+  l.machine_ranks = ranks_on_this_machine(host);
   return l;
 }
 
@@ -106,7 +128,7 @@ class MpiCommunicator final : public RingCommunicator {
                    "flat ring (ring or auto)", nodes_, fmt::format("{}", fmt::join(layout.sizes, ", ")));
       hierarchical = true;
     }
-    auto t = std::make_unique<MpiTransport>(host, options().shared_memory, layout.index);
+    auto t = std::make_unique<MpiTransport>(host, options().shared_memory, layout.index, layout.machine_ranks);
     mpi_ = t.get();
     if (hierarchical) {
       // The node's ranks through shared memory; the rail (this local rank on every node, in node
@@ -115,8 +137,8 @@ class MpiCommunicator final : public RingCommunicator {
       MPI_CHECK(MPI_Comm_rank(layout.node, &local));
       MPI_Comm rail = MPI_COMM_NULL;
       MPI_CHECK(MPI_Comm_split(host, local, layout.index, &rail));
-      node_t_ = std::make_unique<MpiTransport>(layout.node, options().shared_memory, layout.index);
-      rail_t_ = std::make_unique<MpiTransport>(rail, /*use_shm=*/false, layout.index);
+      node_t_ = std::make_unique<MpiTransport>(layout.node, options().shared_memory, layout.index, layout.machine_ranks);
+      rail_t_ = std::make_unique<MpiTransport>(rail, /*use_shm=*/false, layout.index, layout.machine_ranks);
       MPI_CHECK(MPI_Comm_free(&rail));
       hierarchy_ = std::make_unique<Hierarchy>(*node_t_, *rail_t_, options().segment_bytes);
     }

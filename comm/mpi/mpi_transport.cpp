@@ -17,7 +17,7 @@ constexpr int kTag = 7301;
 constexpr size_t kMaxMessage = size_t(1) << 30;  // MPI counts are int: split larger messages
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm host, bool use_shm, int node_id) {
+MpiTransport::MpiTransport(MPI_Comm host, bool use_shm, int node_id, int machine_ranks) {
   MPI_CHECK(MPI_Comm_dup(host, &comm_));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -41,7 +41,7 @@ MpiTransport::MpiTransport(MPI_Comm host, bool use_shm, int node_id) {
     MPI_CHECK(MPI_Barrier(node));
     for (char* p : w.segments) board_.push_back(reinterpret_cast<std::atomic<uint64_t>*>(p));
   }
-  oversubscribed_ = node_size > sysconf(_SC_NPROCESSORS_ONLN);
+  oversubscribed_ = std::max(node_size, machine_ranks) > sysconf(_SC_NPROCESSORS_ONLN);
   if (node_size == size_ && use_shm && size_ > 1) {
     bells_ = std::make_unique<Doorbells>(comm_, rank_, size_, oversubscribed_);
     shm_ = std::make_unique<ShmChannels>(comm_, rank_, size_, *bells_);

@@ -20,8 +20,10 @@ class MpiTransport final : public Transport {
  public:
   // Duplicates host. use_shm: exchange through shared memory when all ranks share a node.
   // node: this rank's node, any number the ranks of one node share (default: MPI_Comm_split_type's
-  // nodes); bytes sent to ranks of other nodes are counted (cross_node_bytes).
-  MpiTransport(MPI_Comm host, bool use_shm, int node = -1);
+  // nodes); bytes sent to ranks of other nodes are counted (cross_node_bytes). machine_ranks: the
+  // job's ranks on this machine's CPUs where more than host's ranks on this node (the hierarchy's
+  // parts of the job; namespace "nodes" of one machine): waits yield when they outnumber the cores.
+  MpiTransport(MPI_Comm host, bool use_shm, int node = -1, int machine_ranks = 0);
   bool uses_shared_memory() const { return shm_ != nullptr; }
   ~MpiTransport() override;
   int rank() const override { return rank_; }
