@@ -122,10 +122,11 @@ class MpiCommunicator final : public RingCommunicator {
     // and can run (as many ranks on every node: the rails then pair up).
     bool hierarchical = algo == Options::Algo::Auto && nodes_ >= 2 && ranks_per_node_ >= 2;
     if (algo == Options::Algo::Hierarchical) {
+      if (ranks_per_node_ == 0) MPI_CHECK(MPI_Comm_free(&layout.node));
       TANDEM_CHECK(ranks_per_node_ > 0,
                    "TANDEM_COMM_ALGO=hierarchical (Options::Algo::Hierarchical) needs the same number of ranks on "
                    "every node, but the job's {} nodes have {} ranks; launch as many ranks on each node, or use the "
-                   "flat ring (ring or auto)", nodes_, fmt::format("{}", fmt::join(layout.sizes, ", ")));
+                   "flat ring (ring or auto)", nodes_, fmt::join(layout.sizes, ", "));
       hierarchical = true;
     }
     auto t = std::make_unique<MpiTransport>(host, options().shared_memory, layout.index, layout.machine_ranks);
