@@ -117,6 +117,23 @@ TEST(CommHier, AutoChoosesTheHierarchy) {
 
 bool doubling_possible(int n) { return n > 2 && (n & (n - 1)) == 0; }
 
+// Nodes of different sizes (3 ranks as nodes of 2 and 1): auto keeps the flat ring, and forcing the
+// hierarchy is an error that says why, on every rank.
+TEST(CommHier, UnevenNodesKeepTheFlatRing) {
+  const Place p = place();
+  if (p.nodes < 2 || p.nodes * p.per_node == static_cast<int>(p.node_of.size()))
+    GTEST_SKIP() << "needs nodes of different sizes (TANDEM_TEST_RANKS_PER_NODE=2 on 3 ranks)";
+  EXPECT_EQ(mpi_traffic(world(Algo::Auto, 0)).allreduce, "ring");
+  Options o;
+  o.algo = Algo::Hierarchical;
+  try {
+    make_mpi_communicator(MPI_COMM_WORLD, o);
+    ADD_FAILURE() << "hierarchical on nodes of different sizes was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the same number of ranks on every node"), std::string::npos) << e.what();
+  }
+}
+
 // Sizes below, at and above L * N, odd, and over several 256 KiB segments.
 TEST(CommHier, SumIsTheDocumentedOrderBitwiseOnEveryRank) {
   const Place p = place();
