@@ -27,7 +27,10 @@ Options Options::with_env() const {
   // Each variable overrides its option only where it is set (an unset one leaves the caller's choice).
   if (const std::optional<double> t = env::number("TANDEM_COMM_TIMEOUT")) o.timeout_s = *t;
   if (env::flag("TANDEM_DEBUG_DESYNC")) o.debug_desync = true;
-  if (env::is_set("TANDEM_COMM_ALGO")) o.algo = env::choice("TANDEM_COMM_ALGO") == 0 ? Algo::Ring : Algo::Native;
+  if (env::is_set("TANDEM_COMM_ALGO")) {  // the values in env_settings.cpp's order
+    static constexpr Algo kAlgos[] = {Algo::Auto, Algo::Ring, Algo::Hierarchical, Algo::Native};
+    o.algo = kAlgos[env::choice("TANDEM_COMM_ALGO")];
+  }
   if (env::is_set("TANDEM_COMM_SHM")) o.shared_memory = env::flag("TANDEM_COMM_SHM");
   TANDEM_CHECK(o.timeout_s > 0, "Options::timeout_s must be positive, got {}", o.timeout_s);
   return o;

@@ -29,9 +29,14 @@ class Work {
 using WorkPtr = std::shared_ptr<Work>;
 
 struct Options {
-  // Ring: our ring all-reduce (reduce-scatter then all-gather, fixed addition order, bitwise
-  // identical on every rank). Native: the library's collective (MPI_Allreduce, ncclAllReduce).
-  enum class Algo { Ring, Native } algo = Algo::Ring;
+  // Ring: our flat ring all-reduce over all ranks (reduce-scatter then all-gather, fixed addition
+  // order, bitwise identical on every rank). Hierarchical (mpi backend): reduce-scatter inside each
+  // node through shared memory, a ring across the nodes, all-gather inside the node (comm/hierarchy.h);
+  // also bitwise identical on every rank, but other bits than the flat ring's. Auto: Hierarchical
+  // where the job spans 2 or more nodes with the same number (2 or more) of ranks on each, else Ring.
+  // Native: the library's collective (MPI_Allreduce, ncclAllReduce). Backends without a hierarchy
+  // (local, nccl) run the ring for Auto and Hierarchical.
+  enum class Algo { Auto, Ring, Hierarchical, Native } algo = Algo::Auto;
   // Deadline of every blocking wait, seconds. Env TANDEM_COMM_TIMEOUT overrides when set.
   double timeout_s = 300;
   // Before each collective, check that all ranks call the same one with the same count, dtype and
@@ -45,7 +50,7 @@ struct Options {
   bool shared_memory = true;
 
   // Options with the environment overrides applied (TANDEM_COMM_TIMEOUT, TANDEM_DEBUG_DESYNC,
-  // TANDEM_COMM_ALGO=ring|native, TANDEM_COMM_SHM=0|1). The factories call it; callers need not.
+  // TANDEM_COMM_ALGO=auto|ring|hierarchical|native, TANDEM_COMM_SHM=0|1). The factories call it; callers need not.
   Options with_env() const;
 };
 

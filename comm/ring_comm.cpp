@@ -43,7 +43,8 @@ void RingCommunicator::start(std::unique_ptr<Transport> transport, bool use_thre
   ring_ = std::make_unique<Ring>(*transport_, opts_.segment_bytes);
   flight_.identify(rank_, size_);  // SIGUSR1 dumps it from now on
   executor_ = std::make_shared<Executor>(use_thread);
-  executor_->set_wait_hook([t = transport_.get()](bool waiting) { t->set_caller_waiting(waiting); });
+  // Only while started: the derived destructors stop() the executor before their transports go.
+  executor_->set_wait_hook([this](bool waiting) { caller_waiting(waiting); });
 }
 
 void RingCommunicator::stop() {
@@ -136,11 +137,16 @@ WorkPtr RingCommunicator::allreduce(void* buf, int64_t count, DType dtype, Reduc
   check_args("allreduce", count, dtype);
   CallDesc d{int32_t(CollectiveKind::Allreduce), int32_t(dtype), count, int32_t(op), -1, 0};
   return launch(d, [=](const OpInfo& info) {
-    if (opts_.algo == Options::Algo::Native && native_allreduce(buf, count, dtype, op, info)) return;
-    if (opts_.algo == Options::Algo::Ring && size_ > 1 && count > 0 && direct_allreduce(buf, count, dtype, op, info))
-      return;
-    ring_->allreduce(buf, count, dtype, op, info);
+    if (!whole_allreduce(buf, count, dtype, op, info)) ring_->allreduce(buf, count, dtype, op, info);
   });
+}
+
+bool RingCommunicator::whole_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info) {
+  if (opts_.algo == Options::Algo::Native) return native_allreduce(buf, count, dtype, op, info);
+  if (size_ == 1 || count == 0) return false;
+  // The hierarchy, where the backend chose it, takes every buffer (make_buffer then gives plain
+  // memory); else make_buffer memory is summed directly.
+  return hierarchical_allreduce(buf, count, dtype, op, info) || direct_allreduce(buf, count, dtype, op, info);
 }
 
 WorkPtr RingCommunicator::reduce_scatter(const void* send, void* recv, int64_t recv_count, DType dtype,
@@ -168,12 +174,9 @@ WorkPtr RingCommunicator::reduce_scatter_chunks(void* buf, int64_t count, DType 
   CallDesc d{int32_t(CollectiveKind::ReduceScatterChunks), int32_t(dtype), count, int32_t(op), -1, 0};
   return launch(d, [=](const OpInfo& info) {
     // allreduce's choice for this buffer, so that the owned chunk is bitwise allreduce's: the
-    // backend's collective (Native) or the direct shared-memory sum (make_buffer memory) reduce the
-    // whole buffer, the ring stops after its reduce-scatter phase.
-    if (opts_.algo == Options::Algo::Native && native_allreduce(buf, count, dtype, op, info)) return;
-    if (opts_.algo == Options::Algo::Ring && size_ > 1 && count > 0 && direct_allreduce(buf, count, dtype, op, info))
-      return;
-    ring_->reduce_scatter_in_place(buf, count, dtype, op, info);
+    // backend's collective (Native), the hierarchy or the direct shared-memory sum (make_buffer
+    // memory) reduce the whole buffer; the ring stops after its reduce-scatter phase.
+    if (!whole_allreduce(buf, count, dtype, op, info)) ring_->reduce_scatter_in_place(buf, count, dtype, op, info);
   });
 }
 

@@ -76,6 +76,12 @@ class RingCommunicator : public Communicator {
   // An all-reduce the backend can do without the ring for this buffer (mpi: make_buffer memory
   // shared by the node's ranks); false: the ring runs. Runs on the executor, with Algo::Ring.
   virtual bool direct_allreduce(void*, int64_t, DType, ReduceOp, const OpInfo&) { return false; }
+  // The backend's hierarchical all-reduce where it chose one (Algo::Auto on several nodes, or
+  // Algo::Hierarchical); false: none, the direct sum or the ring runs. Runs on the executor.
+  virtual bool hierarchical_allreduce(void*, int64_t, DType, ReduceOp, const OpInfo&) { return false; }
+  // The issuing thread blocks on (true) or leaves (false) its collectives (Executor's wait hook):
+  // tells the transport; a backend with more transports tells them all.
+  virtual void caller_waiting(bool waiting) { transport_->set_caller_waiting(waiting); }
   // Runs fn on the executor, after the work queued before it (collective setup that must keep the
   // issue order, such as allocating a shared window), and waits for it.
   void run_in_order(std::function<void()> fn);
@@ -89,6 +95,9 @@ class RingCommunicator : public Communicator {
   WorkPtr point_to_point(const char* name, bool is_send, void* buf, int64_t count, DType dtype, int peer);
   void check_desync(const CallDesc& mine, const OpInfo& info);
   void check_args(const char* what, int64_t count, DType dtype) const;
+  // allreduce and reduce_scatter_chunks: the backend's collective, the hierarchy or the direct sum
+  // over the whole buffer; false where none applies (the ring's phases run).
+  bool whole_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, const OpInfo& info);
 
   Options opts_;
   Device device_;

@@ -43,8 +43,10 @@ const std::vector<Variable> kVariables = {
      "PyTorch's cudnn.benchmark)", U::General},
     {"TANDEM_COMM_TIMEOUT", K::Number, {}, "300",
      "seconds a collective waits for its peers before a CommError names the ranks it waits for", U::General},
-    {"TANDEM_COMM_ALGO", K::Choice, {"ring", "native"}, "ring",
-     "the MPI communicator's all-reduce: tandem's ring (recursive halving for power-of-two worlds) or MPI's own",
+    {"TANDEM_COMM_ALGO", K::Choice, {"auto", "ring", "hierarchical", "native"}, "auto",
+     "the MPI communicator's all-reduce: hierarchical where the job spans nodes with the same number (2 or more) "
+     "of ranks on each, else the flat ring (auto); tandem's flat ring (recursive doubling for small buffers on "
+     "power-of-two worlds); the hierarchy (shared memory inside a node, a ring across nodes); or MPI's own",
      U::General},
     {"TANDEM_COMM_SHM", K::Flag, {}, "on",
      "shared-memory channels between the ranks of one node (off: MPI carries everything)", U::General},
@@ -85,6 +87,9 @@ const std::vector<Variable> kVariables = {
      "the docs tests rewrite the generated tables in docs/ instead of failing", U::Testing},
     {"TANDEM_TEST_STRESS", K::Number, {}, "3000",
      "iterations of test_comm_mpi_shared's stress test", U::Testing},
+    {"TANDEM_TEST_RANKS_PER_NODE", K::Number, {}, "",
+     "the MPI communicator's hierarchy takes each run of this many consecutive ranks as a node instead of "
+     "MPI_Comm_split_type's nodes (one host simulating several: test_comm_hier)", U::Testing},
 };
 
 // Switches a GPU run has decided: setting one is warned about (unknown_variables), not an error.

@@ -1,11 +1,15 @@
 // tandem-bench-allreduce: in-place float32 all-reduce from 4 KB to 64 MB (powers of 4) with our
-// ring (--algo ring), the communicator's native path (--algo native: MPI_Iallreduce) and plain
+// flat ring (--algo ring), our hierarchical all-reduce (--algo hier: shared memory inside a node, a
+// ring across nodes), the communicator's native path (--algo native: MPI_Iallreduce) and plain
 // blocking MPI_Allreduce (--algo mpi). One JSON line per size and algo; time is the median over
-// iterations (each the slowest rank's) after warm-up; busbw = algbw * 2(n-1)/n as nccl-tests.
+// iterations (each the slowest rank's) after warm-up; busbw = algbw * 2(n-1)/n as nccl-tests, n all
+// ranks, whatever the algorithm. Our algorithms also report the bytes each call sends across nodes
+// (mean and most over the ranks, and all ranks together; null for MPI's own collectives).
 // Also prints single-core memcpy bandwidth for comparison (alone, and with every rank copying). Run: mpirun -np 2 tandem-bench-allreduce
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,7 +45,7 @@ double memcpy_gbps(size_t bytes) {
 }
 
 struct Args {
-  std::vector<std::string> algos = {"ring", "native", "mpi"};
+  std::vector<std::string> algos;  // default: ring, hier (where the job spans nodes), native, mpi
   int64_t min_bytes = 4096, max_bytes = 64 << 20;
   int64_t segment_bytes = 0;
   double seconds_per_size = 0.4;
@@ -67,14 +71,14 @@ Args parse(int argc, char** argv) {
     else if (k == "--segment-bytes") a.segment_bytes = std::atoll(val().c_str());
     else if (k == "--seconds") a.seconds_per_size = std::atof(val().c_str());
     else {
-      std::fprintf(stderr, "usage: %s [--algo ring,native,mpi] [--min-bytes N] [--max-bytes N] "
+      std::fprintf(stderr, "usage: %s [--algo ring,hier,native,mpi] [--min-bytes N] [--max-bytes N] "
                    "[--segment-bytes N] [--seconds S]\n", argv[0]);
       std::exit(k == "--help" ? 0 : 2);
     }
   }
   for (auto& s : a.algos)
-    if (s != "ring" && s != "native" && s != "mpi") {
-      std::fprintf(stderr, "--algo: unknown '%s' (ring, native, mpi)\n", s.c_str());
+    if (s != "ring" && s != "hier" && s != "native" && s != "mpi") {
+      std::fprintf(stderr, "--algo: unknown '%s' (ring, hier, native, mpi)\n", s.c_str());
       std::exit(2);
     }
   return a;
@@ -104,11 +108,24 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
     }
 
-    Options ring_opts, native_opts;
-    ring_opts.segment_bytes = args.segment_bytes;
+    Options ring_opts, hier_opts, native_opts;
+    ring_opts.algo = Options::Algo::Ring;
+    ring_opts.segment_bytes = hier_opts.segment_bytes = args.segment_bytes;
+    hier_opts.algo = Options::Algo::Hierarchical;
     native_opts.algo = Options::Algo::Native;
     auto ring = make_mpi_communicator(MPI_COMM_WORLD, ring_opts);
     auto native = make_mpi_communicator(MPI_COMM_WORLD, native_opts);
+    const MpiTraffic layout = mpi_traffic(*ring);
+    if (args.algos.empty()) {
+      args.algos = {"ring", "native", "mpi"};
+      if (layout.nodes > 1 && layout.ranks_per_node > 1) args.algos.insert(args.algos.begin() + 1, "hier");
+    }
+    std::shared_ptr<Communicator> hier;
+    for (auto& a : args.algos)
+      if (a == "hier" && !hier) hier = make_mpi_communicator(MPI_COMM_WORLD, hier_opts);
+    auto comm_of = [&](const std::string& algo) { return algo == "ring" ? ring : algo == "hier" ? hier : native; };
+    if (rank == 0)
+      std::printf("{\"nodes\":%d,\"ranks_per_node\":%d}\n", layout.nodes, layout.ranks_per_node);
     MPI_Comm raw;
     MPI_Comm_dup(MPI_COMM_WORLD, &raw);
 
@@ -120,8 +137,10 @@ int main(int argc, char** argv) {
           if (algo == "mpi")
             MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, raw);
           else
-            (algo == "ring" ? ring : native)->allreduce(buf.data(), count, tandem::DType::f32, ReduceOp::Sum)->wait();
+            comm_of(algo)->allreduce(buf.data(), count, tandem::DType::f32, ReduceOp::Sum)->wait();
         };
+        const bool counted = algo == "ring" || algo == "hier";  // MPI's own traffic is not seen
+        const uint64_t sent0 = counted ? mpi_traffic(*comm_of(algo)).cross_node_bytes : 0;
         // Warm-up (also sizes the persistent buffers), then pick an iteration count for the budget.
         MPI_Barrier(MPI_COMM_WORLD);
         auto t0 = Clock::now();
@@ -141,10 +160,23 @@ int main(int argc, char** argv) {
         double t = median(times);
         double algbw = bytes / t / 1e9;
         double busbw = algbw * 2.0 * (n - 1) / n;
+        // Bytes sent across nodes per call: the mean, the most and the sum over the ranks.
+        std::string cross = "null", cross_max = "null", cross_all = "null";
+        if (counted) {
+          const double mine = double(mpi_traffic(*comm_of(algo)).cross_node_bytes - sent0) / double(iters + 3);
+          double sum = 0, most = 0;
+          MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+          MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+          cross = std::to_string(std::llround(sum / n));
+          cross_max = std::to_string(std::llround(most));
+          cross_all = std::to_string(std::llround(sum));
+        }
         if (rank == 0)
           std::printf("{\"bytes\":%lld,\"ranks\":%d,\"algo\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.3f,"
-                      "\"busbw_GBps\":%.3f,\"iters\":%d}\n",
-                      static_cast<long long>(bytes), n, algo.c_str(), t * 1e6, algbw, busbw, iters);
+                      "\"busbw_GBps\":%.3f,\"iters\":%d,\"nodes\":%d,\"cross_node_bytes_per_rank\":%s,"
+                      "\"cross_node_bytes_max_rank\":%s,\"cross_node_bytes_all_ranks\":%s}\n",
+                      static_cast<long long>(bytes), n, algo.c_str(), t * 1e6, algbw, busbw, iters, layout.nodes,
+                      cross.c_str(), cross_max.c_str(), cross_all.c_str());
         std::fflush(stdout);
       }
     }

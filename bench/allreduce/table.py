@@ -5,9 +5,10 @@ for l in open(sys.argv[1]):
     try: d = json.loads(l)
     except Exception: continue
     if 'memcpy_GBps' in d: mem[d['memcpy_bytes']] = (d['memcpy_GBps'], d.get('memcpy_all_ranks_GBps')); continue
+    if 'algo' not in d: continue  # the layout line
     rows.setdefault(d['bytes'], {})[d['algo']] = d
 print("memcpy GB/s:", {f"{k>>20}MB": v for k, v in mem.items()})
-algos = ['ring', 'native', 'mpi']
+algos = [a for a in ['ring', 'hier', 'native', 'mpi'] if any(a in r for r in rows.values())]
 print("| bytes | " + " | ".join(f"{a} busbw GB/s (us)" for a in algos) + " | ring >= mpi |")
 print("|---|" + "---|" * (len(algos) + 1))
 for b, r in sorted(rows.items()):

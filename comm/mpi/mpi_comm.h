@@ -3,6 +3,9 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstdint>
+#include <string>
+
 #include "comm/communicator.h"
 
 namespace tandem::comm {
@@ -21,6 +24,19 @@ void ensure_mpi_initialised();
 // (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), and how many there are.
 int local_rank(MPI_Comm comm = MPI_COMM_WORLD);
 int local_size(MPI_Comm comm = MPI_COMM_WORLD);
+
+// What an MPI communicator chose and has moved (for benchmarks and tests): its all-reduce
+// ("ring", "hierarchical" or "native"; ring includes the direct sum over make_buffer memory), the
+// nodes it sees, its ranks per node (0 where the nodes differ), and the bytes this rank's own
+// algorithms have sent to ranks on other nodes since it was made (what MPI's collectives move,
+// Algo::Native, is not counted). ValueError for a communicator not made by make_mpi_communicator.
+struct MpiTraffic {
+  std::string allreduce;
+  int nodes = 1;
+  int ranks_per_node = 1;
+  uint64_t cross_node_bytes = 0;
+};
+MpiTraffic mpi_traffic(const Communicator& c);
 
 // Ends the whole job after an unrecoverable error (a CommError: peers may sit in a collective that
 // will never finish): prints `why` to stderr and calls MPI_Abort(MPI_COMM_WORLD, code).

@@ -18,7 +18,7 @@ constexpr int kTag = 7301;
 constexpr size_t kMaxMessage = size_t(1) << 30;  // MPI counts are int: split larger messages
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm host, bool use_shm) {
+MpiTransport::MpiTransport(MPI_Comm host, bool use_shm, int node_id, int machine_ranks) {
   MPI_CHECK(MPI_Comm_dup(host, &comm_));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -26,6 +26,14 @@ MpiTransport::MpiTransport(MPI_Comm host, bool use_shm) {
   MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   int node_size = 0;
   MPI_CHECK(MPI_Comm_size(node, &node_size));
+  // Every rank's node, for counting the bytes that leave ours: by default the rank (in comm_) of
+  // the node's first rank.
+  if (node_id < 0) {
+    node_id = rank_;
+    MPI_CHECK(MPI_Bcast(&node_id, 1, MPI_INT, 0, node));
+  }
+  node_of_.resize(static_cast<size_t>(size_));
+  MPI_CHECK(MPI_Allgather(&node_id, 1, MPI_INT, node_of_.data(), 1, MPI_INT, comm_));
   if (node_size == size_) {
     // Key 0 keeps the order of comm_, so node ranks equal our ranks.
     SharedWindow w = allocate_shared_window(node, kSharedAlign);  // a cache line per rank
@@ -41,7 +49,7 @@ MpiTransport::MpiTransport(MPI_Comm host, bool use_shm) {
     MPI_CHECK(MPI_Comm_dup(comm_, &roll_call_comm_));
     MPI_CHECK(MPI_Comm_set_errhandler(roll_call_comm_, MPI_ERRORS_RETURN));
   }
-  oversubscribed_ = node_size > sysconf(_SC_NPROCESSORS_ONLN);
+  oversubscribed_ = std::max(node_size, machine_ranks) > sysconf(_SC_NPROCESSORS_ONLN);
   if (node_size == size_ && use_shm && size_ > 1) {
     bells_ = std::make_unique<Doorbells>(comm_, rank_, size_, oversubscribed_);
     shm_ = std::make_unique<ShmChannels>(comm_, rank_, size_, *bells_);
@@ -61,6 +69,8 @@ MpiTransport::~MpiTransport() {
 }
 
 void MpiTransport::send(const void* src, size_t bytes, int peer) {
+  if (node_of_[static_cast<size_t>(peer)] != node_of_[static_cast<size_t>(rank_)])
+    cross_node_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (shm_) return shm_->post_send(src, bytes, peer);
   const char* p = static_cast<const char*>(src);
   for (size_t off = 0; off < bytes || (bytes == 0 && off == 0); off += kMaxMessage) {

@@ -20,7 +20,11 @@ namespace tandem::comm {
 class MpiTransport final : public Transport {
  public:
   // Duplicates host. use_shm: exchange through shared memory when all ranks share a node.
-  MpiTransport(MPI_Comm host, bool use_shm);
+  // node: this rank's node, any number the ranks of one node share (default: MPI_Comm_split_type's
+  // nodes); bytes sent to ranks of other nodes are counted (cross_node_bytes). machine_ranks: the
+  // job's ranks on this machine's CPUs where more than host's ranks on this node (the hierarchy's
+  // parts of the job; namespace "nodes" of one machine): waits yield when they outnumber the cores.
+  MpiTransport(MPI_Comm host, bool use_shm, int node = -1, int machine_ranks = 0);
   bool uses_shared_memory() const { return shm_ != nullptr; }
   ~MpiTransport() override;
   int rank() const override { return rank_; }
@@ -37,6 +41,10 @@ class MpiTransport final : public Transport {
   void set_caller_waiting(bool waiting) override {
     if (bells_) bells_->set_owner_idle(waiting);
   }
+
+  // Bytes this transport has sent to ranks on other nodes since it was made (point-to-point only:
+  // what MPI's own collectives move is not seen).
+  uint64_t cross_node_bytes() const { return cross_node_bytes_.load(std::memory_order_relaxed); }
 
   void announce(uint64_t seq) override;
   std::vector<int> lagging_ranks(uint64_t seq) override;
@@ -62,6 +70,8 @@ class MpiTransport final : public Transport {
   std::vector<int> peers_;
   bool broken_ = false;
   bool oversubscribed_ = false;  // more ranks on this node than cores: yield at once when waiting
+  std::vector<int> node_of_;    // each rank's node
+  std::atomic<uint64_t> cross_node_bytes_{0};
   // Board: one cache line per rank in an MPI_Win_allocate_shared window, when all ranks share a node.
   MPI_Win board_win_ = MPI_WIN_NULL;
   std::vector<std::atomic<uint64_t>*> board_;

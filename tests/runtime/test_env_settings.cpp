@@ -131,7 +131,7 @@ TEST(EnvSettings, ASwitchFollowsAScopedValueAndCanFallBackToItsDefault) {
 TEST(EnvSettings, CheckListsEveryBadValue) {
   env::ScopedValue algo("TANDEM_COMM_ALGO", "tree"), adam("TANDEM_ADAM", "fused");
   const std::string e = error_of([] { env::check(); });
-  EXPECT_NE(e.find("TANDEM_COMM_ALGO=tree: expected ring or native"), std::string::npos) << e;
+  EXPECT_NE(e.find("TANDEM_COMM_ALGO=tree: expected auto, ring, hierarchical or native"), std::string::npos) << e;
   EXPECT_NE(e.find("TANDEM_ADAM=fused: expected multi-tensor or per-tensor"), std::string::npos) << e;
 }
 
