@@ -18,10 +18,10 @@ void Hierarchy::allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, co
   }
   // Averages are sums until the end, divided once by the whole world's size.
   const ReduceOp sum_op = op == ReduceOp::Avg ? ReduceOp::Sum : op;
-  // Errors name the phase; ranks in them are numbered within the node or the rail.
+  // Errors name the phase (and the job's ranks: the transports report as the job's, report_as).
   OpInfo in_node = info, across = info;
-  in_node.name = "allreduce (hierarchical, inside the node; ranks numbered within it)";
-  across.name = "allreduce (hierarchical, across nodes; ranks numbered by node)";
+  in_node.phase = "the hierarchical all-reduce's steps inside the node";
+  across.phase = "the hierarchical all-reduce's step across the nodes";
   node_.announce(info.seq);
   rail_.announce(info.seq);
 

@@ -23,18 +23,23 @@ std::string ranks_str(const std::vector<int>& ranks) {
 }
 
 void Transport::deadline_error(const OpInfo& op, const std::vector<int>& waiting_on) {
+  Transport& t = job_ ? *job_ : *this;
+  std::vector<int> peers = waiting_on;
+  if (job_)
+    for (int& r : peers) r = job_ranks_[static_cast<size_t>(r)];
+  const std::string phase = *op.phase ? fmt::format(" (in {})", op.phase) : "";
   if (op.seq == 0)  // point-to-point: only the peer is known
-    TANDEM_FAIL(Comm, "rank {} of {}: {} with rank(s) {} missed its deadline of {} s; the peer died or "
+    TANDEM_FAIL(Comm, "rank {} of {}: {} with rank(s) {} missed its deadline of {} s{}; the peer died or "
                 "never posted the matching call. The communicator is now unusable.",
-                rank(), size(), op.name, ranks_str(waiting_on), op.timeout_s);
-  std::vector<int> missing = lagging_ranks(op.seq);
+                t.rank(), t.size(), op.name, ranks_str(peers), op.timeout_s, phase);
+  std::vector<int> missing = t.lagging_ranks(op.seq);
   TANDEM_FAIL(Comm,
               "rank {} of {}: {} (collective #{}) missed its deadline of {} s; missing ranks (never "
-              "arrived at #{}): {}; still waiting on messages from/to ranks: {}. A rank died, skipped "
+              "arrived at #{}): {}; still waiting on messages from/to ranks: {}{}. A rank died, skipped "
               "the collective or called a different one (set TANDEM_DEBUG_DESYNC=1 to check). The "
               "communicator is now unusable; end the job (MPI: tandem::comm::abort_job / MPI_Abort).",
-              rank(), size(), op.name, op.seq, op.timeout_s, op.seq, ranks_str(missing),
-              ranks_str(waiting_on));
+              t.rank(), t.size(), op.name, op.seq, op.timeout_s, op.seq, ranks_str(missing),
+              ranks_str(peers), phase);
 }
 
 void* Transport::alloc(size_t bytes) {

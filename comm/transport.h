@@ -19,6 +19,7 @@ struct OpInfo {
   uint64_t seq = 0;       // this communicator's collective sequence number (1, 2, ...)
   Clock::time_point deadline;
   double timeout_s = 0;
+  const char* phase = "";  // a step of a composite collective, named at the end of its errors
 };
 
 class Transport {
@@ -61,6 +62,14 @@ class Transport {
   virtual void announce(uint64_t /*seq*/) {}
   // Ranks known not to have started collective `seq` yet; empty when unknown.
   virtual std::vector<int> lagging_ranks(uint64_t /*seq*/) { return {}; }
+  // A transport over some of the job's ranks (the hierarchy's node and rail) reports its deadlines
+  // in the job's terms: `job`'s rank and size, `job`'s missing ranks (every live rank of the job
+  // reaches a deadline in some step of the same collective) and its peers by their rank in `job`
+  // (job_ranks[r] for its rank r).
+  void report_as(Transport* job, std::vector<int> job_ranks) {
+    job_ = job;
+    job_ranks_ = std::move(job_ranks);
+  }
 
   // ---- memory the algorithms work on (host by default) ----
   virtual void* alloc(size_t bytes);
@@ -77,6 +86,10 @@ class Transport {
  protected:
   // The CommError of a missed deadline; `waiting_on` are the peers whose messages did not complete.
   [[noreturn]] void deadline_error(const OpInfo& op, const std::vector<int>& waiting_on);
+
+ private:
+  Transport* job_ = nullptr;
+  std::vector<int> job_ranks_;
 };
 
 // A persistent buffer in a transport's memory, grown on demand and reused across calls.
