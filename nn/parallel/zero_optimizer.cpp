@@ -21,7 +21,8 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, std::unique_ptr<Optim
                "ZeroOptimizer: optimizer {} has taken {} steps already; give it before its first step (its state "
                "is rebuilt on this rank's shard)",
                full->type_name(), full->step_count());
-  if (auto* fused = dynamic_cast<const FusedOptimizer*>(full.get()))
+  auto* fused = dynamic_cast<const FusedOptimizer*>(full.get());
+  if (fused)
     TANDEM_CHECK(fused->fused_options().max_grad_norm == 0.0,
                  "ZeroOptimizer: {} clips the gradient norm inside its step (max_grad_norm {}), over the gradients "
                  "it sees: a shard's, not the global norm; ZeRO with clipping is not supported yet",
@@ -46,10 +47,16 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, std::unique_ptr<Optim
   NoGradGuard no_grad;
   full_index_.assign(params.size(), SIZE_MAX);
   std::vector<ParamGroup> shard_groups;
+  size_t k = 0;
   for (const ParamGroup& g : full->param_groups()) {
     ParamGroup sg = g;
     sg.params.clear();
-    for (const Tensor& p : g.params) {
+    for (const Tensor& group_param : g.params) {
+      // A fused optimizer with master weights holds f32 copies of 16-bit parameters in its groups:
+      // the shard is cut from the model's own tensor (the shard's optimizer makes its masters anew,
+      // from the same values).
+      const Tensor& p = fused ? fused->model_params().at(k) : group_param;
+      ++k;
       model_params_.push_back(p);
       auto it = index.find(p.impl());
       // Not reduced by DDP (requires no grad): it never has a gradient, so no optimizer updates it.
