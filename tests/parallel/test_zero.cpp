@@ -30,20 +30,23 @@ constexpr double kRtol = 1e-5;
 
 enum class Opt { SGD, Adam, AdamW, FusedSGD, FusedAdamW };
 
-std::unique_ptr<nn::Optimizer> make_optimizer(Opt kind, const std::vector<Tensor>& params) {
+// master_weights: the fused optimizers keep f32 copies of 16-bit parameters (and step those).
+std::unique_ptr<nn::Optimizer> make_optimizer(Opt kind, const std::vector<Tensor>& params, bool master_weights = false) {
+  nn::FusedOptions fo;
+  fo.master_weights = master_weights;
   if (kind == Opt::SGD || kind == Opt::FusedSGD) {
     nn::SGDOptions o;
     o.lr = 0.1;
     o.momentum = 0.9;
     o.weight_decay = 1e-3;
-    if (kind == Opt::FusedSGD) return std::make_unique<nn::FusedSGD>(params, o);
+    if (kind == Opt::FusedSGD) return std::make_unique<nn::FusedSGD>(params, o, fo);
     return std::make_unique<nn::SGD>(params, o);
   }
   nn::AdamOptions o;
   o.lr = 1e-2;
   o.weight_decay = kind == Opt::Adam ? 1e-3 : 1e-2;
   if (kind == Opt::Adam) return std::make_unique<nn::Adam>(params, o);
-  if (kind == Opt::FusedAdamW) return std::make_unique<nn::FusedAdamW>(params, o);
+  if (kind == Opt::FusedAdamW) return std::make_unique<nn::FusedAdamW>(params, o, fo);
   return std::make_unique<nn::AdamW>(params, o);
 }
 
@@ -73,11 +76,13 @@ struct Case {
   double bucket_cap_mb = 25.0, first_bucket_mb = 1.0;
   double clip = 0;   // > 0: clip the global norm (DDP's rank order; one process: clip_grad_norm)
   bool amp = false;  // f16 autocast and a GradScaler whose first step overflows (skipped, then backoff)
+  DType amp_dtype = DType::f16;  // bf16: autocast to bf16, no GradScaler (bf16 has f32's range)
+  bool bf16_params = false;      // the model in bf16, the fused optimizers with f32 master weights
 };
 
 nn::GradScalerOptions scaler_options(const Case& c) {
   nn::GradScalerOptions o;
-  o.enabled = c.amp;
+  o.enabled = c.amp && c.amp_dtype == DType::f16;
   o.init_scale = 3e38;       // the first step's scaled loss is inf in f32: skipped on every rank
   o.backoff_factor = 1e-34;  // then 3e4
   return o;
@@ -91,10 +96,11 @@ void train_step(DistributedDataParallel& ddp, nn::Optimizer& opt, nn::GradScaler
   const int64_t micro = mine.x.size(0) / accumulation;
   for (int a = 0; a < accumulation; ++a) {
     Tensor x = mine.x.narrow0(a * micro, micro), y = mine.y.narrow0(a * micro, micro);
+    if (c.bf16_params) x = ops::cast(x, DType::bf16);
     auto micro_step = [&] {
       Tensor loss;
       {
-        AutocastGuard autocast(DType::f16, c.amp);
+        AutocastGuard autocast(c.amp_dtype, c.amp);
         loss = ops::cross_entropy(ddp.forward(x), y) * (1.0 / accumulation);
       }
       scaler.scale(loss).backward();
@@ -125,6 +131,10 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
   const int rank = comm->rank(), n = comm->size();
   auto ref = small_mlp(7);
   auto base_model = small_mlp(7), zero_model = small_mlp(7);
+  if (c.bf16_params) {
+    base_model->to(DType::bf16);
+    zero_model->to(DType::bf16);
+  }
   DDPOptions o0;
   o0.bucket_cap_mb = c.bucket_cap_mb;
   o0.first_bucket_mb = c.first_bucket_mb;
@@ -132,8 +142,8 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
   oz.zero_stage = c.stage;
   DistributedDataParallel base(base_model, comm, o0), zero(zero_model, comm, oz);
   auto opt_ref = make_optimizer(c.opt, ref->parameters());
-  auto opt_base = make_optimizer(c.opt, base.parameters());
-  ZeroOptimizer opt_zero(zero, make_optimizer(c.opt, zero.parameters()));
+  auto opt_base = make_optimizer(c.opt, base.parameters(), c.bf16_params);
+  ZeroOptimizer opt_zero(zero, make_optimizer(c.opt, zero.parameters(), c.bf16_params));
   nn::GradScaler scaler_base(scaler_options(c), comm.get()), scaler_zero(scaler_options(c), comm.get());
   for (int step = 0; step < c.steps; ++step) {
     Batch b = make_batch(1000 + static_cast<uint64_t>(step), {kBatch, 12}, 5);
@@ -153,10 +163,10 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
   zero.sync_params();
   EXPECT_FALSE(zero.reducer().params_pending());
   expect_bitwise(*zero_model, *base_model, fmt::format("zero_stage {} vs 0 on {} ranks ({})", c.stage, n, comm.get() == world().get() ? "shared memory" : "ring"));
-  if (c.amp) {  // the skipped step happened, alike
+  if (c.amp && c.amp_dtype == DType::f16) {  // the skipped step happened, alike
     EXPECT_EQ(scaler_zero.get_scale(), scaler_base.get_scale());
     EXPECT_LT(scaler_zero.get_scale(), 1e5);
-  } else {  // f16 rounds differently on other batch sizes: no one-process reference
+  } else if (!c.amp && !c.bf16_params) {  // 16 bits round differently on other batch sizes: no one-process reference
     expect_same_parameters(*zero_model, *ref, kRtol, "zero vs one process on the global batch");
   }
 
@@ -217,6 +227,19 @@ TEST(Zero, Stage2FusedAdamWClippedBitwiseDDP) { check_zero({Opt::FusedAdamW, 2, 
 TEST(Zero, Stage1AdamF16ScalerSkipBitwiseDDP) { check_zero({Opt::Adam, 1, 1, 4, kTinyCap, kTinyFirst, 0, true}); }
 TEST(Zero, Stage2AdamWF16ScalerClippedBitwiseDDP) { check_zero({Opt::AdamW, 2, 2, 4, kTinyCap, kTinyFirst, 0.05, true}); }
 TEST(Zero, Stage2FusedSgdF16ScalerBitwiseDDP) { check_zero({Opt::FusedSGD, 2, 1, 4, 25.0, 1.0, 0, true}); }
+// bf16: autocast (no GradScaler), and bf16 parameters under the fused AdamW's f32 master weights.
+TEST(Zero, Stage1AdamWBf16AutocastClippedBitwiseDDP) {
+  check_zero({Opt::AdamW, 1, 1, 3, kTinyCap, kTinyFirst, 0.05, true, DType::bf16});
+}
+TEST(Zero, Stage2AdamBf16AutocastAccumulationBitwiseDDP) {
+  check_zero({Opt::Adam, 2, 2, 3, kTinyCap, kTinyFirst, 0, true, DType::bf16});
+}
+TEST(Zero, Stage1FusedAdamWBf16ParamsBitwiseDDP) {
+  check_zero({Opt::FusedAdamW, 1, 1, 3, kTinyCap, kTinyFirst, 0, false, DType::f16, true});
+}
+TEST(Zero, Stage2FusedAdamWBf16ParamsClippedBitwiseDDP) {
+  check_zero({Opt::FusedAdamW, 2, 1, 3, kTinyCap, kTinyFirst, 0.05, false, DType::f16, true});
+}
 
 // Checkpoints: the shards' state consolidated on rank 0 is stage 0's state_tensors() bit for bit;
 // loaded (stage 0's layout) into the other stage, training goes on bitwise as stage 0's does.
