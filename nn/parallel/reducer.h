@@ -5,7 +5,9 @@
 // arrives its all-reduce (average) is launched asynchronously, strictly in bucket order so that
 // every rank issues the same collectives in the same order, and communication overlaps the rest of
 // backward. When the last bucket is launched the reducer waits for all of them and writes the
-// averaged gradients back.
+// averaged gradients back. ZeRO (zero_stage 1, 2): reduce-scatters instead, keeps this rank's chunk
+// (stage 2: buckets reduced in a pool of a few buffers), and carries the parameters' all-gather
+// after ZeroOptimizer's step (start_param_gather / wait_params).
 #pragma once
 #include <cstdint>
 #include <deque>
