@@ -241,6 +241,37 @@ TEST(Zero, Stage2FusedAdamWBf16ParamsClippedBitwiseDDP) {
   check_zero({Opt::FusedAdamW, 2, 1, 3, kTinyCap, kTinyFirst, 0.05, false, DType::f16, true});
 }
 
+// zero_grad() right after step(), while the parameters' all-gather is in flight (stage 1 gathers in
+// the buckets that hold the shards' gradients: they are zeroed as each arrives), then a step without
+// a backward: stage 0 steps on zero gradients (momentum and weight decay still move the weights).
+void check_zero_grad_during_gather(int stage) {
+  auto comm = world();
+  const int rank = comm->rank(), n = comm->size();
+  Case c{Opt::SGD, stage, 1, 2, kTinyCap, kTinyFirst};
+  DDPOptions o0;
+  o0.bucket_cap_mb = c.bucket_cap_mb;
+  o0.first_bucket_mb = c.first_bucket_mb;
+  DDPOptions oz = o0;
+  oz.zero_stage = stage;
+  auto base_model = small_mlp(5), zero_model = small_mlp(5);
+  DistributedDataParallel base(base_model, comm, o0), zero(zero_model, comm, oz);
+  auto opt_base = make_optimizer(c.opt, base.parameters());
+  ZeroOptimizer opt_zero(zero, make_optimizer(c.opt, zero.parameters()));
+  nn::GradScaler scaler(scaler_options(c), comm.get());
+  Batch mine = shard(make_batch(4000, {kBatch, 12}, 5), rank, n);
+  train_step(base, *opt_base, scaler, mine, c);
+  train_step(zero, opt_zero, scaler, mine, c);
+  opt_base->zero_grad();
+  opt_zero.zero_grad();
+  opt_base->step();
+  opt_zero.step();
+  zero.sync_params();
+  expect_bitwise(*zero_model, *base_model, fmt::format("a step on zeroed gradients at zero_stage {} on {} ranks", stage, n));
+}
+
+TEST(Zero, ZeroGradWhileGatheringStage1) { check_zero_grad_during_gather(1); }
+TEST(Zero, ZeroGradWhileGatheringStage2) { check_zero_grad_during_gather(2); }
+
 // Checkpoints: the shards' state consolidated on rank 0 is stage 0's state_tensors() bit for bit;
 // loaded (stage 0's layout) into the other stage, training goes on bitwise as stage 0's does.
 void check_state_round_trip(Opt kind, int stage) {
