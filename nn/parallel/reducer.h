@@ -143,6 +143,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void release_pool();  // stage 2: every bucket without a buffer (no copy), before a new backward
   void finish_gather();  // the oldest parameter all-gather: waits, copies into the parameters
   void set_slots(size_t b);
+  // A zeroed buffer for a bucket like `like`: make_buffer memory where the communicator can reach it.
+  Tensor bucket_memory(int64_t numel, const Tensor& like) const;
   void on_grad_ready(size_t index);
   // Puts parameter `index`'s gradient (or zeros, when it has none) into its slot; counts it ready.
   void mark_ready(size_t index);

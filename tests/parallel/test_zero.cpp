@@ -159,7 +159,9 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
     }
   }
   // The last step's all-gather is in flight (the next forward would wait for it); a reader waits.
-  if (n > 1) EXPECT_TRUE(zero.reducer().params_pending());
+  if (n > 1) {
+    EXPECT_TRUE(zero.reducer().params_pending());
+  }
   zero.sync_params();
   EXPECT_FALSE(zero.reducer().params_pending());
   expect_bitwise(*zero_model, *base_model, fmt::format("zero_stage {} vs 0 on {} ranks ({})", c.stage, n, comm.get() == world().get() ? "shared memory" : "ring"));
