@@ -23,7 +23,12 @@ void ParallelSetup::before_optimizer_step() const {
 }
 
 void ParallelSetup::before_evaluation() const {
+  sync_params();  // the evaluation may run the bare model (EMA's weights swapped in)
   if (ddp && ddp->options().broadcast_buffers) ddp->sync_buffers();
+}
+
+void ParallelSetup::sync_params() const {
+  if (ddp) ddp->sync_params();
 }
 
 ParallelSetup setup_parallel(const ParallelConfig& given, std::shared_ptr<Module> model,

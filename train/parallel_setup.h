@@ -69,6 +69,10 @@ struct ParallelSetup {
   // Evaluation forwards under NoGradGuard are then local (DDP's forward communicates only when its
   // backward will be reduced), so ranks may evaluate different numbers of batches.
   void before_evaluation() const;
+  // ZeRO: waits for the parameters' all-gather of the last optimizer step (DDP::sync_params); call it
+  // before reading or writing the parameters outside a forward through `model` (EMA, a checkpoint, a
+  // hash). before_evaluation calls it.
+  void sync_params() const;
 };
 
 // Validates the config (mode, accumulation >= 1, sync_bn only with ddp) and wraps `model`.

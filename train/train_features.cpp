@@ -51,7 +51,10 @@ class StepHooks final : public TrainerCallback {
     (void)t;
   }
   void after_step(Trainer& t) override {
-    if (ema_) ema_->update(inner_);
+    if (ema_) {
+      static_cast<FullTrainer&>(t).parallel().sync_params();  // ZeRO: the step's parameters, gathered
+      ema_->update(inner_);
+    }
     if (save_every_ > 0 && t.state().step % save_every_ == 0) static_cast<FullTrainer&>(t).save();
   }
 
@@ -184,6 +187,7 @@ std::shared_ptr<void> FullTrainer::evaluation_scope() {
 }
 
 void FullTrainer::fill_done_record(nlohmann::json& record) {
+  ps_.sync_params();
   record["param_hash"] = param_hash();
   record["mode"] = enum_name(resolve_mode(config().mode));
   auto params = ps_.inner->parameters();
@@ -231,6 +235,7 @@ void FullTrainer::barrier() {
 
 void FullTrainer::save() {
   trace::TraceSpan span("checkpoint");
+  ps_.sync_params();
   // ZeRO: the shards' optimizer state gathered onto rank 0, in stage 0's layout (collective).
   if (auto* zero = dynamic_cast<nn::parallel::ZeroOptimizer*>(&optimizer())) zero->consolidate_state(0);
   if (world().rank() == 0) {
@@ -245,6 +250,7 @@ void FullTrainer::save() {
 void FullTrainer::resume(const std::string& path) {
   const int64_t global_batch = config().batch_size * world().size();
   // Rank 0 reads, every rank parses: works with or without a filesystem shared by the nodes.
+  ps_.sync_params();  // nothing in flight may overwrite the loaded weights
   const serialization::LoadedCheckpoint ck = load_checkpoint_from_rank0(path, ps_.comm.get());
   // Another model's checkpoint is the likeliest mistake: say so before any of its consequences (a
   // different global batch, missing weights).

@@ -40,7 +40,10 @@ class FullTrainer : public Trainer {
   void resume(const std::string& path);
   // Rank 0 writes cfg.save_dir/ckpt-<step>; the others wait (collective).
   void save();
-  std::string param_hash() const { return ::tandem::train::param_hash(*ps_.inner); }
+  std::string param_hash() const {
+    ps_.sync_params();
+    return ::tandem::train::param_hash(*ps_.inner);
+  }
   const ParallelSetup& parallel() const { return ps_; }
 
  protected:

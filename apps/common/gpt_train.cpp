@@ -188,6 +188,7 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps, Device device) {
   RunServices services(cfg, trainer, device, log);  // progress, --trace, step records, SIGTERM, --status-port
   TrainResult r = trainer.fit();
   services.finish();
+  ps.sync_params();  // ZeRO: the last step's parameters, gathered, for the export and the sample below
   const std::string val_loss = trainer.last_val_loss() >= 0  // none with --no-eval
                                    ? fmt::format("val_loss {:.4f} {}", trainer.last_val_loss(), loss_unit)
                                    : std::string("no validation");

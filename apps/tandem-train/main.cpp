@@ -104,6 +104,7 @@ int run_training(app::TrainConfig cfg) {
   app::RunServices services(cfg, trainer, pc.device, log);  // progress, --trace, step records, SIGTERM, --status-port
   app::TrainResult r = trainer.fit();
   services.finish();
+  ps.sync_params();  // ZeRO: the last step's parameters, gathered, for the export below
   if (!cfg.save_onnx.empty() && ps.rank() == 0) {
     nn::onnx::save_onnx(*ps.inner, cfg.save_onnx);
     log.info("tandem-train: wrote the trained model to {}", cfg.save_onnx);

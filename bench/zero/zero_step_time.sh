@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # ZeRO's step time against stage 0 (docs/zero.md): tandem-train at --zero 0, 1, 2 on the same ranks,
 # interleaved (0 1 2 0 1 2 ...) so that a machine shared with other work slows all alike. A run's
-# figure is its fastest step (the step records' samples_per_s after the first step: on a shared
-# machine the least disturbed one); per stage, the median over the rounds, and stage 0's over it.
+# figures are its fastest step (on a shared machine the least disturbed one) and its median step (the
+# step records' samples_per_s after the first step); per stage, the median over the rounds of each,
+# and the step time over stage 0's: of the medians, and the median of each round's ratio (a round's
+# runs are close in time, so that ratio suffers less from the machine's load changing).
 # Usage: zero_step_time.sh TANDEM_TRAIN "MODEL FLAGS" [RANKS] [ROUNDS]   (env MPIEXEC, default mpirun)
 set -euo pipefail
 tt=$1 flags=$2 n=${3:-2} rounds=${4:-3}
@@ -19,12 +21,15 @@ done
 python3 - "$work" "$rounds" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
-def rate(r, z):
-    steps = [json.loads(l) for l in open(f"{work}/r{r}-z{z}.jsonl") if '"event":"step"' in l]
-    return max(s["samples_per_s"] for s in steps if s["step"] > 1)
-rates = {z: [rate(r, z) for r in range(1, rounds + 1)] for z in range(3)}
-for z in range(3):
-    med = statistics.median(rates[z])
-    print(f"zero {z}: samples/s {', '.join(f'{v:.0f}' for v in rates[z])}; median {med:.0f}; "
-          f"step time / stage 0's {statistics.median(rates[0]) / med:.3f}")
+def rates(r, z):  # the run's steps after the first: (fastest, median) samples/s
+    steps = [json.loads(l)["samples_per_s"] for l in open(f"{work}/r{r}-z{z}.jsonl") if '"event":"step"' in l][1:]
+    return max(steps), statistics.median(steps)
+runs = {z: [rates(r, z) for r in range(1, rounds + 1)] for z in range(3)}
+for k, what in ((0, "fastest step"), (1, "median step")):
+    base = statistics.median(v[k] for v in runs[0])
+    for z in range(3):
+        med = statistics.median(v[k] for v in runs[z])
+        paired = statistics.median(runs[0][r][k] / runs[z][r][k] for r in range(rounds))
+        print(f"{what}: zero {z}: samples/s {', '.join(f'{v[k]:.0f}' for v in runs[z])}; median {med:.0f}; "
+              f"step time / stage 0's {base / med:.3f} (median of the rounds' ratios {paired:.3f})")
 PY

@@ -138,13 +138,13 @@ class NcclTransport final : public Transport {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op) override {
-    nccl_kernels::reduce(dst, src, n, dtype, op, stream_);
+    ::tandem::cuda::nccl_kernels::reduce(dst, src, n, dtype, op, stream_);
   }
   void divide(void* buf, int64_t n, DType dtype, int divisor) override {
-    nccl_kernels::divide(buf, n, dtype, divisor, stream_);
+    ::tandem::cuda::nccl_kernels::divide(buf, n, dtype, divisor, stream_);
   }
   void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n) override {
-    nccl_kernels::convert(dst, dst_dtype, src, src_dtype, n, stream_);
+    ::tandem::cuda::nccl_kernels::convert(dst, dst_dtype, src, src_dtype, n, stream_);
   }
 
  private:

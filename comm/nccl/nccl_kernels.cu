@@ -7,7 +7,12 @@
 #include "comm/nccl/nccl_kernels.h"
 #include "runtime/backend/common/half.h"
 
-namespace tandem::comm::nccl_kernels {
+namespace tandem::TANDEM_CUDA_NS::nccl_kernels {
+
+using comm::max_of;
+using comm::min_of;
+using comm::ReduceOp;
+
 namespace {
 
 constexpr int kBlock = 256;
@@ -42,40 +47,43 @@ constexpr bool kArithmetic = std::is_same_v<T, float> || std::is_same_v<T, doubl
 
 }  // namespace
 
-void reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op, cudaStream_t stream) {
+void reduce(void* dst, const void* src, int64_t n, DType dtype, ReduceOp op, void* stream_ptr) {
   if (n == 0) return;
+  const auto stream = static_cast<Stream>(stream_ptr);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (kArithmetic<T>)
-      TANDEM_LAUNCH(reduce_kernel<T>, dim3(cuda::grid_for(n, kBlock)), dim3(kBlock), 0, stream,
+      TANDEM_LAUNCH(reduce_kernel<T>, dim3(grid_for(n, kBlock)), dim3(kBlock), 0, stream,
                     static_cast<T*>(dst), static_cast<const T*>(src), n, int(op));
     else
       TANDEM_FAIL(NotSupported, "nccl ring reduce on {} (16-bit sums go through f32)", dtype_name(dtype));
   });
 }
 
-void divide(void* buf, int64_t n, DType dtype, int divisor, cudaStream_t stream) {
+void divide(void* buf, int64_t n, DType dtype, int divisor, void* stream_ptr) {
   if (n == 0) return;
+  const auto stream = static_cast<Stream>(stream_ptr);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (kArithmetic<T>)
-      TANDEM_LAUNCH(divide_kernel<T>, dim3(cuda::grid_for(n, kBlock)), dim3(kBlock), 0, stream,
+      TANDEM_LAUNCH(divide_kernel<T>, dim3(grid_for(n, kBlock)), dim3(kBlock), 0, stream,
                     static_cast<T*>(buf), n, static_cast<T>(divisor));
     else
       TANDEM_FAIL(NotSupported, "nccl ring divide on {}", dtype_name(dtype));
   });
 }
 
-void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n, cudaStream_t stream) {
+void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n, void* stream_ptr) {
   if (n == 0) return;
+  const auto stream = static_cast<Stream>(stream_ptr);
   if (dst_dtype == DType::f32 && is_low_precision(src_dtype))
-    TANDEM_LAUNCH(widen_kernel, dim3(cuda::grid_for(n, kBlock)), dim3(kBlock), 0, stream, static_cast<float*>(dst),
+    TANDEM_LAUNCH(widen_kernel, dim3(grid_for(n, kBlock)), dim3(kBlock), 0, stream, static_cast<float*>(dst),
                   static_cast<const uint16_t*>(src), n, src_dtype == DType::bf16);
   else if (src_dtype == DType::f32 && is_low_precision(dst_dtype))
-    TANDEM_LAUNCH(narrow_kernel, dim3(cuda::grid_for(n, kBlock)), dim3(kBlock), 0, stream, static_cast<uint16_t*>(dst),
+    TANDEM_LAUNCH(narrow_kernel, dim3(grid_for(n, kBlock)), dim3(kBlock), 0, stream, static_cast<uint16_t*>(dst),
                   static_cast<const float*>(src), n, dst_dtype == DType::bf16);
   else
     TANDEM_FAIL(NotSupported, "nccl convert {} -> {}", dtype_name(src_dtype), dtype_name(dst_dtype));
 }
 
-}  // namespace tandem::comm::nccl_kernels
+}  // namespace tandem::TANDEM_CUDA_NS::nccl_kernels

@@ -130,7 +130,12 @@ double Session::train(const std::vector<ArrayRef>& inputs, const std::vector<Arr
   return value;
 }
 
+void Session::sync_params() {
+  if (ddp_) ddp_->sync_params();
+}
+
 void Session::inference(const std::vector<ArrayRef>& inputs, const std::vector<ArrayRef>& outputs) {
+  sync_params();  // inner_ runs without DDP's forward
   const std::vector<Tensor> x = model_inputs(inputs);
   std::vector<Tensor> y;
   {
@@ -169,6 +174,7 @@ nn::TrainComponents Session::components() {
 }
 
 void Session::save(const std::string& dir) {
+  sync_params();
   // ZeRO: the shards' optimizer state gathered onto rank 0 (collective: every rank saves).
   if (auto* zero = dynamic_cast<nn::parallel::ZeroOptimizer*>(optimizer_.get())) zero->consolidate_state(0);
   TANDEM_CHECK(micro_ == 0, "save_checkpoint after {} of {} micro-batches of a step: save between optimizer steps",
@@ -181,6 +187,7 @@ void Session::save(const std::string& dir) {
 }
 
 void Session::save_onnx(const std::string& path) {
+  sync_params();
   // An imported model writes its own graph back; mlp, cnn, sequential and gpt are exported; any
   // other type is a NotSupportedError that names it.
   write_on_rank0(fmt::format("ONNX file '{}'", path), [&] {
@@ -217,6 +224,7 @@ void Session::write_on_rank0(const std::string& what, const std::function<void()
 }
 
 void Session::load(const std::string& path) {
+  sync_params();  // nothing in flight may overwrite the loaded weights
   nn::TrainProgress p = nn::load_training_state(path, components());
   step_ = p.step;
   micro_ = 0;

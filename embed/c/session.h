@@ -66,6 +66,9 @@ class Session {
   Tensor model_input(const ArrayRef& input) const;
   std::vector<Tensor> model_inputs(const std::vector<ArrayRef>& inputs) const;
   nn::TrainComponents components();
+  // ZeRO: the last step's parameters, gathered (DDP::sync_params), before anything reads or writes
+  // them outside a forward through model_.
+  void sync_params();
   // Runs `write` on rank 0 (every rank of a distributed model calls this) and makes its failure every
   // rank's error, so that no rank waits on one that gave up.
   void write_on_rank0(const std::string& what, const std::function<void()>& write);

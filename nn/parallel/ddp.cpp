@@ -143,7 +143,13 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   return out[0];
 }
 
+void DistributedDataParallel::sync_params() { reducer_->wait_params(); }
+
 std::vector<Tensor> DistributedDataParallel::forward_many(const std::vector<Tensor>& inputs) {
+  // ZeRO: the last step's parameters, all of them before the module runs. (Waiting bucket by bucket
+  // where the forward first reads each would need a hook before every module's forward; the
+  // modules call their children's forward directly, so there is no such place.)
+  sync_params();
   reducer_->check_finished();  // the previous backward must have reduced every bucket
   // Only a forward whose backward will be reduced is collective (as PyTorch's): evaluation under
   // NoGradGuard, or accumulation under no_sync(), may run a different number of forwards per rank.

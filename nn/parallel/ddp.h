@@ -71,6 +71,13 @@ class DistributedDataParallel final : public Module {
   // if the last backward did not reduce every bucket. Gradients are already averaged otherwise.
   void finalize() const;
 
+  // ZeRO (zero_stage 1, 2): waits for the all-gather of the parameters that the last optimizer step
+  // started (ZeroOptimizer::step) and copies it into them. forward() calls it before running the
+  // module; call it before anything else reads or writes the parameters between a step and the
+  // next forward (a checkpoint, EMA, evaluating module() directly, a hash, an export, a load). A
+  // no-op when nothing is in flight (and at stage 0). Not collective.
+  void sync_params();
+
   // Names of the parameters in each bucket (reducer order), for logs and tests.
   std::vector<std::vector<std::string>> bucket_names() const;
 

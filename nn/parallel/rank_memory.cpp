@@ -36,12 +36,8 @@ RankMemory rank_memory(const Module& model, const Optimizer& optimizer, const Re
   std::vector<Tensor> params = model.parameters(), grads;
   m.param_bytes = distinct_bytes(params);
   for (const Tensor& p : params) grads.push_back(p.grad());
-  if (reducer) {
-    const size_t buckets = reducer->bucket_indices().size();
-    for (size_t b = 0; b < buckets; ++b) grads.push_back(reducer->bucket_buffer(b));
-    if (reducer->zero_stage() > 0)
-      for (size_t b = 0; b < buckets; ++b) grads.push_back(reducer->shard_grad(b));
-  }
+  if (reducer)  // the buckets (stage 2: their pool) and the shards' gradients
+    for (const Tensor& t : reducer->gradient_buffers()) grads.push_back(t);
   m.grad_bytes = distinct_bytes(grads);
   // "state.<i>.<name>" entries; the lr of each group and the step count are not per parameter.
   // ZeRO: this rank's shard optimizer (its state_tensors() is the consolidated whole).

@@ -111,15 +111,19 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
     bucket.params = bucket_params_[b];
     buckets_.push_back(std::move(bucket));
   }
-  allocate_buckets();
-  for (const auto& b : buckets_) stats_.bytes += static_cast<int64_t>(b.buffer.nbytes());
+  for (int64_t bytes : bucket_bytes()) stats_.bytes += bytes;
+  slots_.assign(params_.size(), Tensor());
+  grad_views_.assign(params_.size(), Tensor());
   if (options_.zero_stage == 2) {
+    allocate_pool();
     // The shards' own gradient buffers: what stays of the gradients between backwards.
     for (size_t b = 0; b < buckets_.size(); ++b) {
       auto [lo, hi] = shard_range(b);
       const Tensor& first = params_[bucket_params_[b].front()];
       shard_grads_.push_back(Tensor::zeros({hi - lo}, first.dtype(), first.device()));
     }
+  } else {
+    allocate_buckets();
   }
   ready_.assign(params_.size(), 0);
   has_grad_.assign(params_.size(), 0);
@@ -128,23 +132,35 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
   static_used_.assign(params_.size(), 1);
 }
 
-Reducer::~Reducer() { drain(); }
+Reducer::~Reducer() {
+  drain();
+  for (auto& g : gathers_) {  // their buffers are ours; the parameters are not written any more
+    try {
+      g.work->wait();
+    } catch (...) {
+    }
+  }
+}
+
+Tensor Reducer::bucket_memory(int64_t numel, const Tensor& like) const {
+  // The communicator's own memory where it has some (one node under MPI: shared with the other
+  // ranks, so the all-reduce reads their buckets in place).
+  return like.device() == comm_->device() ? comm_->make_buffer(numel, like.dtype())
+                                          : Tensor::zeros({numel}, like.dtype(), like.device());
+}
+
+void Reducer::set_slots(size_t b) {
+  NoGradGuard no_grad;
+  for (size_t i : buckets_[b].params) {
+    slots_[i] = buckets_[b].buffer.narrow0(offsets_[i], params_[i].numel());
+    grad_views_[i] = slots_[i].view(params_[i].shape());
+  }
+}
 
 void Reducer::allocate_buckets() {
-  NoGradGuard no_grad;
-  slots_.assign(params_.size(), Tensor());
-  grad_views_.assign(params_.size(), Tensor());
   for (size_t b = 0; b < buckets_.size(); ++b) {
-    Bucket& bucket = buckets_[b];
-    const Tensor& first = params_[bucket.params.front()];
-    // The communicator's own memory where it has some (one node under MPI: shared with the other
-    // ranks, so the all-reduce reads their buckets in place).
-    bucket.buffer = first.device() == comm_->device() ? comm_->make_buffer(numels_[b], first.dtype())
-                                                      : Tensor::zeros({numels_[b]}, first.dtype(), first.device());
-    for (size_t i : bucket.params) {
-      slots_[i] = bucket.buffer.narrow0(offsets_[i], params_[i].numel());
-      grad_views_[i] = slots_[i].view(params_[i].shape());
-    }
+    buckets_[b].buffer = bucket_memory(numels_[b], params_[buckets_[b].params.front()]);
+    set_slots(b);
   }
   if (options_.zero_stage == 1) {
     shard_grads_.clear();
@@ -153,19 +169,6 @@ void Reducer::allocate_buckets() {
       shard_grads_.push_back(buckets_[b].buffer.narrow0(lo, hi - lo));
     }
   }
-}
-
-void Reducer::release_buckets() {
-  // Every tensor over the buffers goes, so that make_buffer can hand them out again.
-  for (auto& b : buckets_) b.buffer = Tensor();
-  slots_.assign(params_.size(), Tensor());
-  grad_views_.assign(params_.size(), Tensor());
-}
-
-std::pair<int64_t, int64_t> Reducer::shard_range(size_t b) const {
-  const int n = comm_->size(), c = comm::Communicator::owned_chunk(comm_->rank(), n);
-  const int64_t count = numels_.at(b);
-  return {comm::Communicator::chunk_begin(count, n, c), comm::Communicator::chunk_begin(count, n, c + 1)};
 }
 
 void Reducer::install_hooks() {
@@ -264,8 +267,9 @@ void Reducer::expect_no_hooks() {
 
 void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   check_finished();
+  wait_params();  // DistributedDataParallel's forward has; the buckets (or the pool) are free now
   drain();  // a forward without a backward may have left launched work behind
-  if (!buckets_.empty() && !buckets_.front().buffer.defined()) allocate_buckets();  // stage 2
+  if (options_.zero_stage == 2) release_pool();
   std::fill(ready_.begin(), ready_.end(), 0);
   ready_count_ = 0;
   stats_.launched_early = 0;
@@ -309,8 +313,9 @@ void Reducer::poll_completed_for_trace() {
 void Reducer::complete_failed_iteration(bool prepared) {
   std::fill(used_unsynced_.begin(), used_unsynced_.end(), 0);  // the failed attempt's micro-batches
   if (!prepared) {
+    wait_params();
     drain();
-    if (!buckets_.empty() && !buckets_.front().buffer.defined()) allocate_buckets();  // as prepare_for_backward
+    if (options_.zero_stage == 2) release_pool();  // as prepare_for_backward
     std::fill(ready_.begin(), ready_.end(), 0);
     ready_count_ = 0;
     for (auto& b : buckets_) b.pending = static_cast<int64_t>(b.params.size());
@@ -360,18 +365,18 @@ void Reducer::mark_ready(size_t i) {
   NoGradGuard no_grad;
   Tensor& p = params_[i];
   Tensor g = p.grad();
-  Tensor& slot = slots_[i];
   if (g.defined()) has_grad_[i] = 1;
-  if (g.defined()) {
+  if (options_.zero_stage == 2) {
+    // The gradient stays in .grad until its bucket takes a pool buffer (launch_ready_buckets).
+  } else if (g.defined()) {
+    Tensor& slot = slots_[i];
     if (g.data_ptr() != slot.data_ptr()) {
       slot.copy_(g);
       // Henceforth the gradient lives in the bucket: accumulation and the all-reduce work in place.
       if (options_.gradient_as_bucket_view) p.set_grad(grad_views_[i]);
     }
-    // ZeRO stage 2: the bucket has the gradient now, and only its shard will stay.
-    if (options_.zero_stage == 2) p.set_grad(Tensor());
   } else {
-    slot.zero_();
+    slots_[i].zero_();
   }
   ready_[i] = 1;
   ++ready_count_;
@@ -387,6 +392,18 @@ void Reducer::launch_ready_buckets() {
     if (next_bucket_ == 0) first_launch_time_ = now_s();
     if (trace::enabled()) b.launched_us = trace::now_us(), b.done_us = -1;
     if (ready_count_ < params_.size()) ++stats_.launched_early;
+    if (options_.zero_stage == 2) {
+      // Its pool buffer (once the bucket kPool before it is reduce-scattered), its gradients copied
+      // in and freed: the bucket has them now, and only its shard will stay.
+      NoGradGuard no_grad;
+      take_pool_buffer(next_bucket_);
+      for (size_t i : b.params) {
+        Tensor g = params_[i].grad();
+        if (g.defined()) slots_[i].copy_(g);
+        else slots_[i].zero_();
+        params_[i].set_grad(Tensor());
+      }
+    }
     if (!skip_allreduce_ && options_.zero_stage > 0)
       // This rank's chunk only, reduced bitwise as the all-reduce would (Communicator::reduce_scatter_chunks).
       b.work = comm_->reduce_scatter_chunks(b.buffer.data_ptr(), b.buffer.numel(), b.buffer.dtype(),
@@ -417,13 +434,9 @@ void Reducer::finalize_backward() {
   }
   if (tracked && used_counts_.defined()) counts = used_counts_.to_vector<int32_t>();
   const double t1 = now_s();
-  if (options_.zero_stage == 2) {
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      auto [lo, hi] = shard_range(b);
-      shard_grads_[b].copy_(buckets_[b].buffer.narrow0(lo, hi - lo));
-    }
-    release_buckets();
-  }
+  if (options_.zero_stage == 2)  // the buckets still in the pool: their shards out, the pool free
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      if (buckets_[b].buffer.defined()) finish_reduce_scatter(b);
   // Stage 0 gives .grad the average unless no rank used the parameter (then .grad stays as it was):
   // which parameters have a gradient after it, for ZeRO's shards to step the same ones.
   for (size_t i = 0; i < params_.size(); ++i)

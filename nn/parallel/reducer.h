@@ -5,9 +5,12 @@
 // arrives its all-reduce (average) is launched asynchronously, strictly in bucket order so that
 // every rank issues the same collectives in the same order, and communication overlaps the rest of
 // backward. When the last bucket is launched the reducer waits for all of them and writes the
-// averaged gradients back.
+// averaged gradients back. ZeRO (zero_stage 1, 2): reduce-scatters instead, keeps this rank's chunk
+// (stage 2: buckets reduced in a pool of a few buffers), and carries the parameters' all-gather
+// after ZeroOptimizer's step (start_param_gather / wait_params).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,8 +94,27 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // (a parameter's .grad, once made, is zeroed in place, not dropped) or some rank used it. ZeRO
   // steps only these, as stage 0's optimizer skips a parameter without a gradient.
   bool has_grad(size_t i) const { return has_grad_.at(i) != 0; }
-  // Bucket b's buffer; undefined at stage 2 between backwards (freed).
+  // Bucket b's buffer; at stage 2 a view of a pool buffer while the bucket is in flight, else undefined.
   Tensor bucket_buffer(size_t b) const { return buckets_.at(b).buffer; }
+  // Every buffer that holds gradient values: the buckets (stage 2: the pool) and the shards'.
+  std::vector<Tensor> gradient_buffers() const;
+  // Stage 2: buckets of one dtype and device in flight at once, each in a pool buffer of its own
+  // (reused by the bucket kPool later), so that a rank never holds every bucket during backward.
+  static constexpr size_t kPool = 3;
+  int64_t pool_bytes() const;  // stage 2: the pool's buffers (0 otherwise)
+
+  // ZeRO, after the shard's update (ZeroOptimizer::step): each bucket's chunk of the updated
+  // parameters copied into a bucket-sized buffer (stage 1: the bucket, its gradients spent; stage 2:
+  // its pool buffer) and all-gathered asynchronously, the last bucket first (the forward uses the
+  // first parameters first). wait_params waits for each in turn and copies it into the parameters;
+  // DistributedDataParallel::sync_params (its forward, and whatever reads the parameters before the
+  // next forward) calls it. At stage 2 a gather waits for the one kPool before it (the pool).
+  void start_param_gather();
+  void wait_params();
+  bool params_pending() const { return !gathers_.empty(); }
+  // Zeroes the shards' gradients (ZeroOptimizer::zero_grad); at stage 1, where they are views of
+  // buckets that an all-gather still fills, each once its gather is waited for.
+  void zero_shard_grads();
 
  private:
   struct Bucket {
@@ -102,13 +124,27 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     comm::WorkPtr work;
     double launched_us = -1, done_us = -1;  // --trace: launch, first seen complete (runtime/trace.h)
   };
+  struct Gather {  // a parameter all-gather in flight
+    size_t bucket;
+    Tensor buffer;
+    comm::WorkPtr work;
+  };
   Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::shared_ptr<comm::Communicator> comm,
           const DDPOptions& options);
   void install_hooks();
-  // The bucket buffers and the slots over them; again before each backward at stage 2, which frees
-  // them after the reduce-scatter.
+  // The bucket buffers and the slots over them (stages 0 and 1: for the reducer's life).
   void allocate_buckets();
-  void release_buckets();
+  // Stage 2: the pool, kPool buffers per dtype and device, each as large as the largest bucket it serves.
+  void allocate_pool();
+  // Stage 2: bucket b takes its pool buffer, after the bucket that had it is finished.
+  void take_pool_buffer(size_t b);
+  // Stage 2: waits for bucket b's reduce-scatter, copies its shard out and gives its buffer back.
+  void finish_reduce_scatter(size_t b);
+  void release_pool();  // stage 2: every bucket without a buffer (no copy), before a new backward
+  void finish_gather();  // the oldest parameter all-gather: waits, copies into the parameters
+  void set_slots(size_t b);
+  // A zeroed buffer for a bucket like `like`: make_buffer memory where the communicator can reach it.
+  Tensor bucket_memory(int64_t numel, const Tensor& like) const;
   void on_grad_ready(size_t index);
   // Puts parameter `index`'s gradient (or zeros, when it has none) into its slot; counts it ready.
   void mark_ready(size_t index);
@@ -132,6 +168,11 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<int64_t> offsets_;    // param -> first element of its slot in its bucket
   std::vector<int64_t> numels_;     // bucket -> elements
   std::vector<Tensor> shard_grads_;  // ZeRO: bucket -> this rank's averaged chunk
+  std::vector<Tensor> pool_;          // stage 2: the buffers buckets are reduced and gathered in
+  std::vector<size_t> pool_slot_;     // stage 2: bucket -> its buffer in pool_
+  std::vector<int64_t> pool_user_;    // stage 2: pool buffer -> the bucket in it (-1: free)
+  std::deque<Gather> gathers_;        // ZeRO: parameter all-gathers in flight, in issue order
+  bool zero_shards_after_gather_ = false;
 
   // Per iteration.
   bool expect_hooks_ = false;

@@ -3,7 +3,6 @@
 #include "nn/parallel/zero_optimizer.h"
 
 #include <algorithm>
-#include <deque>
 #include <unordered_map>
 
 #include "nn/optim/fused_optimizer.h"
@@ -22,7 +21,8 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, std::unique_ptr<Optim
                "ZeroOptimizer: optimizer {} has taken {} steps already; give it before its first step (its state "
                "is rebuilt on this rank's shard)",
                full->type_name(), full->step_count());
-  if (auto* fused = dynamic_cast<const FusedOptimizer*>(full.get()))
+  auto* fused = dynamic_cast<const FusedOptimizer*>(full.get());
+  if (fused)
     TANDEM_CHECK(fused->fused_options().max_grad_norm == 0.0,
                  "ZeroOptimizer: {} clips the gradient norm inside its step (max_grad_norm {}), over the gradients "
                  "it sees: a shard's, not the global norm; ZeRO with clipping is not supported yet",
@@ -47,10 +47,16 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, std::unique_ptr<Optim
   NoGradGuard no_grad;
   full_index_.assign(params.size(), SIZE_MAX);
   std::vector<ParamGroup> shard_groups;
+  size_t k = 0;
   for (const ParamGroup& g : full->param_groups()) {
     ParamGroup sg = g;
     sg.params.clear();
-    for (const Tensor& p : g.params) {
+    for (const Tensor& group_param : g.params) {
+      // A fused optimizer with master weights holds f32 copies of 16-bit parameters in its groups:
+      // the shard is cut from the model's own tensor (the shard's optimizer makes its masters anew,
+      // from the same values).
+      const Tensor& p = fused ? fused->model_params().at(k) : group_param;
+      ++k;
       model_params_.push_back(p);
       auto it = index.find(p.impl());
       // Not reduced by DDP (requires no grad): it never has a gradient, so no optimizer updates it.
@@ -82,10 +88,15 @@ void ZeroOptimizer::update(const ParamGroup&, size_t, Tensor&, const Tensor&) {
 
 void ZeroOptimizer::zero_grad() {
   zero_grads(model_params_);
-  inner_->zero_grad();
+  // The shards' gradients (the inner optimizer's): at stage 1 views of buckets that the parameters'
+  // all-gather may still be filling, zeroed as each arrives.
+  ddp_.reducer().zero_shard_grads();
 }
 
+void ZeroOptimizer::wait_params() { ddp_.sync_params(); }
+
 void ZeroOptimizer::step() {
+  wait_params();  // two steps without a forward between them: the first one's gather is done
   // The schedule sets the lr on these groups; the shard's optimizer has the same groups.
   auto& inner_groups = inner_->param_groups();
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -107,47 +118,9 @@ void ZeroOptimizer::step() {
   inner_->step();
   for (auto& [p, grad] : hidden) p.set_grad(grad);
   ++step_count_;
-  gather_parameters();
-}
-
-void ZeroOptimizer::gather_parameters() {
-  NoGradGuard no_grad;
-  Reducer& reducer = ddp_.reducer();
-  const std::vector<Tensor>& params = reducer.params();
-  const auto& buckets = reducer.bucket_indices();
-  comm::Communicator& comm = ddp_.communicator();
-  const size_t in_flight = 2;  // stage 2: buckets in flight at once (each a transient full-size buffer)
-  struct InFlight {
-    size_t bucket;
-    Tensor buffer;
-    comm::WorkPtr work;
-  };
-  std::deque<InFlight> flight;
-  auto finish = [&] {
-    InFlight f = std::move(flight.front());
-    flight.pop_front();
-    f.work->wait();
-    for (size_t i : buckets[f.bucket])
-      params[i].detach().view({-1}).copy_(f.buffer.narrow0(reducer.slot_offset(i), params[i].numel()));
-  };
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    // Stage 1 reuses the bucket (its gradients are spent); stage 2 freed it after the backward.
-    Tensor buffer = reducer.bucket_buffer(b);
-    if (!buffer.defined()) {
-      const Tensor& first = params[buckets[b].front()];
-      buffer = Tensor::empty({reducer.bucket_numel(b)}, first.dtype(), first.device());
-    }
-    // This rank's chunk, whole: every parameter in it, whether or not the optimizer holds it.
-    const auto [lo, hi] = reducer.shard_range(b);
-    for (size_t i : buckets[b]) {
-      const int64_t begin = reducer.slot_offset(i);
-      const int64_t a = std::max(lo, begin), z = std::min(hi, begin + params[i].numel());
-      if (a < z) buffer.narrow0(a, z - a).copy_(params[i].detach().view({-1}).narrow0(a - begin, z - a));
-    }
-    flight.push_back({b, buffer, comm.allgather_chunks(buffer.data_ptr(), buffer.numel(), buffer.dtype())});
-    if (stage_ == 2 && flight.size() >= in_flight) finish();
-  }
-  while (!flight.empty()) finish();
+  // The updated chunks spread to every rank, asynchronously: waited for at the next forward
+  // (DistributedDataParallel::sync_params).
+  ddp_.reducer().start_param_gather();
 }
 
 }  // namespace tandem::nn::parallel

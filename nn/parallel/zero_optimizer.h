@@ -2,11 +2,13 @@
 // rank updates only its shard of every gradient bucket, the chunk that the ring's reduce-scatter
 // phase leaves it reduced (Communicator::owned_chunk), with an optimizer of the run's type over
 // views of those elements, so its state (moments, f32 master weights) is 1/N of DDP's; after the
-// step the updated chunks are all-gathered (the ring's all-gather phase) into every replica.
+// step the updated chunks are all-gathered (the ring's all-gather phase) into every replica,
+// asynchronously: the next forward through ddp waits for them.
 //
 //   DistributedDataParallel ddp(model, comm, {.zero_stage = 1});
 //   ZeroOptimizer opt(ddp, std::make_unique<nn::AdamW>(ddp.parameters(), o));
-//   ... forward, backward through ddp ...; opt.step();   // every rank holds the same new weights
+//   ... forward, backward through ddp ...; opt.step();   // the new weights arrive by the next ddp forward
+//   opt.wait_params();   // only to read the parameters before that (a checkpoint, EMA, a hash)
 //
 // Bitwise equal to stage 0: the owned chunk is reduced by the all-reduce's own additions in its
 // own order (comm/ring.h), and the optimizers update element by element, so a shard view of a
@@ -29,8 +31,11 @@ class ZeroOptimizer final : public Optimizer {
   // shard's norm is not the global one).
   ZeroOptimizer(DistributedDataParallel& ddp, std::unique_ptr<Optimizer> full);
 
-  // The shard's update, then the all-gather of the parameters (waited for before it returns).
+  // The shard's update, then the all-gather of the parameters, started and not waited for: the
+  // next forward through ddp waits for it (DistributedDataParallel::sync_params), as must anything
+  // that reads the parameters before (wait_params).
   void step() override;
+  void wait_params();
   // The model's gradients (what no_sync accumulates into) and the shard's.
   void zero_grad() override;
   std::string type_name() const override;
@@ -70,7 +75,6 @@ class ZeroOptimizer final : public Optimizer {
     int64_t offset = 0;  // first element in the parameter
     int64_t length = 0;
   };
-  void gather_parameters();
   // The dtype of a state tensor of bucket b's parameters (f32 for master weights of 16-bit ones).
   DType state_dtype(size_t bucket) const;
 

@@ -107,6 +107,7 @@ void zero_matches_stage0(comm::Options::Algo algo, int stage) {
       opt->step();
     }
   }
+  zero.sync_params();  // the last step's all-gather, in flight until the next forward
   auto a = zero_model->named_parameters(), b = base_model->named_parameters();
   for (size_t k = 0; k < a.size(); ++k) {
     auto va = a[k].second.to_vector<float>(), vb = b[k].second.to_vector<float>();

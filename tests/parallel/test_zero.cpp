@@ -30,20 +30,23 @@ constexpr double kRtol = 1e-5;
 
 enum class Opt { SGD, Adam, AdamW, FusedSGD, FusedAdamW };
 
-std::unique_ptr<nn::Optimizer> make_optimizer(Opt kind, const std::vector<Tensor>& params) {
+// master_weights: the fused optimizers keep f32 copies of 16-bit parameters (and step those).
+std::unique_ptr<nn::Optimizer> make_optimizer(Opt kind, const std::vector<Tensor>& params, bool master_weights = false) {
+  nn::FusedOptions fo;
+  fo.master_weights = master_weights;
   if (kind == Opt::SGD || kind == Opt::FusedSGD) {
     nn::SGDOptions o;
     o.lr = 0.1;
     o.momentum = 0.9;
     o.weight_decay = 1e-3;
-    if (kind == Opt::FusedSGD) return std::make_unique<nn::FusedSGD>(params, o);
+    if (kind == Opt::FusedSGD) return std::make_unique<nn::FusedSGD>(params, o, fo);
     return std::make_unique<nn::SGD>(params, o);
   }
   nn::AdamOptions o;
   o.lr = 1e-2;
   o.weight_decay = kind == Opt::Adam ? 1e-3 : 1e-2;
   if (kind == Opt::Adam) return std::make_unique<nn::Adam>(params, o);
-  if (kind == Opt::FusedAdamW) return std::make_unique<nn::FusedAdamW>(params, o);
+  if (kind == Opt::FusedAdamW) return std::make_unique<nn::FusedAdamW>(params, o, fo);
   return std::make_unique<nn::AdamW>(params, o);
 }
 
@@ -73,11 +76,13 @@ struct Case {
   double bucket_cap_mb = 25.0, first_bucket_mb = 1.0;
   double clip = 0;   // > 0: clip the global norm (DDP's rank order; one process: clip_grad_norm)
   bool amp = false;  // f16 autocast and a GradScaler whose first step overflows (skipped, then backoff)
+  DType amp_dtype = DType::f16;  // bf16: autocast to bf16, no GradScaler (bf16 has f32's range)
+  bool bf16_params = false;      // the model in bf16, the fused optimizers with f32 master weights
 };
 
 nn::GradScalerOptions scaler_options(const Case& c) {
   nn::GradScalerOptions o;
-  o.enabled = c.amp;
+  o.enabled = c.amp && c.amp_dtype == DType::f16;
   o.init_scale = 3e38;       // the first step's scaled loss is inf in f32: skipped on every rank
   o.backoff_factor = 1e-34;  // then 3e4
   return o;
@@ -91,10 +96,11 @@ void train_step(DistributedDataParallel& ddp, nn::Optimizer& opt, nn::GradScaler
   const int64_t micro = mine.x.size(0) / accumulation;
   for (int a = 0; a < accumulation; ++a) {
     Tensor x = mine.x.narrow0(a * micro, micro), y = mine.y.narrow0(a * micro, micro);
+    if (c.bf16_params) x = ops::cast(x, DType::bf16);
     auto micro_step = [&] {
       Tensor loss;
       {
-        AutocastGuard autocast(DType::f16, c.amp);
+        AutocastGuard autocast(c.amp_dtype, c.amp);
         loss = ops::cross_entropy(ddp.forward(x), y) * (1.0 / accumulation);
       }
       scaler.scale(loss).backward();
@@ -125,6 +131,10 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
   const int rank = comm->rank(), n = comm->size();
   auto ref = small_mlp(7);
   auto base_model = small_mlp(7), zero_model = small_mlp(7);
+  if (c.bf16_params) {
+    base_model->to(DType::bf16);
+    zero_model->to(DType::bf16);
+  }
   DDPOptions o0;
   o0.bucket_cap_mb = c.bucket_cap_mb;
   o0.first_bucket_mb = c.first_bucket_mb;
@@ -132,8 +142,8 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
   oz.zero_stage = c.stage;
   DistributedDataParallel base(base_model, comm, o0), zero(zero_model, comm, oz);
   auto opt_ref = make_optimizer(c.opt, ref->parameters());
-  auto opt_base = make_optimizer(c.opt, base.parameters());
-  ZeroOptimizer opt_zero(zero, make_optimizer(c.opt, zero.parameters()));
+  auto opt_base = make_optimizer(c.opt, base.parameters(), c.bf16_params);
+  ZeroOptimizer opt_zero(zero, make_optimizer(c.opt, zero.parameters(), c.bf16_params));
   nn::GradScaler scaler_base(scaler_options(c), comm.get()), scaler_zero(scaler_options(c), comm.get());
   for (int step = 0; step < c.steps; ++step) {
     Batch b = make_batch(1000 + static_cast<uint64_t>(step), {kBatch, 12}, 5);
@@ -148,11 +158,17 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
       for (const Tensor& p : zero_model->parameters()) ASSERT_FALSE(p.grad().defined());
     }
   }
+  // The last step's all-gather is in flight (the next forward would wait for it); a reader waits.
+  if (n > 1) {
+    EXPECT_TRUE(zero.reducer().params_pending());
+  }
+  zero.sync_params();
+  EXPECT_FALSE(zero.reducer().params_pending());
   expect_bitwise(*zero_model, *base_model, fmt::format("zero_stage {} vs 0 on {} ranks ({})", c.stage, n, comm.get() == world().get() ? "shared memory" : "ring"));
-  if (c.amp) {  // the skipped step happened, alike
+  if (c.amp && c.amp_dtype == DType::f16) {  // the skipped step happened, alike
     EXPECT_EQ(scaler_zero.get_scale(), scaler_base.get_scale());
     EXPECT_LT(scaler_zero.get_scale(), 1e5);
-  } else {  // f16 rounds differently on other batch sizes: no one-process reference
+  } else if (!c.amp && !c.bf16_params) {  // 16 bits round differently on other batch sizes: no one-process reference
     expect_same_parameters(*zero_model, *ref, kRtol, "zero vs one process on the global batch");
   }
 
@@ -164,8 +180,13 @@ void check_zero_on(const Case& c, const std::shared_ptr<comm::Communicator>& com
   const int64_t params = static_cast<int64_t>(zero_model->parameters().size());
   EXPECT_EQ(memz.param_bytes, mem0.param_bytes);
   EXPECT_LE(memz.optimizer_state_bytes, mem0.optimizer_state_bytes / n + 16 * (buckets + params + 1));
-  if (c.stage == 2) {
-    EXPECT_LE(memz.grad_bytes, mem0.param_bytes / n + 4 * buckets);
+  if (c.stage == 2) {  // the shards, and the pool of buckets in flight (kPool per dtype, at most every bucket)
+    const int64_t pool = zero.reducer().pool_bytes();
+    int64_t all_buckets = 0;
+    for (int64_t bytes : zero.reducer().bucket_bytes()) all_buckets += bytes;
+    EXPECT_LE(pool, all_buckets);
+    EXPECT_EQ(pool > 0, true);
+    EXPECT_LE(memz.grad_bytes, mem0.param_bytes / n + 4 * buckets + pool);
   } else {
     EXPECT_EQ(memz.grad_bytes, mem0.grad_bytes);
   }
@@ -208,6 +229,50 @@ TEST(Zero, Stage2FusedAdamWClippedBitwiseDDP) { check_zero({Opt::FusedAdamW, 2, 
 TEST(Zero, Stage1AdamF16ScalerSkipBitwiseDDP) { check_zero({Opt::Adam, 1, 1, 4, kTinyCap, kTinyFirst, 0, true}); }
 TEST(Zero, Stage2AdamWF16ScalerClippedBitwiseDDP) { check_zero({Opt::AdamW, 2, 2, 4, kTinyCap, kTinyFirst, 0.05, true}); }
 TEST(Zero, Stage2FusedSgdF16ScalerBitwiseDDP) { check_zero({Opt::FusedSGD, 2, 1, 4, 25.0, 1.0, 0, true}); }
+// bf16: autocast (no GradScaler), and bf16 parameters under the fused AdamW's f32 master weights.
+TEST(Zero, Stage1AdamWBf16AutocastClippedBitwiseDDP) {
+  check_zero({Opt::AdamW, 1, 1, 3, kTinyCap, kTinyFirst, 0.05, true, DType::bf16});
+}
+TEST(Zero, Stage2AdamBf16AutocastAccumulationBitwiseDDP) {
+  check_zero({Opt::Adam, 2, 2, 3, kTinyCap, kTinyFirst, 0, true, DType::bf16});
+}
+TEST(Zero, Stage1FusedAdamWBf16ParamsBitwiseDDP) {
+  check_zero({Opt::FusedAdamW, 1, 1, 3, kTinyCap, kTinyFirst, 0, false, DType::f16, true});
+}
+TEST(Zero, Stage2FusedAdamWBf16ParamsClippedBitwiseDDP) {
+  check_zero({Opt::FusedAdamW, 2, 1, 3, kTinyCap, kTinyFirst, 0.05, false, DType::f16, true});
+}
+
+// zero_grad() right after step(), while the parameters' all-gather is in flight (stage 1 gathers in
+// the buckets that hold the shards' gradients: they are zeroed as each arrives), then a step without
+// a backward: stage 0 steps on zero gradients (momentum and weight decay still move the weights).
+void check_zero_grad_during_gather(int stage) {
+  auto comm = world();
+  const int rank = comm->rank(), n = comm->size();
+  Case c{Opt::SGD, stage, 1, 2, kTinyCap, kTinyFirst};
+  DDPOptions o0;
+  o0.bucket_cap_mb = c.bucket_cap_mb;
+  o0.first_bucket_mb = c.first_bucket_mb;
+  DDPOptions oz = o0;
+  oz.zero_stage = stage;
+  auto base_model = small_mlp(5), zero_model = small_mlp(5);
+  DistributedDataParallel base(base_model, comm, o0), zero(zero_model, comm, oz);
+  auto opt_base = make_optimizer(c.opt, base.parameters());
+  ZeroOptimizer opt_zero(zero, make_optimizer(c.opt, zero.parameters()));
+  nn::GradScaler scaler(scaler_options(c), comm.get());
+  Batch mine = shard(make_batch(4000, {kBatch, 12}, 5), rank, n);
+  train_step(base, *opt_base, scaler, mine, c);
+  train_step(zero, opt_zero, scaler, mine, c);
+  opt_base->zero_grad();
+  opt_zero.zero_grad();
+  opt_base->step();
+  opt_zero.step();
+  zero.sync_params();
+  expect_bitwise(*zero_model, *base_model, fmt::format("a step on zeroed gradients at zero_stage {} on {} ranks", stage, n));
+}
+
+TEST(Zero, ZeroGradWhileGatheringStage1) { check_zero_grad_during_gather(1); }
+TEST(Zero, ZeroGradWhileGatheringStage2) { check_zero_grad_during_gather(2); }
 
 // Checkpoints: the shards' state consolidated on rank 0 is stage 0's state_tensors() bit for bit;
 // loaded (stage 0's layout) into the other stage, training goes on bitwise as stage 0's does.
@@ -259,6 +324,7 @@ void check_state_round_trip(Opt kind, int stage) {
     train_step(base, *opt_base, scaler, mine, c);
     train_step(resumed, opt_resumed, scaler, mine, c);
   }
+  opt_resumed.wait_params();
   expect_bitwise(*resumed_model, *base_model, fmt::format("resumed at zero_stage {} on {} ranks", 3 - stage, n));
 }
 
@@ -294,6 +360,7 @@ void check_unused(Opt kind, int stage, bool static_graph) {
     train_step(base, *opt_base, scaler, mine, c);
     train_step(zero, opt_zero, scaler, mine, c);
   }
+  zero.sync_params();
   expect_bitwise(*zero_model, *base_model,
                  fmt::format("{} at zero_stage {} vs 0 on {} ranks", static_graph ? "static_graph" : "find_unused", stage, n));
 }
