@@ -216,6 +216,8 @@ constexpr int64_t kSmallK = 16;
 // pass over dy with K + 1 vector accumulators, lanes and tail added in a fixed order.
 template <class T>
 void small_k_dots(const T* dy, const T* cols, int64_t ld, int64_t L, int64_t K, T* dw, T* db) {
+  if constexpr (std::is_same_v<T, float>)  // K + 1 64-byte sums are 2K + 2 ymm registers: in groups
+    if (avx2::lanes_usable()) return avx2::small_k_dots_f32(dy, cols, ld, L, K, dw, db);
   using V = typename SumVec<T>::type;
   constexpr int W = SumVec<T>::kWidth;
   V acc[kSmallK] = {}, acc_b = {};
