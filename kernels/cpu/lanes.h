@@ -39,6 +39,8 @@ struct Aligned64Allocator {
 // slot.
 enum class Scratch {
   ConvColumns, ConvPixels, NormPlane, NormChannel,
+  // conv.cpp's f16/bf16 chunks widened to f32 (input, gradient) and its f32 results before rounding
+  ConvChunkIn, ConvChunkGrad, ConvChunkOut,
   // attention_bf16.cpp: scores / probabilities, their gradients, a block's output rows, dK, dV,
   // and per-row delta, max and sum
   AttnScores, AttnScoresGrad, AttnRows, AttnKeyGrad, AttnValueGrad, AttnDelta, AttnMax, AttnSum,
