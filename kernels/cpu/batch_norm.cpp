@@ -76,9 +76,11 @@ ChannelView<T> channel_of(const Tensor& x, const Nci& g, int64_t c) {
   T* w = thread_scratch<T>(Scratch::NormWiden, g.n * g.inner);
   const size_t es = dtype_size(x.dtype());
   const char* px = static_cast<const char*>(x.data_ptr());
-  for (int64_t n = 0; n < g.n; ++n)
-    convert_host(px + static_cast<size_t>((n * g.c + c) * g.inner) * es, x.dtype(), w + n * g.inner, dtype_v<T>,
-                 g.inner);
+  for (int64_t n = 0; n < g.n; ++n) {
+    const char* plane = px + static_cast<size_t>((n * g.c + c) * g.inner) * es;
+    if (n + 1 < g.n) prefetch_lines(plane + static_cast<size_t>(g.c * g.inner) * es, g.inner * int64_t(es));
+    convert_host(plane, x.dtype(), w + n * g.inner, dtype_v<T>, g.inner);
+  }
   return {w, g.inner};
 }
 
