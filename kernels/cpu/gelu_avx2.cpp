@@ -1,7 +1,8 @@
 // gelu_avx512.cpp's x / (1 + e^(-2u)) and its gradient with ymm registers. AVX2 has no vscalefps:
-// 2^n (n in [-126, 129]) is applied as two exact powers of two, 2^(n >> 1) and 2^(n - (n >> 1)),
-// each built in the exponent field; the first product is exact, the second rounds once (to a
-// denormal, or to inf past f32's range), as vscalefps does. vroundps replaces vrndscaleps (both
+// 2^n (n in [-126, 129]) is built in the exponent field and multiplied once (rounding once, to a
+// denormal at the low end, as vscalefps does); 8 values with n = 128 or 129 among them take two
+// exact powers of two, 2^(n >> 1) and 2^(n - (n >> 1)), the first product exact, the second rounding
+// once (or to inf). vroundps replaces vrndscaleps (both
 // to nearest even), so every value has the AVX-512 kernel's bits.
 #include "kernels/cpu/gelu_avx2.h"
 
@@ -45,7 +46,11 @@ TANDEM_GELU_AVX2_INLINE __m256 exp_minus_2u(__m256 x, __m256 x2) {
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.693147182f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
   // A NaN t converts to INT_MIN; p is NaN there already, and NaN times anything stays NaN.
-  const __m256i ni = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(ni, 1);
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  // n <= 127 in every lane (all but x below about -9.2): 2^n is a normal float, one product.
+  const __m256i big = _mm256_cmpgt_epi32(ni, _mm256_set1_epi32(127));
+  if (_mm256_testz_si256(big, big)) return _mm256_mul_ps(p, pow2(ni));
+  const __m256i half = _mm256_srai_epi32(ni, 1);
   return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(ni, half)));
 }
 
