@@ -99,7 +99,9 @@ std::vector<uint8_t> column_masks(const Conv2dGeometry& g) {
   for (int64_t j = 0; j < g.kw; ++j) {
     int64_t lo, hi;
     same_conv_columns(g, j, lo, hi);
-    for (int64_t q = 0; q < L; ++q) m[static_cast<size_t>(j * L + q)] = q % g.wo >= lo && q % g.wo < hi;
+    uint8_t* row = m.data() + j * L;  // one output row's pattern, then copies of it (no q % wo per pixel)
+    for (int64_t ox = 0; ox < g.wo && ox < L; ++ox) row[ox] = ox >= lo && ox < hi;
+    for (int64_t q = g.wo; q < L; q += g.wo) std::copy_n(row, std::min(g.wo, L - q), row + q);
   }
   return m;
 }
