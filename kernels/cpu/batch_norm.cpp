@@ -1,7 +1,9 @@
 // CPU batch norm: the four stages of runtime/backend/norm.h and the fused forward and backward
 // (normalise, relu and max pool in one pass). Statistics are accumulated in the statistics dtype (f64
 // for f64, f32 otherwise) in a fixed order, one channel per OpenMP iteration, so results do not depend
-// on the thread count.
+// on the thread count. The fused kernels also take an f16/bf16 x with f32 y and dy (autocast's f32
+// batch norm of a 16-bit convolution's output): each channel is widened into a cache-resident scratch
+// as it is visited, and dx is rounded to x's dtype plane by plane, instead of whole-tensor casts.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -28,17 +30,18 @@ Nci nci_of(const Tensor& x) {
   return {n, c, n * c == 0 ? 0 : x.numel() / (n * c)};
 }
 
-// Statistics of channel c: two passes over each [inner] plane, then Chan's merge into the channel's
-// running statistics (shared by the staged and the fused forward, so both give identical numbers).
-// A channel's planes lie C * H * W apart, each only a few cache lines long (the cnn's second block:
-// 13), too short for the hardware prefetcher to run ahead: so the loops over a channel's planes ask
-// for the next plane's lines (prefetch_lines) while they work on this one.
+// Statistics of one channel whose plane n is at first + n * stride: two passes over each [inner]
+// plane, then Chan's merge into the channel's running statistics (shared by the staged and the fused
+// forward, so both give identical numbers). A channel's planes lie C * H * W apart, each only a few
+// cache lines long (the cnn's second block: 13), too short for the hardware prefetcher to run ahead:
+// so the loops over a channel's planes ask for the next plane's lines (prefetch_lines) while they
+// work on this one.
 template <class T, class S>
-Welford<S> channel_stats(const T* px, const Nci& g, int64_t c) {
+Welford<S> channel_stats(const T* first, int64_t stride, const Nci& g) {
   Welford<S> acc;
   for (int64_t n = 0; n < g.n; ++n) {
-    const T* p = px + (n * g.c + c) * g.inner;
-    if (n + 1 < g.n) prefetch_lines(p + g.c * g.inner, g.inner);
+    const T* p = first + n * stride;
+    if (n + 1 < g.n) prefetch_lines(p + stride, g.inner);
     const S sum = sum_of<S>(p, g.inner);
     Welford<S> part;
     part.count = g.inner;
@@ -60,6 +63,27 @@ inline T relu_of(T v) {
   return static_cast<S>(v) < S(0) ? T(0) : v;  // NaN stays NaN, as ops::relu
 }
 
+// Channel c of x [N, C, inner] as T: plane n at first + n * stride. X is T: x's own planes. X is
+// narrower (f16/bf16 for f32 T): the planes widened into a per-thread scratch [N, inner].
+template <class T>
+struct ChannelView {
+  const T* first;
+  int64_t stride;
+};
+template <class T>
+ChannelView<T> channel_of(const Tensor& x, const Nci& g, int64_t c) {
+  if (x.dtype() == dtype_v<T>) return {static_cast<const T*>(x.data_ptr()) + c * g.inner, g.c * g.inner};
+  T* w = thread_scratch<T>(Scratch::NormWiden, g.n * g.inner);
+  const size_t es = dtype_size(x.dtype());
+  const char* px = static_cast<const char*>(x.data_ptr());
+  for (int64_t n = 0; n < g.n; ++n) {
+    const char* plane = px + static_cast<size_t>((n * g.c + c) * g.inner) * es;
+    if (n + 1 < g.n) prefetch_lines(plane + static_cast<size_t>(g.c * g.inner) * es, g.inner * int64_t(es));
+    convert_host(plane, x.dtype(), w + n * g.inner, dtype_v<T>, g.inner);
+  }
+  return {w, g.inner};
+}
+
 void cpu_bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
   dispatch_norm_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
@@ -69,7 +93,7 @@ void cpu_bn_stats(const Tensor& x, Tensor& mean, Tensor& m2) {
     std::vector<S> mv(static_cast<size_t>(g.c)), m2v(static_cast<size_t>(g.c));
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
     for (int64_t c = 0; c < g.c; ++c) {
-      const Welford<S> acc = channel_stats<T, S>(px, g, c);
+      const Welford<S> acc = channel_stats<T, S>(px + c * g.inner, g.c * g.inner, g);
       mv[static_cast<size_t>(c)] = acc.mean;
       m2v[static_cast<size_t>(c)] = acc.m2;
     }
@@ -193,16 +217,23 @@ void cpu_bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean
   });
 }
 
+// x narrower than y (f16/bf16 x, f32 y): x read through channel_of, the same values as a cast.
+void check_fused_dtypes(const char* what, const Tensor& x, const Tensor& y) {
+  TANDEM_CHECK(x.dtype() == y.dtype() || (y.dtype() == DType::f32 && (x.dtype() == DType::f16 || x.dtype() == DType::bf16)),
+               "{}: x {} with {} y/dy: give both one dtype, or an f16/bf16 x with f32", what, dtype_name(x.dtype()),
+               dtype_name(y.dtype()));
+}
+
 void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                           const BatchNormEpilogue& epi, Tensor& y, Tensor& argmax, Tensor& mean, Tensor& m2,
                           Tensor& invstd) {
-  dispatch_norm_types(x.dtype(), "batch_norm", [&](auto t, auto s) {
+  check_fused_dtypes("batch_norm", x, y);
+  dispatch_norm_types(y.dtype(), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
     std::vector<S> w = vec<S>(weight, g.c, 1), b = vec<S>(bias, g.c, 0);
     std::vector<S> mv(static_cast<size_t>(g.c)), m2v(static_cast<size_t>(g.c)), iv(static_cast<size_t>(g.c));
-    const T* px = static_cast<const T*>(x.data_ptr());
     T* py = static_cast<T*>(y.data_ptr());
     int32_t* parg = epi.max_pool ? argmax.data<int32_t>() : nullptr;
     const int64_t out_inner = epi.max_pool ? epi.pool.ho * epi.pool.wo : g.inner;
@@ -210,7 +241,8 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
     for (int64_t c = 0; c < g.c; ++c) {
       const size_t ci = static_cast<size_t>(c);
-      const Welford<S> st = channel_stats<T, S>(px, g, c);
+      const ChannelView<T> xc = channel_of<T>(x, g, c);
+      const Welford<S> st = channel_stats<T, S>(xc.first, xc.stride, g);
       const S inv = S(1) / std::sqrt(st.m2 / count + static_cast<S>(eps));  // as cpu_bn_finalize
       mv[ci] = st.mean;
       m2v[ci] = st.m2;
@@ -219,7 +251,7 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
       // With a pool, each normalised plane goes to a cache-resident scratch plane and is pooled from there.
       T* plane = epi.max_pool ? thread_scratch<T>(Scratch::NormPlane, g.inner) : nullptr;
       for (int64_t n = 0; n < g.n; ++n) {
-        const T* in = px + (n * g.c + c) * g.inner;
+        const T* in = xc.first + n * xc.stride;
         T* out = epi.max_pool ? plane : py + (n * g.c + c) * g.inner;
         if (epi.relu) {
           for (int64_t i = 0; i < g.inner; ++i) out[i] = relu_of<T, S>(bn_affine(in[i], scale, shift));
@@ -246,24 +278,29 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
 void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor& x, const Tensor& mean,
                            const Tensor& invstd, const Tensor& weight, const Tensor& bias, const BatchNormEpilogue& epi,
                            Tensor& dx, Tensor& grad_weight, Tensor& grad_bias) {
-  dispatch_norm_types(x.dtype(), "batch_norm backward", [&](auto t, auto s) {
+  check_fused_dtypes("batch_norm backward", x, dy);
+  if (dx.defined()) check_fused_dtypes("batch_norm backward (dx)", dx, dy);
+  dispatch_norm_types(dy.dtype(), "batch_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
     std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1),
                    bv = vec<S>(bias, g.c, 0);
     std::vector<S> sd(static_cast<size_t>(g.c)), sdx(static_cast<size_t>(g.c));
-    const T* px = static_cast<const T*>(x.data_ptr());
     const T* pd = static_cast<const T*>(dy.data_ptr());
     const int32_t* parg = epi.max_pool ? argmax.data<int32_t>() : nullptr;
     const int64_t dy_inner = epi.max_pool ? epi.pool.ho * epi.pool.wo : g.inner;
-    T* pdx = dx.defined() ? static_cast<T*>(dx.data_ptr()) : nullptr;
+    // A 16-bit dx: each plane computed in T into a scratch, then rounded into place.
+    const bool narrow_dx = dx.defined() && dx.dtype() != dy.dtype();
+    T* pdx = dx.defined() && !narrow_dx ? static_cast<T*>(dx.data_ptr()) : nullptr;
+    char* pdx16 = narrow_dx ? static_cast<char*>(dx.data_ptr()) : nullptr;
     const S inv_count = S(1) / static_cast<S>(std::max<int64_t>(g.n * g.inner, 1));
     const bool epilogue = epi.relu || epi.max_pool;
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
     for (int64_t c = 0; c < g.c; ++c) {
       const size_t ci = static_cast<size_t>(c);
       const S m = mv[ci], scale = iv[ci] * w[ci];
+      const ChannelView<T> xc = channel_of<T>(x, g, c);
       // The epilogue's backward (unpool, relu mask) makes the channel's dy of batch norm once, into a
       // per-thread scratch of N * H * W values that both passes below read (cache-resident, like x).
       T* local = nullptr;
@@ -271,13 +308,13 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
         local = thread_scratch<T>(Scratch::NormChannel, g.n * g.inner);
         const S shift = bv[ci] - m * scale;  // the forward's stage (2)
         for (int64_t n = 0; n < g.n; ++n) {
-          const T* xi = px + (n * g.c + c) * g.inner;
+          const T* xi = xc.first + n * xc.stride;
           const T* di = pd + (n * g.c + c) * dy_inner;
           T* o = local + n * g.inner;
           if (n + 1 < g.n) {
             prefetch_lines(di + g.c * dy_inner, dy_inner);
             if (epi.max_pool) prefetch_lines(parg + ((n + 1) * g.c + c) * dy_inner, dy_inner);
-            if (epi.relu && !epi.max_pool) prefetch_lines(xi + g.c * g.inner, g.inner);
+            if (epi.relu && !epi.max_pool) prefetch_lines(xi + xc.stride, g.inner);
           }
           if (epi.max_pool) {  // relu's mask is already in the argmax (see the forward)
             cpu_pool::max_unpool_plane(di, parg + (n * g.c + c) * dy_inner, o, epi.pool);
@@ -292,8 +329,8 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
       auto dy_plane = [&](int64_t n) { return epilogue ? local + n * g.inner : pd + (n * g.c + c) * g.inner; };
       S a = 0, bsum = 0;
       for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_reduce
-        const T* xi = px + (n * g.c + c) * g.inner;
-        if (n + 1 < g.n) prefetch_lines(xi + g.c * g.inner, g.inner);
+        const T* xi = xc.first + n * xc.stride;
+        if (n + 1 < g.n) prefetch_lines(xi + xc.stride, g.inner);
         S pa, pb;
         sum_dy_dyxmu<S>(dy_plane(n), xi, g.inner, m, pa, pb);
         a += pa;
@@ -301,15 +338,19 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
       }
       sd[ci] = a;
       sdx[ci] = bsum;
-      if (!pdx) continue;
+      if (!pdx && !pdx16) continue;
       const S mean_dy = a * inv_count, k = iv[ci] * iv[ci] * bsum * inv_count;
+      T* o16 = narrow_dx ? thread_scratch<T>(Scratch::NormGradPlane, g.inner) : nullptr;
       for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_elemt
-        const T* xi = px + (n * g.c + c) * g.inner;
+        const T* xi = xc.first + n * xc.stride;
         const T* di = dy_plane(n);
-        T* o = pdx + (n * g.c + c) * g.inner;
-        if (n + 1 < g.n) prefetch_lines(o + g.c * g.inner, g.inner, /*for_write=*/true);
+        T* o = narrow_dx ? o16 : pdx + (n * g.c + c) * g.inner;
+        if (n + 1 < g.n && !narrow_dx) prefetch_lines(o + g.c * g.inner, g.inner, /*for_write=*/true);
         for (int64_t i = 0; i < g.inner; ++i)
           o[i] = T((static_cast<S>(di[i]) - mean_dy - (static_cast<S>(xi[i]) - m) * k) * scale);
+        if (narrow_dx)
+          convert_host(o, dtype_v<T>, pdx16 + static_cast<size_t>((n * g.c + c) * g.inner) * dtype_size(dx.dtype()),
+                       dx.dtype(), g.inner);
       }
     }
     if (grad_weight.defined()) {

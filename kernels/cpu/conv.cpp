@@ -1,7 +1,9 @@
 // CPU convolution: im2col + the backend GEMM over chunks of images sized so that the column matrix stays in
 // cache (forward: one strided-batched GEMM per chunk writing y directly); backward is the GEMM with the
-// columns (dW, one GEMM per image accumulated) and GEMM + col2im (dX). f16/bf16 are widened to f32, computed,
-// and rounded once.
+// columns (dW, one GEMM per image accumulated) and GEMM + col2im (dX). f16/bf16 are computed in f32 and
+// rounded once: the activations (x, y, dy, dx) chunk by chunk, widened into and rounded from
+// cache-resident scratch (whole-tensor f32 copies cost the cnn under --amp a tenth of its step in
+// memory traffic), the weights and biases as whole copies.
 #include <algorithm>
 #include <vector>
 
@@ -97,7 +99,9 @@ std::vector<uint8_t> column_masks(const Conv2dGeometry& g) {
   for (int64_t j = 0; j < g.kw; ++j) {
     int64_t lo, hi;
     same_conv_columns(g, j, lo, hi);
-    for (int64_t q = 0; q < L; ++q) m[static_cast<size_t>(j * L + q)] = q % g.wo >= lo && q % g.wo < hi;
+    uint8_t* row = m.data() + j * L;  // one output row's pattern, then copies of it (no q % wo per pixel)
+    for (int64_t ox = 0; ox < g.wo && ox < L; ++ox) row[ox] = ox >= lo && ox < hi;
+    for (int64_t q = g.wo; q < L; q += g.wo) std::copy_n(row, std::min(g.wo, L - q), row + q);
   }
   return m;
 }
@@ -216,6 +220,8 @@ constexpr int64_t kSmallK = 16;
 // pass over dy with K + 1 vector accumulators, lanes and tail added in a fixed order.
 template <class T>
 void small_k_dots(const T* dy, const T* cols, int64_t ld, int64_t L, int64_t K, T* dw, T* db) {
+  if constexpr (std::is_same_v<T, float>)  // K + 1 64-byte sums are 2K + 2 ymm registers: in groups
+    if (avx2::lanes_usable()) return avx2::small_k_dots_f32(dy, cols, ld, L, K, dw, db);
   using V = typename SumVec<T>::type;
   constexpr int W = SumVec<T>::kWidth;
   V acc[kSmallK] = {}, acc_b = {};
@@ -251,19 +257,42 @@ void gather_pixels(const T* dy, int64_t n, int64_t O, int64_t L, T* out) {
       for (int64_t q = 0; q < L; ++q) out[o * n * L + img * L + q] = dy[(img * O + o) * L + q];
 }
 
-template <class T>
-void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g, bool bf16_values = false) {
+// A chunk of activations stored as Ts, computed in T: where Ts is T the values as they lie; else
+// (f16/bf16 storage, f32 compute) widened into the slot's scratch (in()), or computed in the slot's
+// scratch and rounded into place once done (out(), then store()).
+template <class T, class Ts>
+const T* chunk_in(const Ts* p, int64_t n, Scratch slot) {
+  if constexpr (std::is_same_v<T, Ts>) {
+    return p;
+  } else {
+    T* s = thread_scratch<T>(slot, n);
+    convert_host(p, dtype_v<Ts>, s, dtype_v<T>, n);
+    return s;
+  }
+}
+template <class T, class Ts>
+T* chunk_out(Ts* p, int64_t n) {
+  if constexpr (std::is_same_v<T, Ts>) return p;
+  else return thread_scratch<T>(Scratch::ConvChunkOut, n);
+}
+template <class T, class Ts>
+void chunk_store(const T* computed, Ts* p, int64_t n) {
+  if constexpr (!std::is_same_v<T, Ts>) convert_host(computed, dtype_v<T>, p, dtype_v<Ts>, n);
+}
+
+template <class T, class Ts = T>
+void forward_t(const Ts* x, const T* w, const T* b, Ts* y, const Conv2dGeometry& g, bool bf16_values = false) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
   T* cols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
-    im2col_t(gc, x + n0 * g.c * g.h * g.w, cols);
+    im2col_t(gc, chunk_in<T>(x + n0 * g.c * g.h * g.w, gc.n * g.c * g.h * g.w, Scratch::ConvChunkIn), cols);
     // y[img] [O, L] = bias + w [O, K] @ cols[:, img*L : (img+1)*L], one strided-batched GEMM over the
     // chunk, written straight into y (no [O, nc*L] staging copy). The bias is stored first and the
     // GEMM accumulates onto it (beta = 1): Eigen zeroes C for beta = 0, so this saves a pass over y.
-    T* yc = y + n0 * O * L;
+    T* yc = chunk_out<T>(y + n0 * O * L, gc.n * O * L);
     if (flat_pixels(L)) {
       // One product over the chunk's pixels, [O, K] @ [K, nc*L], then each image's [O, L] block
       // moved into y with the bias: per-image products would be [O, K] @ [K, L] with L tiny, each
@@ -276,6 +305,7 @@ void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g
         const T bias = b ? b[o] : T(0);
         for (int64_t q = 0; q < L; ++q) yc[p * L + q] = t[o * NL + img * L + q] + bias;
       }
+      chunk_store(yc, y + n0 * O * L, gc.n * O * L);
       continue;
     }
     if (b) {
@@ -287,81 +317,79 @@ void forward_t(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g
     fw.stride_b = L;
     fw.stride_c = O * L;
     gemm(kCPU)(kCPU, fw);
+    chunk_store(yc, y + n0 * O * L, gc.n * O * L);
   }
 }
 
-template <class T>
-void backward_input_t(const T* dy, const T* w, T* dx, const Conv2dGeometry& g, bool bf16_values = false) {
-  const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
+template <class T, class Ts = T>
+void backward_input_t(const Ts* dy, const T* w, Ts* dx, const Conv2dGeometry& g, bool bf16_values = false) {
+  const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g), chw = g.c * g.h * g.w;
   T* dcols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
+    const T* dyc = chunk_in<T>(dy + n0 * O * L, gc.n * O * L, Scratch::ConvChunkGrad);
+    T* dxc = chunk_out<T>(dx + n0 * chw, gc.n * chw);
     if (flat_pixels(L)) {
       // dy's images side by side, [O, nc*L], then one product w^T [K, O] @ it (as the forward).
       T* t = thread_scratch<T>(Scratch::ConvPixels, O * NL);
-      gather_pixels(dy + n0 * O * L, gc.n, O, L, t);
+      gather_pixels(dyc, gc.n, O, L, t);
       gemm(kCPU)(kCPU, gemm_args<T>(true, false, K, NL, O, w, K, t, NL, dcols, NL, 0.0, bf16_values));
-      col2im_t(gc, dcols, dx + n0 * g.c * g.h * g.w);
-      continue;
+    } else {
+      // dcols[:, img*L : (img+1)*L] = w^T [K, O] @ dy[img] [O, L], batched over the chunk's images
+      GemmArgs bi = gemm_args<T>(true, false, K, L, O, w, K, dyc, L, dcols, NL, 0.0, bf16_values);
+      bi.batch = gc.n;
+      bi.stride_b = O * L;
+      bi.stride_c = L;
+      gemm(kCPU)(kCPU, bi);
     }
-    // dcols[:, img*L : (img+1)*L] = w^T [K, O] @ dy[img] [O, L], batched over the chunk's images
-    GemmArgs bi = gemm_args<T>(true, false, K, L, O, w, K, dy + n0 * O * L, L, dcols, NL, 0.0, bf16_values);
-    bi.batch = gc.n;
-    bi.stride_b = O * L;
-    bi.stride_c = L;
-    gemm(kCPU)(kCPU, bi);
-    col2im_t(gc, dcols, dx + n0 * g.c * g.h * g.w);
+    col2im_t(gc, dcols, dxc);
+    chunk_store(dxc, dx + n0 * chw, gc.n * chw);
   }
 }
 
-template <class T>
-void backward_weight_t(const T* x, const T* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
+template <class T, class Ts = T>
+void backward_weight_t(const Ts* x, const Ts* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
   T* cols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
+  if (db) std::fill(db, db + O, T(0));
+  if (g.n == 0) std::fill(dw, dw + O * K, T(0));
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
-    im2col_t(gc, x + n0 * g.c * g.h * g.w, cols);
+    im2col_t(gc, chunk_in<T>(x + n0 * g.c * g.h * g.w, gc.n * g.c * g.h * g.w, Scratch::ConvChunkIn), cols);
+    const T* dyc = chunk_in<T>(dy + n0 * O * L, gc.n * O * L, Scratch::ConvChunkGrad);
     if (K <= kSmallK) {
-      if (n0 == 0) {
-        std::fill(dw, dw + O * K, T(0));
-        if (db) std::fill(db, db + O, T(0));
-      }
+      if (n0 == 0) std::fill(dw, dw + O * K, T(0));
       // Each o's sums run over the images in order (deterministic whatever the thread count).
 #pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
       for (int64_t o = 0; o < O; ++o)
         for (int64_t img = 0; img < gc.n; ++img)
-          small_k_dots(dy + ((n0 + img) * O + o) * L, cols + img * L, NL, L, K, dw + o * K, db ? db + o : nullptr);
-      continue;
+          small_k_dots(dyc + (img * O + o) * L, cols + img * L, NL, L, K, dw + o * K, db ? db + o : nullptr);
+      continue;  // db summed with the dots
     }
     if (flat_pixels(L)) {
       // dw [O, K] += dy's images side by side [O, nc*L] @ cols^T: one product whose sums run over the
       // chunk's pixels, rather than a rank-L update of all of dw per image.
       T* t = thread_scratch<T>(Scratch::ConvPixels, O * NL);
-      gather_pixels(dy + n0 * O * L, gc.n, O, L, t);
+      gather_pixels(dyc, gc.n, O, L, t);
       gemm(kCPU)(kCPU, gemm_args<T>(false, true, O, K, NL, t, NL, cols, NL, dw, K, n0 == 0 ? 0.0 : 1.0, bf16_values));
-      continue;
+    } else {
+      // dw [O, K] += dy[img] [O, L] @ cols[:, img*L : (img+1)*L]^T, image after image (one GEMM per
+      // image reads dy in place; measured faster than transposing dy into one GEMM per chunk).
+      for (int64_t img = 0; img < gc.n; ++img) {
+        const bool first = n0 == 0 && img == 0;
+        gemm(kCPU)(kCPU, gemm_args<T>(false, true, O, K, L, dyc + img * O * L, L, cols + img * L, NL, dw, K,
+                                      first ? 0.0 : 1.0, bf16_values));
+      }
     }
-    // dw [O, K] += dy[img] [O, L] @ cols[:, img*L : (img+1)*L]^T, image after image (one GEMM per
-    // image reads dy in place; measured faster than transposing dy into one GEMM per chunk).
-    for (int64_t img = 0; img < gc.n; ++img) {
-      const bool first = n0 == 0 && img == 0;
-      gemm(kCPU)(kCPU, gemm_args<T>(false, true, O, K, L, dy + (n0 + img) * O * L, L, cols + img * L, NL, dw, K,
-                                    first ? 0.0 : 1.0, bf16_values));
-    }
-  }
-  if (g.n == 0) std::fill(dw, dw + O * K, T(0));
-  if (db && K <= kSmallK && g.n > 0) return;  // summed with the dots
-  if (db) {
-    // db[o] = sum over images (in order) of the sum of dy[img, o, :]
-#pragma omp parallel for schedule(static) if (g.n * O * L >= kParallelMinWork)
-    for (int64_t o = 0; o < O; ++o) {
-      T s = T(0);
-      for (int64_t img = 0; img < g.n; ++img) s += sum_of<T>(dy + (img * O + o) * L, L);
-      db[o] = s;
+    if (db) {
+      // db[o] = sum over images (in order, chunk after chunk) of the sum of dy[img, o, :]
+#pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t img = 0; img < gc.n; ++img) db[o] += sum_of<T>(dyc + (img * O + o) * L, L);
     }
   }
 }
@@ -425,38 +453,40 @@ void scatter_window(const Conv2dGeometry& g, const LiveTaps& t, const T* win, T*
       for (int64_t j = 0; j < kw; ++j) w[(p * g.kh + t.i0 + i) * g.kw + t.j0 + j] = win[(p * kh + i) * kw + j];
 }
 
-template <class T>
-void forward_live(const T* x, const T* w, const T* b, T* y, const Conv2dGeometry& g, bool bf16_values = false) {
+// T: the computation's type (and the weights'); Ts: the activations' storage (T, or f16/bf16 for f32).
+template <class T, class Ts = T>
+void forward_live(const Ts* x, const T* w, const T* b, Ts* y, const Conv2dGeometry& g, bool bf16_values = false) {
   LiveTaps t;
-  if (!prunable(g, t)) return forward_t(x, w, b, y, g, bf16_values);
+  if (!prunable(g, t)) return forward_t<T, Ts>(x, w, b, y, g, bf16_values);
   const Conv2dGeometry p = on_live_taps(g, t);
   std::vector<T> win(static_cast<size_t>(p.o * p.k()));
   window_of(g, t, w, win.data());
-  forward_t(x, win.data(), b, y, p, bf16_values);
+  forward_t<T, Ts>(x, win.data(), b, y, p, bf16_values);
 }
 
-template <class T>
-void backward_input_live(const T* dy, const T* w, T* dx, const Conv2dGeometry& g, bool bf16_values = false) {
+template <class T, class Ts = T>
+void backward_input_live(const Ts* dy, const T* w, Ts* dx, const Conv2dGeometry& g, bool bf16_values = false) {
   LiveTaps t;
-  if (!prunable(g, t)) return backward_input_t(dy, w, dx, g, bf16_values);
+  if (!prunable(g, t)) return backward_input_t<T, Ts>(dy, w, dx, g, bf16_values);
   const Conv2dGeometry p = on_live_taps(g, t);
   std::vector<T> win(static_cast<size_t>(p.o * p.k()));
   window_of(g, t, w, win.data());
-  backward_input_t(dy, win.data(), dx, p, bf16_values);
+  backward_input_t<T, Ts>(dy, win.data(), dx, p, bf16_values);
 }
 
-template <class T>
-void backward_weight_live(const T* x, const T* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
+template <class T, class Ts = T>
+void backward_weight_live(const Ts* x, const Ts* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
   LiveTaps t;
-  if (!prunable(g, t)) return backward_weight_t(x, dy, dw, db, g, bf16_values);
+  if (!prunable(g, t)) return backward_weight_t<T, Ts>(x, dy, dw, db, g, bf16_values);
   const Conv2dGeometry p = on_live_taps(g, t);
   std::vector<T> win(static_cast<size_t>(p.o * p.k()));
-  backward_weight_t(x, dy, win.data(), db, p, bf16_values);
+  backward_weight_t<T, Ts>(x, dy, win.data(), db, p, bf16_values);
   scatter_window(g, t, win.data(), dw);  // the dead taps' gradient: exactly 0
 }
 
-// f16/bf16 run the f32 path on widened copies; for bf16 the widened values are exactly bf16, so the
-// GEMMs may multiply them as bf16 pairs (GemmArgs::bf16_products) with the same products.
+// f16/bf16 run the f32 path: the activations widened chunk by chunk (above), the weights and biases
+// as whole copies; for bf16 the widened values are exactly bf16, so the GEMMs may multiply them as
+// bf16 pairs (GemmArgs::bf16_products) with the same products.
 Tensor widened(const Tensor& t) {
   if (!t.defined()) return t;
   Tensor r = Tensor::empty(t.shape(), DType::f32, t.device());
@@ -479,10 +509,8 @@ void cpu_conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tenso
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       forward_live<T>(ptr<T>(x), ptr<T>(w), ptr<T>(b), mptr<T>(y), g);
     } else {
-      Tensor yf = like_f32(y);
-      forward_live<float>(ptr<float>(widened(x)), ptr<float>(widened(w)), ptr<float>(widened(b)), mptr<float>(yf), g,
-                       std::is_same_v<T, bfloat16>);
-      narrow_into(yf, y);
+      forward_live<float, T>(ptr<T>(x), ptr<float>(widened(w)), ptr<float>(widened(b)), mptr<T>(y), g,
+                             std::is_same_v<T, bfloat16>);
     }
   });
 }
@@ -493,10 +521,7 @@ void cpu_conv2d_backward_input(const Tensor& dy, const Tensor& w, Tensor& dx, co
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       backward_input_live<T>(ptr<T>(dy), ptr<T>(w), mptr<T>(dx), g);
     } else {
-      Tensor dxf = like_f32(dx);
-      backward_input_live<float>(ptr<float>(widened(dy)), ptr<float>(widened(w)), mptr<float>(dxf), g,
-                              std::is_same_v<T, bfloat16>);
-      narrow_into(dxf, dx);
+      backward_input_live<float, T>(ptr<T>(dy), ptr<float>(widened(w)), mptr<T>(dx), g, std::is_same_v<T, bfloat16>);
     }
   });
 }
@@ -509,8 +534,8 @@ void cpu_conv2d_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, T
       backward_weight_live<T>(ptr<T>(x), ptr<T>(dy), mptr<T>(dw), mptr<T>(db), g);
     } else {
       Tensor dwf = like_f32(dw), dbf = like_f32(db);
-      backward_weight_live<float>(ptr<float>(widened(x)), ptr<float>(widened(dy)), mptr<float>(dwf), mptr<float>(dbf), g,
-                               std::is_same_v<T, bfloat16>);
+      backward_weight_live<float, T>(ptr<T>(x), ptr<T>(dy), mptr<float>(dwf), mptr<float>(dbf), g,
+                                     std::is_same_v<T, bfloat16>);
       narrow_into(dwf, dw);
       narrow_into(dbf, db);
     }

@@ -107,9 +107,31 @@ void gemm_product(const GemmArgs& g);
 
 // f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
 // as an f32 GEMM (gemm_product picks our kernel or Eigen), rounded once (an f32 C, wide_c, is the
-// product's own). The copies are left uninitialised: every element is written before it is read.
+// product's own); on the AVX2 path the kernel widens A and B in its packing instead. The copies are left uninitialised: every element is written before it is read.
 template <class T>
 void gemm_low_precision(const GemmArgs& g) {
+  // Our AVX2 kernel widens the operands as it packs them: no copies (on the AVX-512 path, and for
+  // Eigen, the copies below).
+  if (!cpu_gemm_forced(ForcedPath::Eigen) && !avx512::has_f32() && avx2::has_f32()) {
+    GemmArgs f = g;
+    f.bf16_products = false;
+    f.wide_c = false;
+    if (g.wide_c) return avx2::gemm_widening(f);
+    std::unique_ptr<float[]> c(new float[static_cast<size_t>(g.m * g.n)]);
+    f.batch = 1;
+    f.c = c.get();
+    f.ldc = g.n;
+    for (int64_t i = 0; i < g.batch; ++i) {
+      f.a = static_cast<const T*>(g.a) + i * g.stride_a;
+      f.b = static_cast<const T*>(g.b) + i * g.stride_b;
+      T* ci = static_cast<T*>(g.c) + i * g.stride_c;
+      if (g.beta != 0)
+        for (int64_t r = 0; r < g.m; ++r) widen(ci + r * g.ldc, c.get() + r * g.n, g.n);
+      avx2::gemm_widening(f);
+      for (int64_t r = 0; r < g.m; ++r) narrow(c.get() + r * g.n, ci + r * g.ldc, g.n);
+    }
+    return;
+  }
   const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
   const int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
   auto buffer = [](int64_t n) { return std::unique_ptr<float[]>(new float[static_cast<size_t>(n)]); };

@@ -75,8 +75,8 @@ const KernelTable kKernels = f32_table(std::make_integer_sequence<int, kMR>{});
 
 // The np panels of a block: panel q holds rows [q * h, min(q * h + h, rows)) of the operand (element
 // (r, p) at x[r * rs + p * ps]), packed [kc][W], at out + q * kc * W. Threads split the panels.
-template <int W>
-void pack_block(const float* x, int64_t rs, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t kc, float* out,
+template <int W, class S>
+void pack_block(const S* x, int64_t rs, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t kc, float* out,
                 int nt) {
   if (rs == 1 && ps != 1) {  // rows contiguous along the panels: threads split K, each streams whole rows
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && kc >= 4 * kPackRun * nt)
@@ -93,16 +93,13 @@ void pack_block(const float* x, int64_t rs, int64_t ps, int64_t rows, int64_t h,
       pack_panel_rows_contiguous<W>(x + q * h, ps, r, kc, out + q * kc * W);
     else  // neither stride 1 (a strided view): element by element
       for (int64_t p = 0; p < kc; ++p)
-        for (int i = 0; i < W; ++i) out[q * kc * W + p * W + i] = i < r ? x[(q * h + i) * rs + p * ps] : 0.f;
+        for (int i = 0; i < W; ++i) out[q * kc * W + p * W + i] = i < r ? to_f32(x[(q * h + i) * rs + p * ps]) : 0.f;
   }
 }
 
-}  // namespace
-
-bool has_f32() { return cpu_isa_usable(CpuIsa::avx2); }
-
-void gemm_f32(const GemmArgs& g) {
-  TANDEM_CHECK(has_f32() && g.dtype == DType::f32, "avx2 gemm_f32: unsupported CPU or dtype");
+// The driver over A and B of element type S (f32, or 16-bit widened in the packing), C f32.
+template <class S>
+void gemm_t(const GemmArgs& g) {
   const int64_t M = g.m, N = g.n, K = g.k;
   const Blocking& bl = blocking();
   const int64_t MC = bl.mc, NC = bl.nc;
@@ -118,8 +115,8 @@ void gemm_f32(const GemmArgs& g) {
   float* ap = scratch(1, (mc_max + kMR - 1) / kMR * kMR * kc_max);
 
   for (int64_t bi = 0; bi < g.batch; ++bi) {
-    const float* A = static_cast<const float*>(g.a) + bi * g.stride_a;
-    const float* B = static_cast<const float*>(g.b) + bi * g.stride_b;
+    const S* A = static_cast<const S*>(g.a) + bi * g.stride_a;
+    const S* B = static_cast<const S*>(g.b) + bi * g.stride_b;
     float* C = static_cast<float*>(g.c) + bi * g.stride_c;
     if (K == 0) {  // C = beta * C
       for (int64_t i = 0; i < M; ++i)
@@ -131,7 +128,7 @@ void gemm_f32(const GemmArgs& g) {
       for (int64_t pc = 0; pc < K; pc += kKC) {
         const int64_t kc = std::min(kKC, K - pc);
         const int64_t brs = g.trans_b ? g.ldb : 1, bps = g.trans_b ? 1 : g.ldb;
-        const float* bsrc = B + jc * brs + pc * bps;
+        const S* bsrc = B + jc * brs + pc * bps;
         const int64_t ars = g.trans_a ? 1 : g.lda, aps = g.trans_a ? g.lda : 1;
         TileOut base;
         base.ldc = g.ldc;
@@ -175,6 +172,24 @@ void gemm_f32(const GemmArgs& g) {
       }
     }
   }
+}
+
+}  // namespace
+
+bool has_f32() { return cpu_isa_usable(CpuIsa::avx2); }
+
+void gemm_f32(const GemmArgs& g) {
+  TANDEM_CHECK(has_f32() && g.dtype == DType::f32, "avx2 gemm_f32: unsupported CPU or dtype");
+  gemm_t<float>(g);
+}
+
+void gemm_widening(const GemmArgs& g) {
+  TANDEM_CHECK(has_f32() && (g.dtype == DType::f16 || g.dtype == DType::bf16),
+               "avx2 gemm_widening: unsupported CPU or dtype {}", dtype_name(g.dtype));
+  if (g.dtype == DType::f16)
+    gemm_t<F16>(g);
+  else
+    gemm_t<BF16>(g);
 }
 
 }  // namespace tandem::kernels::avx2

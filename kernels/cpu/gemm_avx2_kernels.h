@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "runtime/backend/common/half.h"
+
 #define TANDEM_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define TANDEM_AVX2_INLINE TANDEM_AVX2 inline __attribute__((always_inline))
 
@@ -95,6 +97,35 @@ TANDEM_AVX2 void kernel_f32(int64_t kc, const float* a, const float* b, int n, c
   }
 }
 
+// The packing's source element types: f32, or f16 / bf16 operands widened as they are packed (F16C's
+// vcvtph2ps; bf16 by a 16-bit shift), the values of convert_host's widening (NaN payloads aside:
+// vcvtph2ps quiets a signalling NaN, which a product turns into a NaN anyway).
+struct F16 {
+  uint16_t bits;
+};
+struct BF16 {
+  uint16_t bits;
+};
+TANDEM_AVX2_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+TANDEM_AVX2_INLINE __m256 load8(const F16* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+TANDEM_AVX2_INLINE __m256 load8(const BF16* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+inline float to_f32(float v) { return v; }
+inline float to_f32(F16 v) { return half_bits_to_float(v.bits); }
+inline float to_f32(BF16 v) { return bf16_bits_to_float(v.bits); }
+// Lanes [0, n) of p (n <= 8), the rest zero; nothing read past p + n.
+TANDEM_AVX2_INLINE __m256 load8_first(const float* p, int n) { return _mm256_maskload_ps(p, low_mask8(n)); }
+template <class S>
+TANDEM_AVX2_INLINE __m256 load8_first(const S* p, int n) {
+  alignas(32) float t[8] = {};
+  for (int i = 0; i < n && i < 8; ++i) t[i] = to_f32(p[i]);
+  return _mm256_load_ps(t);
+}
+
 // 8 x 8 transpose: r[i] lane j -> r[j] lane i.
 TANDEM_AVX2_INLINE void transpose8(__m256* r) {
   __m256 t[8], u[8];
@@ -116,8 +147,8 @@ TANDEM_AVX2_INLINE void transpose8(__m256* r) {
 
 // A panel of W rows whose source rows run along K (element (r, p) at x[r * rs + p], r < rows, p < kc):
 // out[p * W + r], rows past `rows` zero. Blocks of 8 rows x 8 K indices go through transpose8.
-template <int W>
-TANDEM_AVX2 void pack_panel_k_contiguous(const float* x, int64_t rs, int rows, int64_t kc, float* out) {
+template <int W, class S>
+TANDEM_AVX2 void pack_panel_k_contiguous(const S* x, int64_t rs, int rows, int64_t kc, float* out) {
   const int64_t kc8 = kc / 8 * 8;
   for (int r0 = 0; r0 < W; r0 += 8) {
     const int lanes = W - r0 < 8 ? W - r0 : 8;  // output lanes of this row group
@@ -125,7 +156,7 @@ TANDEM_AVX2 void pack_panel_k_contiguous(const float* x, int64_t rs, int rows, i
     for (int64_t p0 = 0; p0 < kc8; p0 += 8) {
       __m256 v[8];
       for (int i = 0; i < 8; ++i)
-        v[i] = r0 + i < rows ? _mm256_loadu_ps(x + (r0 + i) * rs + p0) : _mm256_setzero_ps();
+        v[i] = r0 + i < rows ? load8(x + (r0 + i) * rs + p0) : _mm256_setzero_ps();
       transpose8(v);
       for (int q = 0; q < 8; ++q) {
         float* o = out + (p0 + q) * W + r0;
@@ -137,27 +168,26 @@ TANDEM_AVX2 void pack_panel_k_contiguous(const float* x, int64_t rs, int rows, i
     }
   }
   for (int64_t p = kc8; p < kc; ++p)
-    for (int r = 0; r < W; ++r) out[p * W + r] = r < rows ? x[r * rs + p] : 0.f;
+    for (int r = 0; r < W; ++r) out[p * W + r] = r < rows ? to_f32(x[r * rs + p]) : 0.f;
 }
 
 // A panel whose source rows are contiguous along the panel (element (r, p) at x[p * ps + r]): each K
 // index is one copy of `rows` floats, zero-padded to W.
-template <int W>
-TANDEM_AVX2 void pack_panel_rows_contiguous(const float* x, int64_t ps, int rows, int64_t kc, float* out) {
-  const __m256i m0 = low_mask8(rows), m1 = low_mask8(rows - 8);
+template <int W, class S>
+TANDEM_AVX2 void pack_panel_rows_contiguous(const S* x, int64_t ps, int rows, int64_t kc, float* out) {
   for (int64_t p = 0; p < kc; ++p) {
-    const float* s = x + p * ps;
+    const S* s = x + p * ps;
     float* o = out + p * W;
     if constexpr (W == 16) {
       if (rows >= 16) {
-        _mm256_store_ps(o, _mm256_loadu_ps(s));
-        _mm256_store_ps(o + 8, _mm256_loadu_ps(s + 8));
+        _mm256_store_ps(o, load8(s));
+        _mm256_store_ps(o + 8, load8(s + 8));
       } else {
-        _mm256_store_ps(o, _mm256_maskload_ps(s, m0));
-        _mm256_store_ps(o + 8, rows > 8 ? _mm256_maskload_ps(s + 8, m1) : _mm256_setzero_ps());
+        _mm256_store_ps(o, load8_first(s, rows < 8 ? rows : 8));
+        _mm256_store_ps(o + 8, rows > 8 ? load8_first(s + 8, rows - 8) : _mm256_setzero_ps());
       }
     } else {
-      for (int r = 0; r < W; ++r) o[r] = r < rows ? s[r] : 0.f;
+      for (int r = 0; r < W; ++r) o[r] = r < rows ? to_f32(s[r]) : 0.f;
     }
   }
 }
@@ -168,8 +198,8 @@ TANDEM_AVX2 void pack_panel_rows_contiguous(const float* x, int64_t ps, int rows
 // all panels, while the run's few rows are in L1 (panel by panel, every row of a panel is a new page
 // for a wide B, which the prefetchers do not follow: [6 x 1024] x [1024 x 288]... see gemm_avx2.cpp).
 constexpr int64_t kPackRun = 8;
-template <int W>
-TANDEM_AVX2 void pack_rows_runs(const float* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t p0,
+template <int W, class S>
+TANDEM_AVX2 void pack_rows_runs(const S* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t p0,
                                 int64_t p1, float* out, int64_t pstride) {
   for (int64_t run = p0; run < p1; run += kPackRun) {
     const int64_t run_end = run + kPackRun < p1 ? run + kPackRun : p1;

@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/lanes_avx2.h"
+
 namespace tandem::kernels {
 
 // 64-byte aligned storage for thread_scratch. Eigen's vectorised loops take a row's elements before
@@ -37,6 +39,10 @@ struct Aligned64Allocator {
 // slot.
 enum class Scratch {
   ConvColumns, ConvPixels, NormPlane, NormChannel,
+  // conv.cpp's f16/bf16 chunks widened to f32 (input, gradient) and its f32 results before rounding
+  ConvChunkIn, ConvChunkGrad, ConvChunkOut,
+  // batch_norm.cpp: a 16-bit x's channel widened to f32, a 16-bit dx's plane before rounding
+  NormWiden, NormGradPlane,
   // attention_bf16.cpp: scores / probabilities, their gradients, a block's output rows, dK, dV,
   // and per-row delta, max and sum
   AttnScores, AttnScoresGrad, AttnRows, AttnKeyGrad, AttnValueGrad, AttnDelta, AttnMax, AttnSum,
@@ -131,7 +137,8 @@ namespace tandem::kernels {
 
 // Contiguous-array sums with explicit 64-byte vector loads (the generic lane_sum above leaves the
 // gathering of f(i) to the compiler, which builds vectors element by element). T == S only; other
-// element types (f16/bf16 into f32) take the generic path.
+// element types (f16/bf16 into f32) take the generic path. f32 without AVX-512 (lanes_avx2.h): the
+// same lanes in two ymm registers, since a build for AVX2 spills these 64-byte vectors.
 template <class S>
 inline typename SumVec<S>::type vload(const S* p) {
   typename SumVec<S>::type v;
@@ -149,6 +156,8 @@ inline S hsum(const typename SumVec<S>::type& v) {
 template <class S, class T>
 inline S sum_of(const T* p, int64_t n) {
   if constexpr (std::is_same_v<S, T>) {
+    if constexpr (std::is_same_v<S, float>)
+      if (avx2::lanes_usable()) return avx2::sum_f32(p, n);
     constexpr int W = SumVec<S>::kWidth;
     typename SumVec<S>::type acc = {};
     int64_t i = 0;
@@ -165,6 +174,8 @@ inline S sum_of(const T* p, int64_t n) {
 template <class S, class T>
 inline S sum_sq_dev(const T* p, int64_t n, S mu) {
   if constexpr (std::is_same_v<S, T>) {
+    if constexpr (std::is_same_v<S, float>)
+      if (avx2::lanes_usable()) return avx2::sum_sq_dev_f32(p, n, mu);
     constexpr int W = SumVec<S>::kWidth;
     typename SumVec<S>::type acc = {}, m = {};
     m += mu;
@@ -188,6 +199,8 @@ inline S sum_sq_dev(const T* p, int64_t n, S mu) {
 template <class S, class T>
 inline void sum_dy_dyxmu(const T* dy, const T* x, int64_t n, S m, S& a, S& b) {
   if constexpr (std::is_same_v<S, T>) {
+    if constexpr (std::is_same_v<S, float>)
+      if (avx2::lanes_usable()) return avx2::sum_dy_dyxmu_f32(dy, x, n, m, a, b);
     constexpr int W = SumVec<S>::kWidth;
     typename SumVec<S>::type aa = {}, bb = {}, mv = {};
     mv += m;

@@ -38,10 +38,13 @@ Tensor in_dtype_of(const Tensor& t, DType dt) {
 // LayerNorm backward's row sums: a = sum g[d], b = sum g[d] * xhat[d] with g = dy * w and xhat =
 // (x - mu) * r. Rows of S itself are read with 64-byte vector loads, as sum_of and sum_sq_dev read the
 // forward's: lane_sum2's lambdas built each vector element by element (f32 [1024, 256], one thread:
-// forward 290 -> 140 us, backward 390 -> 250 us). The same lanes and order as lane_sum2.
+// forward 290 -> 140 us, backward 390 -> 250 us). The same lanes and order as lane_sum2; f32 without
+// AVX-512 in two ymm registers (lanes_avx2.h).
 template <class S, class T>
 inline void sum_g_gxhat(const T* dy, const S* w, const T* x, int64_t n, S mu, S r, S& a, S& b) {
   if constexpr (std::is_same_v<S, T>) {
+    if constexpr (std::is_same_v<S, float>)
+      if (avx2::lanes_usable()) return avx2::sum_g_gxhat_f32(dy, w, x, n, mu, r, a, b);
     constexpr int W = SumVec<S>::kWidth;
     typename SumVec<S>::type aa = {}, bb = {}, mv = {}, rv = {};
     mv += mu;

@@ -57,6 +57,8 @@ TANDEM_KERNEL(batch_norm_backward_elemt,
 // a pool masked where relu's output is not positive (the mask recomputed from x, weight and bias),
 // as relu's backward does; then stages (3) and (4). So a BatchNorm-ReLU-MaxPool block reads and
 // writes its activations once each way, not three times.
+// Dtypes: x, y, dy and dx share one, or (autocast's f32 batch norm of a 16-bit activation) x and dx
+// are f16/bf16 while y and dy are f32: x is read as if cast to f32, dx rounded to x's dtype once.
 struct BatchNormEpilogue {
   bool relu = false;
   bool max_pool = false;  // x is [N, C, H, W]; y, dy and argmax are [N, C, Ho, Wo] by `pool`

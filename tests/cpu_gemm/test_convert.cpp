@@ -72,3 +72,28 @@ TEST(ConvertHost, Avx2LoopsTakenWhereUsable) {
     for (int i = 0; i < 9; ++i) EXPECT_EQ(h[i], float_to_half_bits(f[i]));
   }
 }
+
+// Every length up to 40 (the 16-value steps, the 8-value step and the scalar tail), a NaN now in one
+// step and now in none: the scalar's bits, and nothing written past n.
+TEST(ConvertHost, EveryLengthMatchesScalarAndWritesNothingPastIt) {
+  const float qnan = bits_float(0x7fc00123u), snan = bits_float(0xff800005u);
+  for (int64_t n = 0; n <= 40; ++n) {
+    std::vector<float> f(static_cast<size_t>(n) + 1);
+    for (int64_t i = 0; i < n; ++i) f[size_t(i)] = 0.3f * static_cast<float>(i) - 5.0f + 1e-3f;
+    if (n > 3) f[size_t(n / 3)] = (n % 2) ? qnan : snan;
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(t) << " n " << n);
+      std::vector<uint16_t> h(static_cast<size_t>(n) + 1, 0xabcd);
+      convert_host(f.data(), DType::f32, h.data(), t, n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(h[size_t(i)], t == DType::f16 ? float_to_half_bits(f[size_t(i)]) : float_to_bf16_bits(f[size_t(i)]));
+      EXPECT_EQ(h[size_t(n)], 0xabcd);
+      std::vector<float> back(static_cast<size_t>(n) + 1, -9.0f);
+      convert_host(h.data(), t, back.data(), DType::f32, n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(float_bits(back[size_t(i)]),
+                  float_bits(t == DType::f16 ? half_bits_to_float(h[size_t(i)]) : bf16_bits_to_float(h[size_t(i)])));
+      EXPECT_EQ(back[size_t(n)], -9.0f);
+    }
+  }
+}

@@ -349,6 +349,56 @@ TEST(CpuGemm, F32RunsOnOurKernelForTheIsa) {
   EXPECT_STREQ(kernels::cpu_f32_gemm_isa(), "eigen");
 }
 
+// The AVX2 kernel widens f16/bf16 A and B as it packs them (gemm.cpp's route on the AVX2 path): the
+// bits of its f32 product of widened copies, for every transpose, tails in every dimension, K over two
+// blocks, a batch, padded leading dimensions, alpha and beta.
+TEST(CpuGemm, Avx2WideningPackingEqualsF32OfWidenedCopies) {
+  if (!kernels::avx2::has_f32()) GTEST_SKIP() << "no AVX2/FMA/F16C here (or TANDEM_CPU_ISA=generic)";
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-2, 2);
+  struct Mnk { int64_t m, n, k; };
+  for (DType dt : {DType::f16, DType::bf16})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (const Mnk& s : {Mnk{1, 1, 1}, Mnk{7, 17, 9}, Mnk{13, 33, 300}, Mnk{40, 5, 257}}) {
+          SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " ta " << ta << " tb " << tb << " " << s.m << "x"
+                                            << s.n << "x" << s.k);
+          const int64_t batch = 2, a_rows = ta ? s.k : s.m, a_cols = ta ? s.m : s.k, b_rows = tb ? s.n : s.k,
+                        b_cols = tb ? s.k : s.n, lda = a_cols + 3, ldb = b_cols + 5, ldc = s.n + 2;
+          std::vector<uint16_t> a16(size_t(batch * a_rows * lda)), b16(size_t(batch * b_rows * ldb));
+          for (auto* v : {&a16, &b16})
+            for (uint16_t& x : *v) x = dt == DType::f16 ? float_to_half_bits(u(rng)) : float_to_bf16_bits(u(rng));
+          std::vector<float> a32(a16.size()), b32(b16.size());
+          convert_host(a16.data(), dt, a32.data(), DType::f32, int64_t(a16.size()));
+          convert_host(b16.data(), dt, b32.data(), DType::f32, int64_t(b16.size()));
+          std::vector<float> c16(size_t(batch * s.m * ldc), 0.5f), c32 = c16;
+          kernels::GemmArgs g;
+          g.dtype = dt;
+          g.trans_a = ta;
+          g.trans_b = tb;
+          g.m = s.m; g.n = s.n; g.k = s.k;
+          g.a = a16.data(); g.lda = lda;
+          g.b = b16.data(); g.ldb = ldb;
+          g.c = c16.data(); g.ldc = ldc;
+          g.alpha = 1.5;
+          g.beta = 0.25;
+          g.batch = batch;
+          g.stride_a = a_rows * lda;
+          g.stride_b = b_rows * ldb;
+          g.stride_c = s.m * ldc;
+          kernels::avx2::gemm_widening(g);
+          kernels::GemmArgs f = g;
+          f.dtype = DType::f32;
+          f.a = a32.data();
+          f.b = b32.data();
+          f.c = c32.data();
+          kernels::avx2::gemm_f32(f);
+          int64_t differing = 0;
+          for (size_t i = 0; i < c16.size(); ++i) differing += float_bits(c16[i]) != float_bits(c32[i]);
+          EXPECT_EQ(differing, 0);
+        }
+}
+
 // Under TANDEM_CPU_ISA=avx2 (the suite's *_avx2 runs) no AVX-512 path is taken, whatever the CPU has.
 TEST(CpuGemm, IsaCapTurnsOffEveryAvx512Path) {
   if (env::choice("TANDEM_CPU_ISA") != 1) GTEST_SKIP() << "runs under TANDEM_CPU_ISA=avx2";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/conv.h"
+#include "runtime/backend/cpu_isa.h"
 #include "runtime/ops.h"
 #include "tests/ops_nn/helpers.h"
 
@@ -82,6 +83,50 @@ TEST(Conv2d, HalfAndBfloat16ComputeViaF32) {
     auto g = grads_of(y, {x, w, b}, r::conv1_r);
     EXPECT_EQ(g[1].dtype(), dt);
     expect_close(g[1], r::conv1_gw, 0.1, 0.03);
+  }
+}
+
+// f16/bf16 activations are widened and rounded chunk by chunk of images (conv.cpp's chunk_images),
+// the weights as whole copies: the results must be the f32 convolution's of the same values, rounded
+// once, bit for bit, over several chunks, on each of the three paths (the GEMM per image, the tiny-K
+// dot products of the weight gradient, one product over the pixels of small maps). (bf16's GEMMs may
+// multiply as bf16 pairs, which sums in another order on AVX512-BF16: there f16 alone is exact.)
+TEST(Conv2d, HalfActivationsChunkByChunkEqualF32Rounded) {
+  struct Case { Shape x, w; };
+  // 3 chunks each: [40, 3, 16, 16] (K 27, 18 images a chunk), [120, 1, 16, 16] (K 9: the dots, 56
+  // a chunk), [64, 32, 4, 4] with 32 outputs (16 pixels: one product over them, 28 a chunk).
+  for (const Case& c : {Case{{40, 3, 16, 16}, {8, 3, 3, 3}}, Case{{120, 1, 16, 16}, {8, 1, 3, 3}},
+                        Case{{64, 32, 4, 4}, {32, 32, 3, 3}}}) {
+    for (DType dt : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " x " << shape_str(c.x));
+      // Values k / 64 with |k| < 128: exact in f16 and bf16, so both runs see the same inputs.
+      auto values = [](const Shape& s, int seed) {
+        int64_t n = 1;
+        for (int64_t d : s) n *= d;
+        std::vector<double> v(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) v[size_t(i)] = static_cast<double>((i * 37 + seed) % 255 - 127) / 64;
+        return v;
+      };
+      const std::vector<double> xv = values(c.x, 1), wv = values(c.w, 5), bv = values({c.w[0]}, 9);
+      Tensor x16 = ref(xv, c.x, dt, true), w16 = ref(wv, c.w, dt, true), b16 = ref(bv, {c.w[0]}, dt, true);
+      Tensor x32 = ref(xv, c.x, DType::f32, true), w32 = ref(wv, c.w, DType::f32, true),
+             b32 = ref(bv, {c.w[0]}, DType::f32, true);
+      Tensor y16 = ops::conv2d(x16, w16, b16, {1, 1}, {1, 1}), y32 = ops::conv2d(x32, w32, b32, {1, 1}, {1, 1});
+      const std::vector<double> r = values(y16.shape(), 3);
+      auto g16 = grads_of(y16, {x16, w16, b16}, r), g32 = grads_of(y32, {x32, w32, b32}, r);
+      const bool pairs_differ = dt == DType::bf16 && tandem::cpu_isa_usable(tandem::CpuIsa::avx512);
+      auto rounded = [&](const Tensor& t) { return ref(t.to_vector<double>(), t.shape(), dt).to_vector<double>(); };
+      const char* names[] = {"y", "dx", "dw", "db"};
+      const Tensor got[] = {y16, g16[0], g16[1], g16[2]}, want[] = {y32, g32[0], g32[1], g32[2]};
+      for (int i = 0; i < 4; ++i) {
+        SCOPED_TRACE(names[i]);
+        EXPECT_EQ(got[i].dtype(), dt);
+        if (pairs_differ)
+          expect_close(got[i], want[i].to_vector<double>(), 0.02, 0.02);
+        else
+          EXPECT_EQ(got[i].to_vector<double>(), rounded(want[i]));
+      }
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // floor away a row and a column, and overlapping padded windows; gradcheck in f64; eval and errors.
 #include <gtest/gtest.h>
 
+#include "runtime/autocast.h"
 #include "runtime/ops.h"
 #include "tests/ops_nn/helpers.h"
 
@@ -93,6 +94,50 @@ TEST(BatchNormEpilogue, Gradcheck) {
     expect_gradcheck([&](const std::vector<Tensor>& t) {
       return ops::batch_norm(t[0], t[1], t[2], Tensor(), Tensor(), true, 0.1, 1e-5, epilogue_of(c));
     }, {x, w, b});
+  }
+}
+
+// Under autocast a 16-bit x reaches the fused kernels as it is (widened channel by channel inside,
+// dx rounded to x's dtype there): the same bits as the f32 batch norm of x cast to f32, whose
+// gradient the cast rounds back, for every epilogue, without and with running statistics. (The
+// cnn's blocks: a 16-bit convolution's output into an f32 batch norm.)
+TEST(BatchNormEpilogue, AutocastOf16BitInputEqualsTheCastThenF32BitForBit) {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    for (const Case& c : cases()) {
+      for (bool running : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " " << shape_str(c.shape) << " relu " << c.relu
+                                          << " pool " << c.pool << " k" << c.kernel[0] << " running " << running);
+        std::vector<std::vector<double>> out[2];
+        for (int direct = 0; direct < 2; ++direct) {
+          Generator gen(5);
+          Tensor x = rand_uniform(c.shape, -2, 2, gen, dt), w = rand_uniform({c.shape[1]}, 0.5, 1.5, gen),
+                 b = rand_uniform({c.shape[1]}, -1.5, -0.5, gen);
+          Tensor rm = running ? Tensor::zeros({c.shape[1]}) : Tensor(), rv = running ? Tensor::ones({c.shape[1]}) : Tensor();
+          for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
+          Tensor y;
+          if (direct) {
+            AutocastGuard guard(dt);
+            autocast_reset_stats();
+            y = ops::batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5, epilogue_of(c));
+            EXPECT_EQ(autocast_stats().casts, 0);  // x read as it is, not cast
+          } else {
+            y = ops::batch_norm(ops::cast(x, DType::f32), w, b, rm, rv, true, 0.1, 1e-5, epilogue_of(c));
+          }
+          EXPECT_EQ(y.dtype(), DType::f32);
+          Tensor r = rand_uniform(y.shape(), -1, 1, gen);
+          auto g = grad({y}, {x, w, b}, {r});
+          EXPECT_EQ(g[0].dtype(), dt);
+          out[direct] = {y.to_vector<double>(), g[0].to_vector<double>(), g[1].to_vector<double>(),
+                         g[2].to_vector<double>()};
+          if (running) {
+            out[direct].push_back(rm.to_vector<double>());
+            out[direct].push_back(rv.to_vector<double>());
+          }
+        }
+        const char* what[] = {"output", "dx", "dw", "db", "running_mean", "running_var"};
+        for (size_t i = 0; i < out[0].size(); ++i) EXPECT_EQ(out[1][i], out[0][i]) << what[i];
+      }
+    }
   }
 }
 
