@@ -250,12 +250,16 @@ void JobManager::launch(Job& j, double now) {
     j.reason = "running";
     ++started_;
   } catch (const std::exception& e) {
-    j.state = JobState::Failed;
-    j.finished_at = now;
-    j.reason = std::string("could not start: ") + e.what();
-    ++finished_[j.state];
+    fail_to_start(j, now, e);
   }
   store_.save(j);
+}
+
+void JobManager::fail_to_start(Job& j, double now, const std::exception& e) {
+  j.state = JobState::Failed;
+  j.finished_at = now;
+  j.reason = std::string("could not start: ") + e.what();
+  ++finished_[j.state];
 }
 
 void JobManager::terminate_ranks(const Job& j) {

@@ -5,6 +5,7 @@
 // (job_manager_slurm.cpp), asking Slurm with the mutex released.
 #pragma once
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -72,6 +73,8 @@ class JobManager {
   bool still_running(Job& j);
   void finalize(Job& j, double now);
   void launch(Job& j, double now);
+  // A job whose launch threw: failed, saying why.
+  void fail_to_start(Job& j, double now, const std::exception& e);
   std::vector<std::string> command(const Job& j) const;
   std::vector<std::string> train_command(const Job& j) const;  // tandem-train and its flags
   // --launcher slurm (job_manager_slurm.cpp)

@@ -32,10 +32,7 @@ void JobManager::launch_slurm(Job& j, double now) {
     j.slurm_job_id = slurm_submit(*opt_.slurm, sub);
     j.reason = fmt::format("submitted to Slurm as job {}", j.slurm_job_id);
   } catch (const std::exception& e) {
-    j.state = JobState::Failed;
-    j.finished_at = now;
-    j.reason = std::string("could not start: ") + e.what();
-    ++finished_[j.state];
+    fail_to_start(j, now, e);
   }
   store_.save(j);
 }

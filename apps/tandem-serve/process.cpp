@@ -21,6 +21,29 @@
 
 namespace tandem::serve {
 
+namespace {
+
+// The forked child's side of a launch: stdin, stdout and stderr from these descriptors, every other
+// descriptor closed (the server's listening socket and client connections must not outlive it in
+// the job), no signal blocked; then exec, or exit 127 saying `exec_failed` on stderr. Only
+// async-signal-safe calls: a multi-threaded parent's child may make no others.
+[[noreturn]] void exec_in_child(const std::vector<char*>& args, int in_fd, int out_fd, int err_fd,
+                                const char* exec_failed) {
+  ::dup2(in_fd, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  if (::close_range(3, ~0U, 0) != 0)
+    for (int fd = 3; fd < 65536; ++fd) ::close(fd);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execv(args[0], args.data());
+  (void)!::write(2, exec_failed, std::strlen(exec_failed));
+  ::_exit(127);
+}
+
+}  // namespace
+
 pid_t spawn_in_session(const std::vector<std::string>& argv, const std::string& log_path) {
   TANDEM_CHECK(!argv.empty(), "spawn_in_session: empty argv");
   // Everything the child needs is prepared before fork: after it, a multi-threaded parent's child
@@ -38,19 +61,7 @@ pid_t spawn_in_session(const std::vector<std::string>& argv, const std::string& 
   pid_t pid = ::fork();
   if (pid == 0) {
     ::setsid();
-    ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    // The server's listening socket and client connections must not outlive it in the job.
-    if (::close_range(3, ~0U, 0) != 0)
-      for (int fd = 3; fd < 65536; ++fd) ::close(fd);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(args[0], args.data());
-    const char msg[] = "tandem-serve: exec of the job's supervisor failed\n";
-    (void)!::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
+    exec_in_child(args, null_fd, log_fd, log_fd, "tandem-serve: exec of the job's supervisor failed\n");
   }
   int err = errno;
   ::close(log_fd);
@@ -75,20 +86,7 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
   }
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(null_fd, 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    if (::close_range(3, ~0U, 0) != 0)
-      for (int fd = 3; fd < 65536; ++fd) ::close(fd);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(args[0], args.data());
-    const char msg[] = "exec failed\n";
-    (void)!::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
+  if (pid == 0) exec_in_child(args, null_fd, out_pipe[1], err_pipe[1], "exec failed\n");
   const int fork_errno = errno;
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
