@@ -94,8 +94,6 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // (a parameter's .grad, once made, is zeroed in place, not dropped) or some rank used it. ZeRO
   // steps only these, as stage 0's optimizer skips a parameter without a gradient.
   bool has_grad(size_t i) const { return has_grad_.at(i) != 0; }
-  // Bucket b's buffer; at stage 2 a view of a pool buffer while the bucket is in flight, else undefined.
-  Tensor bucket_buffer(size_t b) const { return buckets_.at(b).buffer; }
   // Every buffer that holds gradient values: the buckets (stage 2: the pool) and the shards'.
   std::vector<Tensor> gradient_buffers() const;
   // Stage 2: buckets of one dtype and device in flight at once, each in a pool buffer of its own
