@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <numeric>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -110,21 +109,6 @@ NodeLayout node_layout(MPI_Comm host) {
   return l;
 }
 
-// The rank in `job` of each rank of `part` (a communicator split from it).
-std::vector<int> ranks_in(MPI_Comm part, MPI_Comm job) {
-  MPI_Group part_group = MPI_GROUP_NULL, job_group = MPI_GROUP_NULL;
-  MPI_CHECK(MPI_Comm_group(part, &part_group));
-  MPI_CHECK(MPI_Comm_group(job, &job_group));
-  int n = 0;
-  MPI_CHECK(MPI_Group_size(part_group, &n));
-  std::vector<int> mine(static_cast<size_t>(n)), theirs(static_cast<size_t>(n));
-  std::iota(mine.begin(), mine.end(), 0);
-  MPI_CHECK(MPI_Group_translate_ranks(part_group, n, mine.data(), job_group, theirs.data()));
-  MPI_CHECK(MPI_Group_free(&part_group));
-  MPI_CHECK(MPI_Group_free(&job_group));
-  return theirs;
-}
-
 class MpiCommunicator final : public RingCommunicator {
  public:
   MpiCommunicator(MPI_Comm host, Options opts) : RingCommunicator(opts, kCPU, "mpi") {
@@ -154,10 +138,9 @@ class MpiCommunicator final : public RingCommunicator {
       MPI_CHECK(MPI_Comm_rank(layout.node, &local));
       MPI_Comm rail = MPI_COMM_NULL;
       MPI_CHECK(MPI_Comm_split(host, local, layout.index, &rail));
-      node_t_ = std::make_unique<MpiTransport>(layout.node, options().shared_memory, layout.index, layout.machine_ranks);
-      rail_t_ = std::make_unique<MpiTransport>(rail, /*use_shm=*/false, layout.index, layout.machine_ranks);
-      node_t_->report_as(t.get(), ranks_in(layout.node, host));
-      rail_t_->report_as(t.get(), ranks_in(rail, host));
+      node_t_ = std::make_unique<MpiTransport>(layout.node, *t, options().shared_memory, layout.index,
+                                               layout.machine_ranks);
+      rail_t_ = std::make_unique<MpiTransport>(rail, *t, /*use_shm=*/false, layout.index, layout.machine_ranks);
       MPI_CHECK(MPI_Comm_free(&rail));
       hierarchy_ = std::make_unique<Hierarchy>(*node_t_, *rail_t_, options().segment_bytes);
     }

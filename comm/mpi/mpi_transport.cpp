@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <numeric>
 
 #include "comm/mpi/mpi_check.h"
 #include "comm/mpi/shared_window.h"
@@ -16,9 +17,24 @@ namespace tandem::comm {
 namespace {
 constexpr int kTag = 7301;
 constexpr size_t kMaxMessage = size_t(1) << 30;  // MPI counts are int: split larger messages
+
+// The rank in `job` of each rank of `part` (a communicator split from it).
+std::vector<int> ranks_in(MPI_Comm part, MPI_Comm job) {
+  MPI_Group part_group = MPI_GROUP_NULL, job_group = MPI_GROUP_NULL;
+  MPI_CHECK(MPI_Comm_group(part, &part_group));
+  MPI_CHECK(MPI_Comm_group(job, &job_group));
+  int n = 0;
+  MPI_CHECK(MPI_Group_size(part_group, &n));
+  std::vector<int> mine(static_cast<size_t>(n)), theirs(static_cast<size_t>(n));
+  std::iota(mine.begin(), mine.end(), 0);
+  MPI_CHECK(MPI_Group_translate_ranks(part_group, n, mine.data(), job_group, theirs.data()));
+  MPI_CHECK(MPI_Group_free(&part_group));
+  MPI_CHECK(MPI_Group_free(&job_group));
+  return theirs;
+}
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm host, bool use_shm, int node_id, int machine_ranks) {
+MpiTransport::MpiTransport(MPI_Comm host, bool use_shm, int node_id, int machine_ranks, MpiTransport* job) {
   MPI_CHECK(MPI_Comm_dup(host, &comm_));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -42,7 +58,9 @@ MpiTransport::MpiTransport(MPI_Comm host, bool use_shm, int node_id, int machine
     MPI_CHECK(MPI_Barrier(node));
     for (char* p : w.segments) board_.push_back(reinterpret_cast<std::atomic<uint64_t>*>(p));
   }
-  if (board_.empty() && size_ > 1) {
+  if (job) {
+    report_as(job, ranks_in(comm_, job->comm_));
+  } else if (board_.empty() && size_ > 1) {
     // Across nodes no memory is shared by all ranks: missing ranks are found by a roll call at the
     // deadline instead, on a communicator of its own whose errors are returned, not fatal (a peer
     // that died must not turn the deadline's message into Open MPI's abort).

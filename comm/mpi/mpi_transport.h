@@ -24,7 +24,13 @@ class MpiTransport final : public Transport {
   // nodes); bytes sent to ranks of other nodes are counted (cross_node_bytes). machine_ranks: the
   // job's ranks on this machine's CPUs where more than host's ranks on this node (the hierarchy's
   // parts of the job; namespace "nodes" of one machine): waits yield when they outnumber the cores.
-  MpiTransport(MPI_Comm host, bool use_shm, int node = -1, int machine_ranks = 0);
+  MpiTransport(MPI_Comm host, bool use_shm, int node = -1, int machine_ranks = 0)
+      : MpiTransport(host, use_shm, node, machine_ranks, nullptr) {}
+  // A transport over part of job's ranks (part: a communicator split from job's; the hierarchy's
+  // node and rail): its deadlines read as job's (Transport::report_as), whose roll call names the
+  // missing ranks, so it holds no roll call of its own.
+  MpiTransport(MPI_Comm part, MpiTransport& job, bool use_shm, int node, int machine_ranks)
+      : MpiTransport(part, use_shm, node, machine_ranks, &job) {}
   bool uses_shared_memory() const { return shm_ != nullptr; }
   ~MpiTransport() override;
   int rank() const override { return rank_; }
@@ -60,6 +66,7 @@ class MpiTransport final : public Transport {
   void mark_broken() { broken_ = true; }
 
  private:
+  MpiTransport(MPI_Comm host, bool use_shm, int node, int machine_ranks, MpiTransport* job);
   // Spins on test() with backoff (yield, then short sleeps) until it returns true or the deadline.
   template <class Test>
   bool poll(Test&& test, Clock::time_point deadline);
