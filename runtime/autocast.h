@@ -1,6 +1,7 @@
 // Autocast: inside an AutocastGuard, ops cast their floating inputs by category, as PyTorch's policy:
 // matmul, linear and conv compute in the low precision (f16/bf16); softmax, log_softmax, losses,
-// norms and reductions in f32. Op entry points call autocast_arg on each floating input.
+// layer norm and reductions in f32. Batch norm is on neither list (as in PyTorch): it keeps a 16-bit
+// input's dtype, computing in f32. Op entry points call autocast_arg on each floating input.
 #pragma once
 #include <optional>
 #include <vector>

@@ -1,9 +1,10 @@
 // CPU batch norm: the four stages of runtime/backend/norm.h and the fused forward and backward
 // (normalise, relu and max pool in one pass). Statistics are accumulated in the statistics dtype (f64
 // for f64, f32 otherwise) in a fixed order, one channel per OpenMP iteration, so results do not depend
-// on the thread count. The fused kernels also take an f16/bf16 x with f32 y and dy (autocast's f32
-// batch norm of a 16-bit convolution's output): each channel is widened into a cache-resident scratch
-// as it is visited, and dx is rounded to x's dtype plane by plane, instead of whole-tensor casts.
+// on the thread count. The fused kernels also compute 16-bit tensors as the f32 kernels compute them
+// cast to f32 (`widened`, autocast's batch norm of a 16-bit convolution's output): each channel of x
+// and each plane of dy is widened into a cache-resident scratch as it is visited, and y and dx are
+// rounded to the 16-bit dtype plane by plane, instead of whole-tensor casts before and after.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -217,24 +218,31 @@ void cpu_bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean
   });
 }
 
-// x narrower than y (f16/bf16 x, f32 y): x read through channel_of, the same values as a cast.
-void check_fused_dtypes(const char* what, const Tensor& x, const Tensor& y) {
-  TANDEM_CHECK(x.dtype() == y.dtype() || (y.dtype() == DType::f32 && (x.dtype() == DType::f16 || x.dtype() == DType::bf16)),
-               "{}: x {} with {} y/dy: give both one dtype, or an f16/bf16 x with f32", what, dtype_name(x.dtype()),
+// The dtype the fused kernels compute in: f32 for `widened` f16/bf16 tensors (x read through
+// channel_of, the same values as a cast), else the tensors' own.
+DType fused_compute_dtype(const char* what, const Tensor& x, const Tensor& y, const BatchNormEpilogue& epi) {
+  TANDEM_CHECK(x.dtype() == y.dtype(), "{}: x {} with {} y/dy: give both one dtype", what, dtype_name(x.dtype()),
                dtype_name(y.dtype()));
+  if (!epi.widened) return x.dtype();
+  TANDEM_CHECK(x.dtype() == DType::f16 || x.dtype() == DType::bf16, "{}: widened needs f16 or bf16 tensors, got {}",
+               what, dtype_name(x.dtype()));
+  return DType::f32;
 }
 
 void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                           const BatchNormEpilogue& epi, Tensor& y, Tensor& argmax, Tensor& mean, Tensor& m2,
                           Tensor& invstd) {
-  check_fused_dtypes("batch_norm", x, y);
-  dispatch_norm_types(y.dtype(), "batch_norm", [&](auto t, auto s) {
+  dispatch_norm_types(fused_compute_dtype("batch_norm", x, y, epi), "batch_norm", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
     std::vector<S> w = vec<S>(weight, g.c, 1), b = vec<S>(bias, g.c, 0);
     std::vector<S> mv(static_cast<size_t>(g.c)), m2v(static_cast<size_t>(g.c)), iv(static_cast<size_t>(g.c));
-    T* py = static_cast<T*>(y.data_ptr());
+    // A 16-bit y (widened): each output plane computed in T into a scratch, then rounded into place.
+    const bool narrow_y = y.dtype() != dtype_v<T>;
+    T* py = narrow_y ? nullptr : static_cast<T*>(y.data_ptr());
+    char* py16 = narrow_y ? static_cast<char*>(y.data_ptr()) : nullptr;
+    const size_t ys = dtype_size(y.dtype());
     int32_t* parg = epi.max_pool ? argmax.data<int32_t>() : nullptr;
     const int64_t out_inner = epi.max_pool ? epi.pool.ho * epi.pool.wo : g.inner;
     const S count = static_cast<S>(g.n * g.inner);
@@ -248,24 +256,30 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
       m2v[ci] = st.m2;
       iv[ci] = inv;
       const S scale = inv * w[ci], shift = b[ci] - st.mean * scale;
-      // With a pool, each normalised plane goes to a cache-resident scratch plane and is pooled from there.
-      T* plane = epi.max_pool ? thread_scratch<T>(Scratch::NormPlane, g.inner) : nullptr;
+      // With a pool or a 16-bit y, each normalised plane goes to a cache-resident scratch plane and is
+      // pooled and/or rounded from there.
+      T* plane = epi.max_pool || narrow_y ? thread_scratch<T>(Scratch::NormPlane, g.inner) : nullptr;
+      T* pooled_plane = epi.max_pool && narrow_y ? thread_scratch<T>(Scratch::NormGradPlane, out_inner) : nullptr;
       for (int64_t n = 0; n < g.n; ++n) {
         const T* in = xc.first + n * xc.stride;
-        T* out = epi.max_pool ? plane : py + (n * g.c + c) * g.inner;
+        const int64_t at = (n * g.c + c) * out_inner;  // the output plane's first element
+        T* out = plane ? plane : py + at;
         if (epi.relu) {
           for (int64_t i = 0; i < g.inner; ++i) out[i] = relu_of<T, S>(bn_affine(in[i], scale, shift));
         } else {
           for (int64_t i = 0; i < g.inner; ++i) out[i] = bn_affine(in[i], scale, shift);
         }
         if (epi.max_pool) {
-          T* pooled = py + (n * g.c + c) * out_inner;
-          int32_t* arg = parg + (n * g.c + c) * out_inner;
+          T* pooled = narrow_y ? pooled_plane : py + at;
+          int32_t* arg = parg + at;
           cpu_pool::max_pool_plane(plane, pooled, arg, epi.pool);
           // The pooled value is relu's output at arg, so it alone decides relu's gradient there: an
           // output that is not positive drops its gradient (arg ~i), and the backward needs no mask pass.
           if (epi.relu)
             for (int64_t q = 0; q < out_inner; ++q) arg[q] = static_cast<S>(pooled[q]) > S(0) ? arg[q] : ~arg[q];
+          if (narrow_y) convert_host(pooled, dtype_v<T>, py16 + static_cast<size_t>(at) * ys, y.dtype(), out_inner);
+        } else if (narrow_y) {
+          convert_host(plane, dtype_v<T>, py16 + static_cast<size_t>(at) * ys, y.dtype(), g.inner);
         }
       }
     }
@@ -278,43 +292,61 @@ void cpu_bn_forward_fused(const Tensor& x, const Tensor& weight, const Tensor& b
 void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor& x, const Tensor& mean,
                            const Tensor& invstd, const Tensor& weight, const Tensor& bias, const BatchNormEpilogue& epi,
                            Tensor& dx, Tensor& grad_weight, Tensor& grad_bias) {
-  check_fused_dtypes("batch_norm backward", x, dy);
-  if (dx.defined()) check_fused_dtypes("batch_norm backward (dx)", dx, dy);
-  dispatch_norm_types(dy.dtype(), "batch_norm backward", [&](auto t, auto s) {
+  const DType compute = fused_compute_dtype("batch_norm backward", x, dy, epi);
+  if (dx.defined()) fused_compute_dtype("batch_norm backward (dx)", x, dx, epi);
+  dispatch_norm_types(compute, "batch_norm backward", [&](auto t, auto s) {
     using T = decltype(t);
     using S = decltype(s);
     const Nci g = nci_of(x);
     std::vector<S> mv = vec<S>(mean, g.c, 0), iv = vec<S>(invstd, g.c, 1), w = vec<S>(weight, g.c, 1),
                    bv = vec<S>(bias, g.c, 0);
     std::vector<S> sd(static_cast<size_t>(g.c)), sdx(static_cast<size_t>(g.c));
-    const T* pd = static_cast<const T*>(dy.data_ptr());
+    // 16-bit dy and dx (widened): each dy plane widened to T as it is staged below, each dx plane
+    // computed in T into a scratch, then rounded into place.
+    const bool narrow = dy.dtype() != dtype_v<T>;
+    const T* pd = narrow ? nullptr : static_cast<const T*>(dy.data_ptr());
+    const char* pd16 = narrow ? static_cast<const char*>(dy.data_ptr()) : nullptr;
+    const size_t es = dtype_size(dy.dtype());
     const int32_t* parg = epi.max_pool ? argmax.data<int32_t>() : nullptr;
     const int64_t dy_inner = epi.max_pool ? epi.pool.ho * epi.pool.wo : g.inner;
-    // A 16-bit dx: each plane computed in T into a scratch, then rounded into place.
-    const bool narrow_dx = dx.defined() && dx.dtype() != dy.dtype();
+    const bool narrow_dx = dx.defined() && narrow;
     T* pdx = dx.defined() && !narrow_dx ? static_cast<T*>(dx.data_ptr()) : nullptr;
     char* pdx16 = narrow_dx ? static_cast<char*>(dx.data_ptr()) : nullptr;
     const S inv_count = S(1) / static_cast<S>(std::max<int64_t>(g.n * g.inner, 1));
     const bool epilogue = epi.relu || epi.max_pool;
+    const bool staged = epilogue || narrow;  // batch norm's dy made into a per-channel scratch first
 #pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinWork)
     for (int64_t c = 0; c < g.c; ++c) {
       const size_t ci = static_cast<size_t>(c);
       const S m = mv[ci], scale = iv[ci] * w[ci];
       const ChannelView<T> xc = channel_of<T>(x, g, c);
-      // The epilogue's backward (unpool, relu mask) makes the channel's dy of batch norm once, into a
-      // per-thread scratch of N * H * W values that both passes below read (cache-resident, like x).
+      // The epilogue's backward (unpool, relu mask) and a 16-bit dy's widening make the channel's dy of
+      // batch norm once, into a per-thread scratch of N * H * W values that both passes below read
+      // (cache-resident, like x).
       T* local = nullptr;
-      if (epilogue) {
+      if (staged) {
         local = thread_scratch<T>(Scratch::NormChannel, g.n * g.inner);
+        // A 16-bit dy plane is widened here before the epilogue's backward reads it (without an
+        // epilogue, straight into local).
+        T* widened_dy = narrow && epilogue ? thread_scratch<T>(Scratch::NormGradPlane, dy_inner) : nullptr;
         const S shift = bv[ci] - m * scale;  // the forward's stage (2)
         for (int64_t n = 0; n < g.n; ++n) {
           const T* xi = xc.first + n * xc.stride;
-          const T* di = pd + (n * g.c + c) * dy_inner;
+          const int64_t at = (n * g.c + c) * dy_inner;  // dy's plane's first element
           T* o = local + n * g.inner;
           if (n + 1 < g.n) {
-            prefetch_lines(di + g.c * dy_inner, dy_inner);
+            if (narrow)
+              prefetch_lines(pd16 + static_cast<size_t>(at + g.c * dy_inner) * es, dy_inner * int64_t(es));
+            else
+              prefetch_lines(pd + at + g.c * dy_inner, dy_inner);
             if (epi.max_pool) prefetch_lines(parg + ((n + 1) * g.c + c) * dy_inner, dy_inner);
             if (epi.relu && !epi.max_pool) prefetch_lines(xi + xc.stride, g.inner);
+          }
+          const T* di = narrow ? widened_dy : pd + at;
+          if (narrow) {
+            convert_host(pd16 + static_cast<size_t>(at) * es, dy.dtype(), epilogue ? widened_dy : o, dtype_v<T>,
+                         dy_inner);
+            if (!epilogue) continue;
           }
           if (epi.max_pool) {  // relu's mask is already in the argmax (see the forward)
             cpu_pool::max_unpool_plane(di, parg + (n * g.c + c) * dy_inner, o, epi.pool);
@@ -326,7 +358,7 @@ void cpu_bn_backward_fused(const Tensor& dy, const Tensor& argmax, const Tensor&
           }
         }
       }
-      auto dy_plane = [&](int64_t n) { return epilogue ? local + n * g.inner : pd + (n * g.c + c) * g.inner; };
+      auto dy_plane = [&](int64_t n) { return staged ? local + n * g.inner : pd + (n * g.c + c) * g.inner; };
       S a = 0, bsum = 0;
       for (int64_t n = 0; n < g.n; ++n) {  // as cpu_bn_backward_reduce
         const T* xi = xc.first + n * xc.stride;

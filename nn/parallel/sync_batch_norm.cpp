@@ -7,6 +7,7 @@
 #include "runtime/backend/common/welford.h"
 #include "runtime/backend/core.h"
 #include "runtime/ops/norm.h"
+#include "runtime/ops/shape.h"
 
 namespace tandem::nn::parallel {
 
@@ -64,6 +65,12 @@ Tensor sync_batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& b
                        Tensor running_var, comm::Communicator& comm_ref, double momentum, double eps) {
   TANDEM_CHECK(x_in.defined() && x_in.dim() >= 2, "sync_batch_norm: input must be [N, C, ...], got {}",
                x_in.defined() ? shape_str(x_in.shape()) : "undefined");
+  // Under autocast a 16-bit x keeps its dtype, as in ops::batch_norm: the f32 op of x cast to f32,
+  // cast back (so that SyncBatchNorm gives what BatchNorm gives: 16-bit activations).
+  if (autocast_dtype() && (x_in.dtype() == DType::f16 || x_in.dtype() == DType::bf16))
+    return ops::cast(sync_batch_norm(ops::cast(x_in, DType::f32), weight, bias, std::move(running_mean),
+                                     std::move(running_var), comm_ref, momentum, eps),
+                     x_in.dtype());
   Tensor x = autocast_arg(x_in, AutocastCategory::Float32);
   const int64_t c = x.size(1);
   const bool empty = x.numel() == 0;

@@ -57,12 +57,15 @@ TANDEM_KERNEL(batch_norm_backward_elemt,
 // a pool masked where relu's output is not positive (the mask recomputed from x, weight and bias),
 // as relu's backward does; then stages (3) and (4). So a BatchNorm-ReLU-MaxPool block reads and
 // writes its activations once each way, not three times.
-// Dtypes: x, y, dy and dx share one, or (autocast's f32 batch norm of a 16-bit activation) x and dx
-// are f16/bf16 while y and dy are f32: x is read as if cast to f32, dx rounded to x's dtype once.
+// Dtypes: x, y, dy and dx share one. With `widened` (autocast's batch norm of a 16-bit activation)
+// that one is f16 or bf16, and the kernels compute what the f32 kernels give for x and dy cast to
+// f32, rounding y and dx to the 16-bit dtype once: the cast, the f32 op and the cast back, bit for
+// bit, without the casts' whole-tensor passes (each plane is widened or rounded while in cache).
 struct BatchNormEpilogue {
   bool relu = false;
   bool max_pool = false;  // x is [N, C, H, W]; y, dy and argmax are [N, C, Ho, Wo] by `pool`
   Pool2dGeometry pool;
+  bool widened = false;
 };
 TANDEM_KERNEL(batch_norm_forward_fused,
               void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const BatchNormEpilogue& epi,

@@ -10,6 +10,7 @@
 #include "runtime/ops/elementwise.h"
 #include "runtime/ops/op_checks.h"
 #include "runtime/ops/pool.h"
+#include "runtime/ops/shape.h"
 
 namespace tandem::ops {
 namespace {
@@ -98,12 +99,17 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   check_bn_input("batch_norm", x_in);
   const bool fused = training && kernels::batch_norm_forward_fused.has(x_in.device().kind) &&
                      kernels::batch_norm_backward_fused.has(x_in.device().kind);
-  // Autocast runs batch norm in f32. A fused kernel reads a 16-bit x as it is (widening each channel
-  // in cache) and rounds dx to x's dtype, what the cast and its backward would give, without the two
-  // whole-tensor passes of the cast (a tenth of the cnn's step under --amp on the AVX2 path).
-  const DType y_dtype = autocast_target(x_in.dtype(), AutocastCategory::Float32);
-  const bool narrow_x = fused && y_dtype == DType::f32 && (x_in.dtype() == DType::f16 || x_in.dtype() == DType::bf16);
-  Tensor x = narrow_x ? x_in : autocast_arg(x_in, AutocastCategory::Float32);
+  // Under autocast, batch norm keeps a 16-bit input's dtype, as PyTorch's autocast does (batch_norm
+  // is on neither of its lists): the f32 batch norm of x cast to f32, its output (after the epilogue)
+  // cast back, so that the relu, the pool and the next convolution run on 16-bit activations with no
+  // casts between them. The fused kernels compute exactly that without the casts' passes (`widened`);
+  // elsewhere the casts run.
+  const bool widened = autocast_dtype().has_value() && (x_in.dtype() == DType::f16 || x_in.dtype() == DType::bf16);
+  if (widened && !fused)
+    return cast(batch_norm(cast(x_in, DType::f32), weight, bias, std::move(running_mean), std::move(running_var),
+                           training, momentum, eps, epilogue),
+                x_in.dtype());
+  const Tensor& x = x_in;
   const int64_t c = x.size(1);
   check_channel_param("batch_norm", "weight", weight, x, c);
   check_channel_param("batch_norm", "bias", bias, x, c);
@@ -122,6 +128,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   kernels::BatchNormEpilogue epi;
   epi.relu = epilogue.relu;
   epi.max_pool = epilogue.max_pool;
+  epi.widened = widened;
   if (epi.max_pool)
     epi.pool = detail::pool_geometry("batch_norm (max_pool2d epilogue)", x, epilogue.pool_kernel,
                                      epilogue.pool_stride, epilogue.pool_padding);
@@ -137,10 +144,10 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
         invstd = stat_tensor(x);
         if (epi.max_pool) {
           const Shape pooled{epi.pool.n, epi.pool.c, epi.pool.ho, epi.pool.wo};
-          y = Tensor::empty(pooled, y_dtype, x.device());
+          y = Tensor::empty(pooled, x.dtype(), x.device());
           argmax = Tensor::empty(pooled, DType::i32, x.device());
         } else {
-          y = Tensor::empty(x.shape(), y_dtype, x.device());
+          y = Tensor::empty(x.shape(), x.dtype(), x.device());
         }
         kernels::batch_norm_forward_fused(x.device())(x, weight, bias, eps, epi, y, argmax, s.mean, s.m2, invstd);
         if (running_mean.defined())  // recomputes the same invstd and updates the running stats

@@ -34,14 +34,18 @@ TEST(Autocast, OutputDtypesPerOp) {
     EXPECT_EQ(ops::matmul(x, ops::transpose(w, 0, 1)).dtype(), low);
     Tensor c = ops::conv2d(img, k);
     EXPECT_EQ(c.dtype(), low);
-    // f32: softmax family, losses, norms, reductions (even on low-precision inputs).
+    // f32: softmax family, losses, layer norm, reductions (even on low-precision inputs).
     EXPECT_EQ(ops::softmax(y, 1).dtype(), DType::f32);
     EXPECT_EQ(ops::log_softmax(y, 1).dtype(), DType::f32);
     EXPECT_EQ(ops::cross_entropy(y, target).dtype(), DType::f32);
     EXPECT_EQ(ops::mse_loss(y, Tensor::zeros({4, 3})).dtype(), DType::f32);
     EXPECT_EQ(ops::layer_norm(y, 1, Tensor(), Tensor()).dtype(), DType::f32);
+    // Batch norm keeps its input's dtype, as PyTorch's autocast (it is on neither list): a 16-bit
+    // convolution's output stays 16-bit, in training and eval; an f32 input stays f32.
     Tensor rm = Tensor::zeros({5}), rv = Tensor::ones({5});
-    EXPECT_EQ(ops::batch_norm(c, Tensor(), Tensor(), rm, rv, true).dtype(), DType::f32);
+    EXPECT_EQ(ops::batch_norm(c, Tensor(), Tensor(), rm, rv, true).dtype(), low);
+    EXPECT_EQ(ops::batch_norm(c, Tensor(), Tensor(), rm, rv, false).dtype(), low);
+    EXPECT_EQ(ops::batch_norm(img, Tensor(), Tensor(), Tensor::zeros({3}), Tensor::ones({3}), true).dtype(), DType::f32);
     EXPECT_EQ(ops::sum(y).dtype(), DType::f32);
     EXPECT_EQ(ops::mean(y, 0).dtype(), DType::f32);
     // Neither f64 nor integer tensors are cast.

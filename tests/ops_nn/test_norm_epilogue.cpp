@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/autocast.h"
+#include "runtime/backend/norm.h"
 #include "runtime/ops.h"
 #include "tests/ops_nn/helpers.h"
 
@@ -97,36 +98,41 @@ TEST(BatchNormEpilogue, Gradcheck) {
   }
 }
 
-// Under autocast a 16-bit x reaches the fused kernels as it is (widened channel by channel inside,
-// dx rounded to x's dtype there): the same bits as the f32 batch norm of x cast to f32, whose
-// gradient the cast rounds back, for every epilogue, without and with running statistics. (The
-// cnn's blocks: a 16-bit convolution's output into an f32 batch norm.)
-TEST(BatchNormEpilogue, AutocastOf16BitInputEqualsTheCastThenF32BitForBit) {
+// Under autocast batch norm keeps a 16-bit x's dtype (PyTorch's policy): bit for bit the cast to
+// f32, the f32 op and the cast back (output, gradients and running statistics), for every epilogue,
+// in training (the fused kernels compute it with no casts: `widened`) and in eval (the casts run).
+// (The cnn's blocks: a 16-bit convolution's output into batch norm, relu and pool, and on into the
+// next 16-bit convolution.)
+TEST(BatchNormEpilogue, AutocastKeeps16BitInputAsTheF32OpBetweenCastsBitForBit) {
   for (DType dt : {DType::f16, DType::bf16}) {
     for (const Case& c : cases()) {
-      for (bool running : {false, true}) {
+      for (int mode = 0; mode < 3; ++mode) {  // training, training with running stats, eval
+        const bool training = mode < 2, running = mode > 0;
         SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " " << shape_str(c.shape) << " relu " << c.relu
-                                          << " pool " << c.pool << " k" << c.kernel[0] << " running " << running);
+                                          << " pool " << c.pool << " k" << c.kernel[0] << " mode " << mode);
         std::vector<std::vector<double>> out[2];
         for (int direct = 0; direct < 2; ++direct) {
           Generator gen(5);
           Tensor x = rand_uniform(c.shape, -2, 2, gen, dt), w = rand_uniform({c.shape[1]}, 0.5, 1.5, gen),
                  b = rand_uniform({c.shape[1]}, -1.5, -0.5, gen);
-          Tensor rm = running ? Tensor::zeros({c.shape[1]}) : Tensor(), rv = running ? Tensor::ones({c.shape[1]}) : Tensor();
+          Tensor rm = running ? rand_uniform({c.shape[1]}, -0.5, 0.5, gen) : Tensor(),
+                 rv = running ? rand_uniform({c.shape[1]}, 0.5, 1.5, gen) : Tensor();
           for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
           Tensor y;
           if (direct) {
             AutocastGuard guard(dt);
             autocast_reset_stats();
-            y = ops::batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5, epilogue_of(c));
-            EXPECT_EQ(autocast_stats().casts, 0);  // x read as it is, not cast
+            y = ops::batch_norm(x, w, b, rm, rv, training, 0.1, 1e-5, epilogue_of(c));
+            if (training) EXPECT_EQ(autocast_stats().casts, 0);  // x read as it is, not cast
           } else {
-            y = ops::batch_norm(ops::cast(x, DType::f32), w, b, rm, rv, true, 0.1, 1e-5, epilogue_of(c));
+            Tensor y32 = ops::batch_norm(ops::cast(x, DType::f32), w, b, rm, rv, training, 0.1, 1e-5, epilogue_of(c));
+            y = ops::cast(y32, dt);
           }
-          EXPECT_EQ(y.dtype(), DType::f32);
-          Tensor r = rand_uniform(y.shape(), -1, 1, gen);
+          EXPECT_EQ(y.dtype(), dt);
+          Tensor r = rand_uniform(y.shape(), -1, 1, gen, dt);
           auto g = grad({y}, {x, w, b}, {r});
           EXPECT_EQ(g[0].dtype(), dt);
+          EXPECT_EQ(g[1].dtype(), DType::f32);
           out[direct] = {y.to_vector<double>(), g[0].to_vector<double>(), g[1].to_vector<double>(),
                          g[2].to_vector<double>()};
           if (running) {
@@ -139,6 +145,19 @@ TEST(BatchNormEpilogue, AutocastOf16BitInputEqualsTheCastThenF32BitForBit) {
       }
     }
   }
+}
+
+// The fused kernels refuse what they cannot mean: a 16-bit x with an f32 y, or `widened` f32.
+TEST(BatchNormEpilogue, WidenedKernelDtypes) {
+  Tensor w = Tensor::ones({3}), b = Tensor::zeros({3});
+  Tensor mean = Tensor::empty({3}), m2 = Tensor::empty({3}), invstd = Tensor::empty({3}), argmax;
+  Tensor x32 = Tensor::ones({2, 3, 2, 2}), y32 = Tensor::empty({2, 3, 2, 2});
+  Tensor x16 = Tensor::ones({2, 3, 2, 2}, DType::f16);
+  kernels::BatchNormEpilogue epi;
+  epi.widened = true;
+  auto forward = kernels::batch_norm_forward_fused(x32.device());
+  expect_value_error([&] { forward(x32, w, b, 1e-5, epi, y32, argmax, mean, m2, invstd); }, {"widened", "f32"});
+  expect_value_error([&] { forward(x16, w, b, 1e-5, epi, y32, argmax, mean, m2, invstd); }, {"f16", "f32", "one dtype"});
 }
 
 TEST(BatchNormEpilogue, PoolNeedsImages) {
