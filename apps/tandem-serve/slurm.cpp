@@ -36,7 +36,7 @@ std::string slurm_command(const std::string& name) { return find_executable(name
 
 namespace {
 
-std::string need_command(const SlurmOptions&, const std::string& name) {
+std::string need_command(const std::string& name) {
   std::string path = slurm_command(name);
   TANDEM_CHECK_KIND(IO, !path.empty(), "Slurm's {} is not found in PATH (Debian: apt-get install slurm-client)", name);
   return path;
@@ -66,7 +66,7 @@ void check_slurm_reachable(const SlurmOptions& o) {
 }
 
 std::vector<std::string> sbatch_argv(const SlurmOptions& o, const SlurmSubmission& s) {
-  std::vector<std::string> argv{need_command(o, "sbatch"), "--parsable", "--job-name=" + s.job_name,
+  std::vector<std::string> argv{need_command("sbatch"), "--parsable", "--job-name=" + s.job_name,
                                 "--ntasks=" + std::to_string(s.ranks), "--chdir=" + s.job_dir,
                                 "--output=" + s.log_path, "--open-mode=append", "--export=ALL"};
   if (!o.partition.empty()) argv.push_back("--partition=" + o.partition);
@@ -78,7 +78,7 @@ std::vector<std::string> sbatch_argv(const SlurmOptions& o, const SlurmSubmissio
 }
 
 std::vector<std::string> srun_prefix(const SlurmOptions& o) {
-  return {need_command(o, "srun"), "--mpi=" + o.mpi, "--kill-on-bad-exit=1"};
+  return {need_command("srun"), "--mpi=" + o.mpi, "--kill-on-bad-exit=1"};
 }
 
 std::string slurm_submit(const SlurmOptions& o, const SlurmSubmission& s) {
@@ -111,7 +111,7 @@ SlurmJobInfo parse_scontrol_job(const std::string& text) {
 
 SlurmJobInfo slurm_query(const SlurmOptions& o, const std::string& job_id) {
   SlurmJobInfo info;
-  const CommandResult r = run_command({need_command(o, "scontrol"), "-o", "show", "job", job_id}, o.command_timeout_s);
+  const CommandResult r = run_command({need_command("scontrol"), "-o", "show", "job", job_id}, o.command_timeout_s);
   if (r.exit_code == 0) return parse_scontrol_job(r.out);
   const std::string msg = message_of(r, "scontrol");
   if (msg.find("Invalid job id") == std::string::npos) {
@@ -146,7 +146,7 @@ bool slurm_state_final(const std::string& s) {
 }
 
 std::string slurm_cancel(const SlurmOptions& o, const std::string& job_id, bool term_steps) {
-  std::vector<std::string> argv{need_command(o, "scancel")};
+  std::vector<std::string> argv{need_command("scancel")};
   if (term_steps) argv.push_back("--signal=TERM");
   argv.push_back(job_id);
   const CommandResult r = run_command(argv, o.command_timeout_s);
