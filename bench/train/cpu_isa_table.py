@@ -3,7 +3,9 @@ under --amp f16 / bf16, one thread, under TANDEM_CPU_ISA=<isa>, side by side wit
 interleaved rounds (tandem, PyTorch, tandem, PyTorch, ...: a shared machine's load moves both), then
 medians. Prints one JSON line per run, then one per row with the medians, the median of the rounds'
 own ratios (tandem / PyTorch; for the amp rows tandem amp / tandem fp32 of the same round) and the
-fraction of the ISA's peak (tandem-bench-train's fraction_of_peak, or mfu for the GPT). Tooling only.
+fraction of the ISA's peak (tandem-bench-train's fraction_of_peak, or mfu for the GPT); also the best
+run of each side and their ratio: a shared machine's noise only ever slows a run (seen: one side's
+rounds 30% slower for tens of seconds), so the best is the nearest to a quiet machine. Tooling only.
 
     /usr/bin/python3 bench/train/cpu_isa_table.py --build build --isa avx2 --rounds 3 \\
         --openblas /tmp/oblas/usr/lib/x86_64-linux-gnu/openblas-pthread
@@ -106,11 +108,15 @@ def main():
         r = results[name]
         med = lambda v: statistics.median(v) if v else None
         peaks = [x for x in r["peak"] if x is not None]
+        best = max(r["tandem"]) if r["tandem"] else None
+        reference = max(fp32_cnn.values()) if tcmd is None and fp32_cnn else max(r["torch"]) if r["torch"] else None
         print(json.dumps({"summary": name, "isa": a.isa, "rounds": a.rounds, "unit": field,
                           "tandem_median": med(r["tandem"]), "torch_median": med(r["torch"]),
                           "ratio_median": med(r["ratio"]),
                           "ratio_is": "tandem amp / tandem fp32" if tcmd is None else "tandem / torch",
-                          "fraction_of_peak_median": med(peaks)}), flush=True)
+                          "fraction_of_peak_median": med(peaks), "tandem_best": best,
+                          "reference_best": reference, "ratio_best": best / reference if best and reference else None,
+                          "fraction_of_peak_best": max(peaks) if peaks else None}), flush=True)
     return 0
 
 

@@ -150,9 +150,6 @@ TANDEM_AVX2_INLINE void transpose8(__m256* r) {
 template <int W, class S>
 TANDEM_AVX2 void pack_panel_k_contiguous(const S* x, int64_t rs, int rows, int64_t kc, float* out) {
   const int64_t kc8 = kc / 8 * 8;
-  // How far ahead (in K) the source rows are prefetched: the rows of A come from memory (activations
-  // of megabytes), and a 6-row panel reads six streams 32 bytes at a time.
-  constexpr int64_t kAhead = 64;
   for (int r0 = 0; r0 < W; r0 += 8) {
     const int lanes = W - r0 < 8 ? W - r0 : 8;  // output lanes of this row group
     const __m256i store_mask = low_mask8(lanes);
@@ -160,9 +157,6 @@ TANDEM_AVX2 void pack_panel_k_contiguous(const S* x, int64_t rs, int rows, int64
       __m256 v[8];
       for (int i = 0; i < 8; ++i)
         v[i] = r0 + i < rows ? load8(x + (r0 + i) * rs + p0) : _mm256_setzero_ps();
-      if (p0 % 16 == 0 && p0 + kAhead < kc)
-        for (int i = 0; i < 8 && r0 + i < rows; ++i)
-          _mm_prefetch(reinterpret_cast<const char*>(x + (r0 + i) * rs + p0 + kAhead), _MM_HINT_T0);
       transpose8(v);
       // A panel narrower than 8 (W = 6) stores all 8 lanes at each K index but the block's last: the
       // extra lanes land on the next K index's first lanes, which its own store then overwrites. Only
