@@ -45,6 +45,8 @@ class FullTrainer : public Trainer {
     return ::tandem::train::param_hash(*ps_.inner);
   }
   const ParallelSetup& parallel() const { return ps_; }
+  // --ema's average (null without --ema): the weights the run evaluates, and so --save-onnx exports.
+  const nn::EMA* ema() const { return ema_.get(); }
 
  protected:
   Tensor forward_loss(const data::Batch& batch) override;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "train/factory.h"
+#include "apps/common/export_model.h"
 #include "apps/common/run_services.h"
 #include "train/train_features.h"
 #include "nn/gpt.h"
@@ -194,10 +195,7 @@ int train_gpt(const TrainConfig& cfg, ParallelSetup ps, Device device) {
                                    : std::string("no validation");
   log.result("done: {} steps, {}, {:.0f} tokens/s, world size {}, param_hash {}", r.steps, val_loss,
              r.samples_per_s * static_cast<double>(wo.context), ps.world_size(), trainer.param_hash());
-  if (!cfg.save_onnx.empty() && ps.rank() == 0) {
-    nn::onnx::save_onnx(*gpt, cfg.save_onnx);
-    log.info("tandem-train: wrote the trained model to {}", cfg.save_onnx);
-  }
+  if (!cfg.save_onnx.empty() && ps.rank() == 0) save_evaluated_onnx(trainer, *gpt, cfg.save_onnx, log);
 
   if (ps.rank() == 0 && cfg.gpt.sample_tokens > 0) {
     nn::SampleOptions so;

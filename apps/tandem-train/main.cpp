@@ -8,6 +8,7 @@
 #include "apps/common/cli.h"
 #include "apps/common/config_file.h"
 #include "train/factory.h"
+#include "apps/common/export_model.h"
 #include "apps/common/gpt_train.h"
 #include "train/host_memory.h"
 #include "apps/common/loop_flags.h"
@@ -105,10 +106,7 @@ int run_training(app::TrainConfig cfg) {
   app::TrainResult r = trainer.fit();
   services.finish();
   ps.sync_params();  // ZeRO: the last step's parameters, gathered, for the export below
-  if (!cfg.save_onnx.empty() && ps.rank() == 0) {
-    nn::onnx::save_onnx(*ps.inner, cfg.save_onnx);
-    log.info("tandem-train: wrote the trained model to {}", cfg.save_onnx);
-  }
+  if (!cfg.save_onnx.empty() && ps.rank() == 0) app::save_evaluated_onnx(trainer, *ps.inner, cfg.save_onnx, log);
   std::string hash = trainer.param_hash();
   if (r.evaluated && !r.classification)
     log.result("validation loss {:.6g} on {} samples ({} epochs, {} steps, {:.0f} samples/s, world size {}, "
