@@ -34,6 +34,7 @@ class CheckpointedSequential final : public nn::Module {
   }
   Tensor forward(const Tensor& x) override { return nn::checkpoint_sequential(*seq_, segments_, x); }
   std::string type_name() const override { return "CheckpointedSequential"; }
+  const nn::Sequential& sequential() const { return *seq_; }
   std::shared_ptr<Module> clone() const override {
     return std::make_shared<CheckpointedSequential>(std::static_pointer_cast<nn::Sequential>(seq_->clone()), segments_);
   }
@@ -114,6 +115,11 @@ std::string param_hash(const nn::Module& model) {
 namespace {
 ZeroUse zero_use(const TrainConfig& cfg) { return {cfg.ddp.zero_stage}; }
 }  // namespace
+
+const nn::Module& exported_model(const nn::Module& model) {
+  if (const auto* wrapped = dynamic_cast<const CheckpointedSequential*>(&model)) return wrapped->sequential();
+  return model;
+}
 
 std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg) {
   auto model = make_model(cfg);

@@ -26,6 +26,10 @@ std::string param_hash(const nn::Module& model);
 
 // The model for the run: make_model(cfg), wrapped for --checkpoint-activations (same state_dict names).
 std::shared_ptr<nn::Module> make_run_model(const TrainConfig& cfg);
+// What --save-onnx writes for such a model: the Sequential inside --checkpoint-activations' wrapper
+// (the same modules and weights: the wrapper only changes how backward gets its activations), else
+// the model itself.
+const nn::Module& exported_model(const nn::Module& model);
 
 class FullTrainer : public Trainer {
  public:

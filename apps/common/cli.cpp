@@ -177,10 +177,6 @@ void add_train_flags(CLI::App& app, TrainConfig& cfg) {
       throw CLI::ValidationError("--device", "--mode dp places replicas with --devices; leave --device out");
     if (cfg.save_every > 0 && cfg.save_dir.empty())
       throw CLI::ValidationError("--save-every", "needs --save DIR");
-    // The checkpointed model is a wrapper the exporter does not write (yet): refused before training.
-    if (!cfg.save_onnx.empty() && cfg.checkpoint_activations > 0)
-      throw CLI::ValidationError("--save-onnx", "does not export a model trained with --checkpoint-activations yet; "
-                                                "train without it, or save a checkpoint (--save)");
   });
 }
 

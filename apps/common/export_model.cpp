@@ -11,7 +11,7 @@ void save_evaluated_onnx(const train::FullTrainer& trainer, nn::Module& model, c
                          const train::Logger& log) {
   std::optional<nn::EMA::Scope> averaged;
   if (trainer.ema()) averaged.emplace(*trainer.ema(), model);
-  nn::onnx::save_onnx(model, path);
+  nn::onnx::save_onnx(train::exported_model(model), path);
   log.info("tandem-train: wrote the trained model{} to {}", trainer.ema() ? " (--ema's average)" : "", path);
 }
 

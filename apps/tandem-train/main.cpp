@@ -48,7 +48,7 @@ int run_training(app::TrainConfig cfg) {
   // --save-onnx: a model the exporter cannot write fails now, on every rank, not after the training.
   if (!cfg.save_onnx.empty() && cfg.model.type != "onnx") {
     try {
-      (void)nn::onnx::export_onnx(*model);
+      (void)nn::onnx::export_onnx(app::exported_model(*model));
     } catch (const NotSupportedError& e) {
       TANDEM_FAIL(NotSupported, "--save-onnx {}: model type {}: {}", cfg.save_onnx, cfg.model.type, e.what());
     }
