@@ -10,7 +10,6 @@
 #include "apps/common/run_services.h"
 #include "train/train_features.h"
 #include "nn/gpt.h"
-#include "nn/onnx/onnx_export.h"
 #include "runtime/data/bpe_tokenizer.h"
 #include "runtime/data/gpt2_pretokenize.h"
 #include "runtime/data/text_corpus.h"
