@@ -116,8 +116,9 @@ TANDEM_CVT_AVX2 void f16_to_f32(const uint16_t* s, float* d, int64_t n) {
 
 // f32 -> f16: vcvtps2ph rounds to nearest even (subnormals and overflow to inf as IEEE); NaNs become
 // sign | 0x7e00 as in the scalar (the select only for 8 values with a NaN among them).
+constexpr int kNearestEven = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // vcvtps2ph's rounding
 TANDEM_CVT_AVX2 inline __m128i f16_narrow8(__m256 v) {
-  const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m128i h = _mm256_cvtps_ph(v, kNearestEven);
   const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
   if (_mm256_testz_ps(nan, nan)) return h;
   const __m256i x = _mm256_castps_si256(v);
@@ -129,14 +130,13 @@ TANDEM_CVT_AVX2 inline __m128i f16_narrow8(__m256 v) {
 
 TANDEM_CVT_AVX2 void f32_to_f16(const float* s, uint16_t* d, int64_t n) {
   int64_t i = 0;
-  constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   for (; i + 16 <= n; i += 16) {
     const __m256 va = _mm256_loadu_ps(s + i), vb = _mm256_loadu_ps(s + i + 8);
     const __m256 nan = _mm256_cmp_ps(va, vb, _CMP_UNORD_Q);  // one test for the 16, as f32_to_bf16
     __m128i a, b;
     if (_mm256_testz_ps(nan, nan)) {
-      a = _mm256_cvtps_ph(va, kRne);
-      b = _mm256_cvtps_ph(vb, kRne);
+      a = _mm256_cvtps_ph(va, kNearestEven);
+      b = _mm256_cvtps_ph(vb, kNearestEven);
     } else {
       a = f16_narrow8(va);
       b = f16_narrow8(vb);

@@ -224,8 +224,8 @@ DType fused_compute_dtype(const char* what, const Tensor& x, const Tensor& y, co
   TANDEM_CHECK(x.dtype() == y.dtype(), "{}: x {} with {} y/dy: give both one dtype", what, dtype_name(x.dtype()),
                dtype_name(y.dtype()));
   if (!epi.widened) return x.dtype();
-  TANDEM_CHECK(x.dtype() == DType::f16 || x.dtype() == DType::bf16, "{}: widened needs f16 or bf16 tensors, got {}",
-               what, dtype_name(x.dtype()));
+  TANDEM_CHECK(is_low_precision(x.dtype()), "{}: widened needs f16 or bf16 tensors, got {}", what,
+               dtype_name(x.dtype()));
   return DType::f32;
 }
 

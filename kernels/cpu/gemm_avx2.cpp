@@ -184,8 +184,8 @@ void gemm_f32(const GemmArgs& g) {
 }
 
 void gemm_widening(const GemmArgs& g) {
-  TANDEM_CHECK(has_f32() && (g.dtype == DType::f16 || g.dtype == DType::bf16),
-               "avx2 gemm_widening: unsupported CPU or dtype {}", dtype_name(g.dtype));
+  TANDEM_CHECK(has_f32() && is_low_precision(g.dtype), "avx2 gemm_widening: unsupported CPU or dtype {}",
+               dtype_name(g.dtype));
   if (g.dtype == DType::f16)
     gemm_t<F16>(g);
   else

@@ -144,7 +144,7 @@ struct Plan {
   // f16/bf16: tensor cores with f32 accumulation. f32: plain FMA (no TF32), so results stay within
   // f32 rounding of the CPU. f64: the default.
   cudnnMathType_t search_math() const {
-    if (dtype == DType::f16 || dtype == DType::bf16) return CUDNN_TENSOR_OP_MATH;
+    if (is_low_precision(dtype)) return CUDNN_TENSOR_OP_MATH;
     if (dtype == DType::f32) return CUDNN_FMA_MATH;
     return CUDNN_DEFAULT_MATH;
   }

@@ -67,7 +67,7 @@ Tensor sync_batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& b
                x_in.defined() ? shape_str(x_in.shape()) : "undefined");
   // Under autocast a 16-bit x keeps its dtype, as in ops::batch_norm: the f32 op of x cast to f32,
   // cast back (so that SyncBatchNorm gives what BatchNorm gives: 16-bit activations).
-  if (autocast_dtype() && (x_in.dtype() == DType::f16 || x_in.dtype() == DType::bf16))
+  if (autocast_dtype() && is_low_precision(x_in.dtype()))
     return ops::cast(sync_batch_norm(ops::cast(x_in, DType::f32), weight, bias, std::move(running_mean),
                                      std::move(running_var), comm_ref, momentum, eps),
                      x_in.dtype());

@@ -104,7 +104,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   // cast back, so that the relu, the pool and the next convolution run on 16-bit activations with no
   // casts between them. The fused kernels compute exactly that without the casts' passes (`widened`);
   // elsewhere the casts run.
-  const bool widened = autocast_dtype().has_value() && (x_in.dtype() == DType::f16 || x_in.dtype() == DType::bf16);
+  const bool widened = autocast_dtype().has_value() && is_low_precision(x_in.dtype());
   if (widened && !fused)
     return cast(batch_norm(cast(x_in, DType::f32), weight, bias, std::move(running_mean), std::move(running_var),
                            training, momentum, eps, epilogue),
