@@ -3,12 +3,16 @@
 // columns (dW, one GEMM per image accumulated) and GEMM + col2im (dX). f16/bf16 are computed in f32 and
 // rounded once: the activations (x, y, dy, dx) chunk by chunk, widened into and rounded from
 // cache-resident scratch (whole-tensor f32 copies cost the cnn under --amp a tenth of its step in
-// memory traffic), the weights and biases as whole copies.
+// memory traffic), the weights and biases as whole copies; or, where the CPU GEMM reads 16-bit
+// operands as they lie (the 16-bit path, `Direct` below), x, dy, the weights and the columns stay
+// in 16 bits and only the GEMM's f32 results are rounded.
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/lanes.h"
 #include "runtime/backend/conv.h"
+#include "runtime/backend/cpu_isa.h"
 #include "runtime/backend/gemm.h"
 
 namespace tandem::kernels {
@@ -193,12 +197,14 @@ void col2im_t(const Conv2dGeometry& g, const T* cols, T* x) {
   }
 }
 
-template <class T>
+// C: T, or f32 beside 16-bit operands (GemmArgs::wide_c: the 16-bit path's products).
+template <class T, class C = T>
 GemmArgs gemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                   int64_t ldb, T* c, int64_t ldc, double beta, bool bf16_values) {
+                   int64_t ldb, C* c, int64_t ldc, double beta, bool bf16_values) {
   GemmArgs args;
   args.dtype = dtype_v<T>;
-  args.bf16_products = bf16_values;
+  args.wide_c = !std::is_same_v<T, C>;
+  args.bf16_products = bf16_values && !args.wide_c;
   args.trans_a = ta;
   args.trans_b = tb;
   args.m = m; args.n = n; args.k = k;
@@ -243,6 +249,19 @@ void small_k_dots(const T* dy, const T* cols, int64_t ld, int64_t L, int64_t K, 
   }
 }
 
+// f16 or bf16: the storage types of the 16-bit path (below).
+template <class T>
+constexpr bool kHalfOrBf16 = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+// small_k_dots of 16-bit dy and cols (the 16-bit path, with AVX2): widened as they are read, the
+// same sums as over widened copies.
+template <class S>
+void small_k_dots_widening(const S* dy, const S* cols, int64_t ld, int64_t L, int64_t K, float* dw, float* db) {
+  static_assert(kHalfOrBf16<S>, "small_k_dots_widening: f32 sums of f16 or bf16 values");
+  avx2::small_k_dots_16bit(reinterpret_cast<const uint16_t*>(dy), reinterpret_cast<const uint16_t*>(cols), ld, L, K,
+                           dw, db, std::is_same_v<S, half>);
+}
+
 // Output maps this small (a 4x4 map or less: ResNet's last stages at CIFAR size) make the per-image
 // products thin ([O, K] @ [K, L]); the chunk's pixels then go through one product instead.
 constexpr int64_t kFlatPixels = 16;
@@ -280,15 +299,52 @@ void chunk_store(const T* computed, Ts* p, int64_t n) {
   if constexpr (!std::is_same_v<T, Ts>) convert_host(computed, dtype_v<T>, p, dtype_v<Ts>, n);
 }
 
-template <class T, class Ts = T>
-void forward_t(const Ts* x, const T* w, const T* b, Ts* y, const Conv2dGeometry& g, bool bf16_values = false) {
+// The 16-bit path (Direct, for f16/bf16 storage Ts and f32 compute T where cpu_gemm_reads_16bit):
+// the GEMMs' operands are Ts as they lie (x's and dy's chunks, the weights) and the columns are
+// built in Ts, half the bytes im2col writes and the GEMM's packing reads, with no widened copy of a
+// chunk between; the GEMM widens each value as it packs it (or multiplies bf16 pairs) into the same
+// f32 results as before, which are rounded once. The values multiplied and the order of their sums
+// are the widened path's, so are the bits. Operand: the element type of the GEMMs' operands.
+template <class T, class Ts, bool Direct>
+using Operand = std::conditional_t<Direct, Ts, T>;
+
+// im2col on the values' bits: 16-bit values move as uint16_t (0 is +0 in f16 and in bf16), whose
+// select loop the compiler vectorises (it does not through half's class).
+template <class T>
+void im2col_of(const Conv2dGeometry& g, const T* x, T* cols) {
+  if constexpr (sizeof(T) == 2)
+    im2col_t(g, reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(cols));
+  else
+    im2col_t(g, x, cols);
+}
+
+// sum_of<T> over n values stored as S, the widened path's bits: a 16-bit row is summed as it is
+// widened (avx2::sum_16bit, sum_of's order), or without AVX2 widened into a row of scratch first.
+template <class T, class S>
+T row_sum(const S* p, int64_t n) {
+  if constexpr (std::is_same_v<T, S>) {
+    return sum_of<T>(p, n);
+  } else {
+    static_assert(std::is_same_v<T, float> && kHalfOrBf16<S>, "row_sum: f32 sums of f16 or bf16 values");
+    if (cpu_isa_usable(CpuIsa::avx2))
+      return avx2::sum_16bit(reinterpret_cast<const uint16_t*>(p), n, std::is_same_v<S, half>);
+    T* w = thread_scratch<T>(Scratch::ConvRow, n);
+    convert_host(p, dtype_v<S>, w, dtype_v<T>, n);
+    return sum_of<T>(w, n);
+  }
+}
+
+template <class T, class Ts = T, bool Direct = false>
+void forward_t(const Ts* x, const Operand<T, Ts, Direct>* w, const T* b, Ts* y, const Conv2dGeometry& g,
+               bool bf16_values = false) {
+  using Op = Operand<T, Ts, Direct>;
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
-  T* cols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
+  Op* cols = thread_scratch<Op>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
-    im2col_t(gc, chunk_in<T>(x + n0 * g.c * g.h * g.w, gc.n * g.c * g.h * g.w, Scratch::ConvChunkIn), cols);
+    im2col_of(gc, chunk_in<Op>(x + n0 * g.c * g.h * g.w, gc.n * g.c * g.h * g.w, Scratch::ConvChunkIn), cols);
     // y[img] [O, L] = bias + w [O, K] @ cols[:, img*L : (img+1)*L], one strided-batched GEMM over the
     // chunk, written straight into y (no [O, nc*L] staging copy). The bias is stored first and the
     // GEMM accumulates onto it (beta = 1): Eigen zeroes C for beta = 0, so this saves a pass over y.
@@ -298,7 +354,7 @@ void forward_t(const Ts* x, const T* w, const T* b, Ts* y, const Conv2dGeometry&
       // moved into y with the bias: per-image products would be [O, K] @ [K, L] with L tiny, each
       // one re-reading (and the GEMM re-packing) the whole weight.
       T* t = thread_scratch<T>(Scratch::ConvPixels, O * NL);
-      gemm(kCPU)(kCPU, gemm_args<T>(false, false, O, NL, K, w, K, cols, NL, t, NL, 0.0, bf16_values));
+      gemm(kCPU)(kCPU, gemm_args<Op>(false, false, O, NL, K, w, K, cols, NL, t, NL, 0.0, bf16_values));
 #pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
       for (int64_t p = 0; p < gc.n * O; ++p) {
         const int64_t img = p / O, o = p % O;
@@ -312,7 +368,7 @@ void forward_t(const Ts* x, const T* w, const T* b, Ts* y, const Conv2dGeometry&
 #pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
       for (int64_t p = 0; p < gc.n * O; ++p) std::fill_n(yc + p * L, L, b[p % O]);
     }
-    GemmArgs fw = gemm_args<T>(false, false, O, L, K, w, K, cols, NL, yc, L, b ? 1.0 : 0.0, bf16_values);
+    GemmArgs fw = gemm_args<Op>(false, false, O, L, K, w, K, cols, NL, yc, L, b ? 1.0 : 0.0, bf16_values);
     fw.batch = gc.n;
     fw.stride_b = L;
     fw.stride_c = O * L;
@@ -321,24 +377,26 @@ void forward_t(const Ts* x, const T* w, const T* b, Ts* y, const Conv2dGeometry&
   }
 }
 
-template <class T, class Ts = T>
-void backward_input_t(const Ts* dy, const T* w, Ts* dx, const Conv2dGeometry& g, bool bf16_values = false) {
+template <class T, class Ts = T, bool Direct = false>
+void backward_input_t(const Ts* dy, const Operand<T, Ts, Direct>* w, Ts* dx, const Conv2dGeometry& g,
+                      bool bf16_values = false) {
+  using Op = Operand<T, Ts, Direct>;
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g), chw = g.c * g.h * g.w;
   T* dcols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
-    const T* dyc = chunk_in<T>(dy + n0 * O * L, gc.n * O * L, Scratch::ConvChunkGrad);
+    const Op* dyc = chunk_in<Op>(dy + n0 * O * L, gc.n * O * L, Scratch::ConvChunkGrad);
     T* dxc = chunk_out<T>(dx + n0 * chw, gc.n * chw);
     if (flat_pixels(L)) {
       // dy's images side by side, [O, nc*L], then one product w^T [K, O] @ it (as the forward).
-      T* t = thread_scratch<T>(Scratch::ConvPixels, O * NL);
+      Op* t = thread_scratch<Op>(Scratch::ConvPixels, O * NL);
       gather_pixels(dyc, gc.n, O, L, t);
-      gemm(kCPU)(kCPU, gemm_args<T>(true, false, K, NL, O, w, K, t, NL, dcols, NL, 0.0, bf16_values));
+      gemm(kCPU)(kCPU, gemm_args<Op>(true, false, K, NL, O, w, K, t, NL, dcols, NL, 0.0, bf16_values));
     } else {
       // dcols[:, img*L : (img+1)*L] = w^T [K, O] @ dy[img] [O, L], batched over the chunk's images
-      GemmArgs bi = gemm_args<T>(true, false, K, L, O, w, K, dyc, L, dcols, NL, 0.0, bf16_values);
+      GemmArgs bi = gemm_args<Op>(true, false, K, L, O, w, K, dyc, L, dcols, NL, 0.0, bf16_values);
       bi.batch = gc.n;
       bi.stride_b = O * L;
       bi.stride_c = L;
@@ -349,47 +407,54 @@ void backward_input_t(const Ts* dy, const T* w, Ts* dx, const Conv2dGeometry& g,
   }
 }
 
-template <class T, class Ts = T>
+template <class T, class Ts = T, bool Direct = false>
 void backward_weight_t(const Ts* x, const Ts* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
+  using Op = Operand<T, Ts, Direct>;
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
-  T* cols = thread_scratch<T>(Scratch::ConvColumns, K * chunk * L);
+  // The small-K dots read 16-bit values where AVX2 widens them as it loads them; else the widened path.
+  if constexpr (Direct)
+    if (K <= kSmallK && !cpu_isa_usable(CpuIsa::avx2)) return backward_weight_t<T, Ts, false>(x, dy, dw, db, g, bf16_values);
+  Op* cols = thread_scratch<Op>(Scratch::ConvColumns, K * chunk * L);
   if (db) std::fill(db, db + O, T(0));
   if (g.n == 0) std::fill(dw, dw + O * K, T(0));
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     Conv2dGeometry gc = g;
     gc.n = std::min(chunk, g.n - n0);
     const int64_t NL = gc.n * L;
-    im2col_t(gc, chunk_in<T>(x + n0 * g.c * g.h * g.w, gc.n * g.c * g.h * g.w, Scratch::ConvChunkIn), cols);
-    const T* dyc = chunk_in<T>(dy + n0 * O * L, gc.n * O * L, Scratch::ConvChunkGrad);
+    im2col_of(gc, chunk_in<Op>(x + n0 * g.c * g.h * g.w, gc.n * g.c * g.h * g.w, Scratch::ConvChunkIn), cols);
+    const Op* dyc = chunk_in<Op>(dy + n0 * O * L, gc.n * O * L, Scratch::ConvChunkGrad);
     if (K <= kSmallK) {
       if (n0 == 0) std::fill(dw, dw + O * K, T(0));
       // Each o's sums run over the images in order (deterministic whatever the thread count).
 #pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
       for (int64_t o = 0; o < O; ++o)
         for (int64_t img = 0; img < gc.n; ++img)
-          small_k_dots(dyc + (img * O + o) * L, cols + img * L, NL, L, K, dw + o * K, db ? db + o : nullptr);
+          if constexpr (Direct)
+            small_k_dots_widening(dyc + (img * O + o) * L, cols + img * L, NL, L, K, dw + o * K, db ? db + o : nullptr);
+          else
+            small_k_dots(dyc + (img * O + o) * L, cols + img * L, NL, L, K, dw + o * K, db ? db + o : nullptr);
       continue;  // db summed with the dots
     }
     if (flat_pixels(L)) {
       // dw [O, K] += dy's images side by side [O, nc*L] @ cols^T: one product whose sums run over the
       // chunk's pixels, rather than a rank-L update of all of dw per image.
-      T* t = thread_scratch<T>(Scratch::ConvPixels, O * NL);
+      Op* t = thread_scratch<Op>(Scratch::ConvPixels, O * NL);
       gather_pixels(dyc, gc.n, O, L, t);
-      gemm(kCPU)(kCPU, gemm_args<T>(false, true, O, K, NL, t, NL, cols, NL, dw, K, n0 == 0 ? 0.0 : 1.0, bf16_values));
+      gemm(kCPU)(kCPU, gemm_args<Op>(false, true, O, K, NL, t, NL, cols, NL, dw, K, n0 == 0 ? 0.0 : 1.0, bf16_values));
     } else {
       // dw [O, K] += dy[img] [O, L] @ cols[:, img*L : (img+1)*L]^T, image after image (one GEMM per
       // image reads dy in place; measured faster than transposing dy into one GEMM per chunk).
       for (int64_t img = 0; img < gc.n; ++img) {
         const bool first = n0 == 0 && img == 0;
-        gemm(kCPU)(kCPU, gemm_args<T>(false, true, O, K, L, dyc + img * O * L, L, cols + img * L, NL, dw, K,
-                                      first ? 0.0 : 1.0, bf16_values));
+        gemm(kCPU)(kCPU, gemm_args<Op>(false, true, O, K, L, dyc + img * O * L, L, cols + img * L, NL, dw, K,
+                                       first ? 0.0 : 1.0, bf16_values));
       }
     }
     if (db) {
       // db[o] = sum over images (in order, chunk after chunk) of the sum of dy[img, o, :]
 #pragma omp parallel for schedule(static) if (gc.n * O * L >= kParallelMinWork)
       for (int64_t o = 0; o < O; ++o)
-        for (int64_t img = 0; img < gc.n; ++img) db[o] += sum_of<T>(dyc + (img * O + o) * L, L);
+        for (int64_t img = 0; img < gc.n; ++img) db[o] += row_sum<T>(dyc + (img * O + o) * L, L);
     }
   }
 }
@@ -453,40 +518,44 @@ void scatter_window(const Conv2dGeometry& g, const LiveTaps& t, const T* win, T*
       for (int64_t j = 0; j < kw; ++j) w[(p * g.kh + t.i0 + i) * g.kw + t.j0 + j] = win[(p * kh + i) * kw + j];
 }
 
-// T: the computation's type (and the weights'); Ts: the activations' storage (T, or f16/bf16 for f32).
-template <class T, class Ts = T>
-void forward_live(const Ts* x, const T* w, const T* b, Ts* y, const Conv2dGeometry& g, bool bf16_values = false) {
+// T: the computation's type (and the weights'); Ts: the activations' storage (T, or f16/bf16 for f32);
+// Direct: the 16-bit path (weights in Ts).
+template <class T, class Ts = T, bool Direct = false>
+void forward_live(const Ts* x, const Operand<T, Ts, Direct>* w, const T* b, Ts* y, const Conv2dGeometry& g,
+                  bool bf16_values = false) {
   LiveTaps t;
-  if (!prunable(g, t)) return forward_t<T, Ts>(x, w, b, y, g, bf16_values);
+  if (!prunable(g, t)) return forward_t<T, Ts, Direct>(x, w, b, y, g, bf16_values);
   const Conv2dGeometry p = on_live_taps(g, t);
-  std::vector<T> win(static_cast<size_t>(p.o * p.k()));
+  std::vector<Operand<T, Ts, Direct>> win(static_cast<size_t>(p.o * p.k()));
   window_of(g, t, w, win.data());
-  forward_t<T, Ts>(x, win.data(), b, y, p, bf16_values);
+  forward_t<T, Ts, Direct>(x, win.data(), b, y, p, bf16_values);
 }
 
-template <class T, class Ts = T>
-void backward_input_live(const Ts* dy, const T* w, Ts* dx, const Conv2dGeometry& g, bool bf16_values = false) {
+template <class T, class Ts = T, bool Direct = false>
+void backward_input_live(const Ts* dy, const Operand<T, Ts, Direct>* w, Ts* dx, const Conv2dGeometry& g,
+                         bool bf16_values = false) {
   LiveTaps t;
-  if (!prunable(g, t)) return backward_input_t<T, Ts>(dy, w, dx, g, bf16_values);
+  if (!prunable(g, t)) return backward_input_t<T, Ts, Direct>(dy, w, dx, g, bf16_values);
   const Conv2dGeometry p = on_live_taps(g, t);
-  std::vector<T> win(static_cast<size_t>(p.o * p.k()));
+  std::vector<Operand<T, Ts, Direct>> win(static_cast<size_t>(p.o * p.k()));
   window_of(g, t, w, win.data());
-  backward_input_t<T, Ts>(dy, win.data(), dx, p, bf16_values);
+  backward_input_t<T, Ts, Direct>(dy, win.data(), dx, p, bf16_values);
 }
 
-template <class T, class Ts = T>
+template <class T, class Ts = T, bool Direct = false>
 void backward_weight_live(const Ts* x, const Ts* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
   LiveTaps t;
-  if (!prunable(g, t)) return backward_weight_t<T, Ts>(x, dy, dw, db, g, bf16_values);
+  if (!prunable(g, t)) return backward_weight_t<T, Ts, Direct>(x, dy, dw, db, g, bf16_values);
   const Conv2dGeometry p = on_live_taps(g, t);
   std::vector<T> win(static_cast<size_t>(p.o * p.k()));
-  backward_weight_t<T, Ts>(x, dy, win.data(), db, p, bf16_values);
+  backward_weight_t<T, Ts, Direct>(x, dy, win.data(), db, p, bf16_values);
   scatter_window(g, t, win.data(), dw);  // the dead taps' gradient: exactly 0
 }
 
 // f16/bf16 run the f32 path: the activations widened chunk by chunk (above), the weights and biases
 // as whole copies; for bf16 the widened values are exactly bf16, so the GEMMs may multiply them as
-// bf16 pairs (GemmArgs::bf16_products) with the same products.
+// bf16 pairs (GemmArgs::bf16_products) with the same products. Where the CPU GEMM reads the 16-bit
+// type as it lies (cpu_gemm_reads_16bit), the 16-bit path instead (Direct, above; biases widened).
 Tensor widened(const Tensor& t) {
   if (!t.defined()) return t;
   Tensor r = Tensor::empty(t.shape(), DType::f32, t.device());
@@ -509,6 +578,10 @@ void cpu_conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tenso
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       forward_live<T>(ptr<T>(x), ptr<T>(w), ptr<T>(b), mptr<T>(y), g);
     } else {
+      if constexpr (kHalfOrBf16<T>)
+        if (cpu_gemm_reads_16bit(x.dtype()))
+          return forward_live<float, T, true>(ptr<T>(x), ptr<T>(w), ptr<float>(widened(b)), mptr<T>(y), g,
+                                              std::is_same_v<T, bfloat16>);
       forward_live<float, T>(ptr<T>(x), ptr<float>(widened(w)), ptr<float>(widened(b)), mptr<T>(y), g,
                              std::is_same_v<T, bfloat16>);
     }
@@ -521,9 +594,22 @@ void cpu_conv2d_backward_input(const Tensor& dy, const Tensor& w, Tensor& dx, co
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       backward_input_live<T>(ptr<T>(dy), ptr<T>(w), mptr<T>(dx), g);
     } else {
+      if constexpr (kHalfOrBf16<T>)
+        if (cpu_gemm_reads_16bit(dy.dtype()))
+          return backward_input_live<float, T, true>(ptr<T>(dy), ptr<T>(w), mptr<T>(dx), g, std::is_same_v<T, bfloat16>);
       backward_input_live<float, T>(ptr<T>(dy), ptr<float>(widened(w)), mptr<T>(dx), g, std::is_same_v<T, bfloat16>);
     }
   });
+}
+
+// f32 dw, db of x and dy stored as T (f16/bf16, or another type dispatch_floating refuses): the 16-bit
+// path where the GEMM reads T, else the widened one.
+template <class T>
+void backward_weight_of(const T* x, const T* dy, float* dw, float* db, const Conv2dGeometry& g) {
+  constexpr bool bf16 = std::is_same_v<T, bfloat16>;
+  if constexpr (kHalfOrBf16<T>)
+    if (cpu_gemm_reads_16bit(dtype_v<T>)) return backward_weight_live<float, T, true>(x, dy, dw, db, g, bf16);
+  backward_weight_live<float, T>(x, dy, dw, db, g, bf16);
 }
 
 void cpu_conv2d_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
@@ -534,8 +620,7 @@ void cpu_conv2d_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, T
       backward_weight_live<T>(ptr<T>(x), ptr<T>(dy), mptr<T>(dw), mptr<T>(db), g);
     } else {
       Tensor dwf = like_f32(dw), dbf = like_f32(db);
-      backward_weight_live<float, T>(ptr<T>(x), ptr<T>(dy), mptr<float>(dwf), mptr<float>(dbf), g,
-                                     std::is_same_v<T, bfloat16>);
+      backward_weight_of<T>(ptr<T>(x), ptr<T>(dy), mptr<float>(dwf), mptr<float>(dbf), g);
       narrow_into(dwf, dw);
       narrow_into(dbf, db);
     }

@@ -105,6 +105,9 @@ void narrow(const float* src, T* dst, int64_t n) {
 
 void gemm_product(const GemmArgs& g);
 
+// f16/bf16 operands go to our AVX2 kernel, which widens them as it packs them (no AVX-512 kernel here).
+bool avx2_widens_16bit() { return !cpu_gemm_forced(ForcedPath::Eigen) && !avx512::has_f32() && avx2::has_f32(); }
+
 // f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
 // as an f32 GEMM (gemm_product picks our kernel or Eigen), rounded once (an f32 C, wide_c, is the
 // product's own); on the AVX2 path the kernel widens A and B in its packing instead. The copies are left uninitialised: every element is written before it is read.
@@ -112,7 +115,7 @@ template <class T>
 void gemm_low_precision(const GemmArgs& g) {
   // Our AVX2 kernel widens the operands as it packs them: no copies (on the AVX-512 path, and for
   // Eigen, the copies below).
-  if (!cpu_gemm_forced(ForcedPath::Eigen) && !avx512::has_f32() && avx2::has_f32()) {
+  if (avx2_widens_16bit()) {
     GemmArgs f = g;
     f.bf16_products = false;
     f.wide_c = false;
@@ -207,6 +210,12 @@ TANDEM_REGISTER_KERNEL(gemm, DeviceKind::CPU, cpu_gemm);
 }  // namespace
 
 bool cpu_f32_gemm_ours() { return !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32(); }
+
+bool cpu_gemm_reads_16bit(DType dtype) {
+  if (!is_low_precision(dtype) || cpu_gemm_forced(ForcedPath::Eigen)) return false;
+  if (dtype == DType::bf16 && std::string_view(cpu_bf16_gemm_path()) != "fp32") return true;
+  return avx2_widens_16bit();
+}
 
 const char* cpu_f32_gemm_isa() {
   if (cpu_gemm_forced(ForcedPath::Eigen)) return "eigen";

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/backend/common/half.h"
 
@@ -117,13 +118,22 @@ TANDEM_AVX2_INLINE __m256 load8(const BF16* p) {
 inline float to_f32(float v) { return v; }
 inline float to_f32(F16 v) { return half_bits_to_float(v.bits); }
 inline float to_f32(BF16 v) { return bf16_bits_to_float(v.bits); }
+// to_f32 in the packing's tails: F16C's scalar vcvtph2ps for f16, as load8's lanes (the software
+// conversion was a fifth of an f16 panel's packing where K or the panel's width is not a multiple of 8).
+template <class S>
+TANDEM_AVX2_INLINE float widen1(S v) {
+  if constexpr (std::is_same_v<S, F16>)
+    return _cvtsh_ss(v.bits);
+  else
+    return to_f32(v);
+}
 // Lanes [0, n) of p (n <= 8), the rest zero; nothing read past p + n.
 TANDEM_AVX2_INLINE __m256 load8_first(const float* p, int n) { return _mm256_maskload_ps(p, low_mask8(n)); }
 template <class S>
-TANDEM_AVX2_INLINE __m256 load8_first(const S* p, int n) {
-  alignas(32) float t[8] = {};
-  for (int i = 0; i < n && i < 8; ++i) t[i] = to_f32(p[i]);
-  return _mm256_load_ps(t);
+TANDEM_AVX2_INLINE __m256 load8_first(const S* p, int n) {  // the 16-bit values copied, widened as 8
+  alignas(16) S t[8] = {};
+  for (int i = 0; i < n && i < 8; ++i) t[i] = p[i];
+  return load8(t);
 }
 
 // 8 x 8 transpose: r[i] lane j -> r[j] lane i.
@@ -173,7 +183,7 @@ TANDEM_AVX2 void pack_panel_k_contiguous(const S* x, int64_t rs, int rows, int64
     }
   }
   for (int64_t p = kc8; p < kc; ++p)
-    for (int r = 0; r < W; ++r) out[p * W + r] = r < rows ? to_f32(x[r * rs + p]) : 0.f;
+    for (int r = 0; r < W; ++r) out[p * W + r] = r < rows ? widen1(x[r * rs + p]) : 0.f;
 }
 
 // A panel whose source rows are contiguous along the panel (element (r, p) at x[p * ps + r]): each K
@@ -206,7 +216,7 @@ TANDEM_AVX2 void pack_panel_rows_contiguous(const S* x, int64_t ps, int rows, in
       else
         _mm256_maskstore_ps(o, low_mask8(W), v);
     } else {
-      for (int r = 0; r < W; ++r) o[r] = r < rows ? to_f32(s[r]) : 0.f;
+      for (int r = 0; r < W; ++r) o[r] = r < rows ? widen1(s[r]) : 0.f;
     }
   }
 }

@@ -34,5 +34,10 @@ bool cpu_f32_gemm_ours();
 // The kernel of the f32 products now, for benchmark records (gemm_isa): "avx512", "avx2" (our
 // kernels) or "eigen".
 const char* cpu_f32_gemm_isa();
+// Whether the CPU GEMM reads `dtype` (f16 or bf16) operands as they lie, with no widened copies:
+// the AVX2 kernel (which widens them as it packs them) or bf16 pairs (amx-bf16, avx512-bf16). Else
+// a 16-bit GEMM widens whole copies of its operands first, which a caller holding f32 values
+// already should not make it do.
+bool cpu_gemm_reads_16bit(DType dtype);
 
 }  // namespace tandem::kernels

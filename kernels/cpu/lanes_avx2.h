@@ -13,6 +13,10 @@ bool lanes_usable();
 
 // sum p[i]
 float sum_f32(const float* p, int64_t n);
+// sum p[i] of 16-bit values (f16 when f16, else bf16), widened as they are read: sum_f32's lanes and
+// order, so the bits of sum_f32 over a widened copy (and of lanes.h's sum_of on AVX-512, which adds in
+// the same order). Needs AVX2 and F16C (cpu_isa_usable(CpuIsa::avx2)), AVX-512 or not.
+float sum_16bit(const uint16_t* p, int64_t n, bool f16);
 // sum (p[i] - mu)^2
 float sum_sq_dev_f32(const float* p, int64_t n, float mu);
 // a = sum dy[i], b = sum dy[i] (x[i] - m)
@@ -23,5 +27,9 @@ void sum_g_gxhat_f32(const float* dy, const float* w, const float* x, int64_t n,
 // dw[k] += sum_q dy[q] cols[k * ld + q] for k < K (K <= 16), and *db += sum_q dy[q] when db: the
 // convolution's weight gradient at tiny K (conv.cpp's small_k_dots), each k over the same lanes.
 void small_k_dots_f32(const float* dy, const float* cols, int64_t ld, int64_t L, int64_t K, float* dw, float* db);
+// small_k_dots_f32 of 16-bit dy and cols (f16 when f16, else bf16), widened as they are read: the sums
+// of small_k_dots_f32 over widened copies, bit for bit. Needs AVX2 and F16C, AVX-512 or not.
+void small_k_dots_16bit(const uint16_t* dy, const uint16_t* cols, int64_t ld, int64_t L, int64_t K, float* dw,
+                        float* db, bool f16);
 
 }  // namespace tandem::kernels::avx2

@@ -1,5 +1,6 @@
 // lanes_avx2.h's f32 sums (batch norm's and LayerNorm's statistics, the convolution's tiny-K weight
-// gradient) against a scalar model of their 16 lanes, bit for bit, at every tail length; and that
+// gradient) against a scalar model of their 16 lanes, bit for bit, at every tail length; their
+// 16-bit variants against the f32 ones on the widened values; and that
 // lanes.h takes them exactly where AVX-512 is not usable (test_lanes_avx2_avx2 runs it so).
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/lanes_avx2.h"
 #include "runtime/backend/cpu_isa.h"
+#include "runtime/tensor.h"
 
 namespace {
 
@@ -100,6 +102,36 @@ TEST(LanesAvx2, SmallKDotsMatchTheirLaneModelBitForBit) {
         EXPECT_EQ(dw[size_t(K)], 0.25f);
         const float want_b = bias ? 0.5f + lanes16(L, [&](float s, int64_t q) { return s + dy[q]; }) : 0.5f;
         EXPECT_TRUE(same_bits(db, want_b)) << db << " vs " << want_b;
+      }
+    }
+  }
+}
+
+// The 16-bit variants (conv.cpp's 16-bit path) are sum_f32 and small_k_dots_f32 of the widened values.
+TEST(LanesAvx2, SixteenBitSumsAndDotsAreThoseOfTheWidenedValues) {
+  SKIP_WITHOUT_AVX2();
+  for (bool f16 : {true, false}) {
+    const tandem::DType dtype = f16 ? tandem::DType::f16 : tandem::DType::bf16;
+    auto narrow = [&](const std::vector<float>& v) {  // the 16-bit bits, and their exact widening
+      std::vector<uint16_t> bits(v.size());
+      tandem::convert_host(v.data(), tandem::DType::f32, bits.data(), dtype, static_cast<int64_t>(v.size()));
+      std::vector<float> wide(v.size());
+      tandem::convert_host(bits.data(), dtype, wide.data(), tandem::DType::f32, static_cast<int64_t>(v.size()));
+      return std::make_pair(bits, wide);
+    };
+    for (int64_t L : {0, 1, 7, 15, 16, 17, 33, 196, 785}) {
+      const int64_t ld = L + 3;
+      const auto [dy16, dy] = narrow(randoms(L, 21));
+      const auto [cols16, cols] = narrow(randoms(16 * ld, 22));
+      SCOPED_TRACE(::testing::Message() << (f16 ? "f16" : "bf16") << " L " << L);
+      EXPECT_TRUE(same_bits(avx2::sum_16bit(dy16.data(), L, f16), avx2::sum_f32(dy.data(), L)));
+      for (int64_t K : {0, 1, 3, 4, 9, 16}) {
+        std::vector<float> dw(static_cast<size_t>(K) + 1, 0.25f), dw16 = dw;
+        float db = 0.5f, db16 = 0.5f;
+        avx2::small_k_dots_f32(dy.data(), cols.data(), ld, L, K, dw.data(), &db);
+        avx2::small_k_dots_16bit(dy16.data(), cols16.data(), ld, L, K, dw16.data(), &db16, f16);
+        for (int64_t k = 0; k <= K; ++k) EXPECT_TRUE(same_bits(dw16[size_t(k)], dw[size_t(k)])) << "K " << K << " k " << k;
+        EXPECT_TRUE(same_bits(db16, db)) << "K " << K;
       }
     }
   }
