@@ -13,15 +13,25 @@
 namespace tandem::kernels::avx2 {
 namespace {
 
-template <int MR, bool NARROW>
+// FULL: all of the tile's columns are valid (8 when NARROW, else 16): plain loads and stores. Else
+// masked ones (the masks then hold two registers, and a masked load is slower than a plain one: the
+// attention's tiles are nearly all full, and with masks they ran at ~0.6 of the GEMM's speed).
+template <int MR, bool NARROW, bool FULL>
 TANDEM_AVX2 void tile(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
                       int64_t ldb, int n, float* c, int64_t ldc, bool accumulate) {
   const __m256i m0 = low_mask8(n), m1 = low_mask8(n - 8);
+  auto load = [&](const float* p, __m256i m) { return FULL ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m); };
+  auto store = [&](float* p, __m256i m, __m256 v) {
+    if (FULL)
+      _mm256_storeu_ps(p, v);
+    else
+      _mm256_maskstore_ps(p, m, v);
+  };
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
-    const __m256 b0 = _mm256_maskload_ps(b, m0), b1 = NARROW ? b0 : _mm256_maskload_ps(b + 8, m1);
+    const __m256 b0 = load(b, m0), b1 = NARROW ? b0 : load(b + 8, m1);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const __m256 ai = _mm256_broadcast_ss(a + i * a_row);
@@ -36,18 +46,18 @@ TANDEM_AVX2 void tile(int64_t k, float alpha, const float* a, int64_t a_row, int
   for (int i = 0; i < MR; ++i) {
     float* row = c + i * ldc;
     __m256 v0 = _mm256_mul_ps(scale, c0[i]);
-    if (accumulate) v0 = _mm256_add_ps(_mm256_maskload_ps(row, m0), v0);
-    _mm256_maskstore_ps(row, m0, v0);
+    if (accumulate) v0 = _mm256_add_ps(load(row, m0), v0);
+    store(row, m0, v0);
     if (NARROW) continue;
     __m256 v1 = _mm256_mul_ps(scale, c1[i]);
-    if (accumulate) v1 = _mm256_add_ps(_mm256_maskload_ps(row + 8, m1), v1);
-    _mm256_maskstore_ps(row + 8, m1, v1);
+    if (accumulate) v1 = _mm256_add_ps(load(row + 8, m1), v1);
+    store(row + 8, m1, v1);
   }
 }
 
-template <bool NARROW, int... R>
+template <bool NARROW, bool FULL, int... R>
 constexpr SmallGemmTile tile_for(int rows, std::integer_sequence<int, R...>) {
-  constexpr SmallGemmTile tiles[] = {tile<R + 1, NARROW>...};
+  constexpr SmallGemmTile tiles[] = {tile<R + 1, NARROW, FULL>...};
   return tiles[rows - 1];
 }
 
@@ -55,9 +65,10 @@ constexpr SmallGemmTile tile_for(int rows, std::integer_sequence<int, R...>) {
 
 void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
                     const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  small_gemm_walk<kMR, kNR>(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, [](int rows, bool narrow) {
-    return narrow ? tile_for<true>(rows, std::make_integer_sequence<int, kMR>{})
-                  : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
+  small_gemm_walk<kMR, kNR>(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, [](int rows, int cols) {
+    constexpr auto kRows = std::make_integer_sequence<int, kMR>{};
+    if (cols <= kNR / 2) return cols == kNR / 2 ? tile_for<true, true>(rows, kRows) : tile_for<true, false>(rows, kRows);
+    return cols == kNR ? tile_for<false, true>(rows, kRows) : tile_for<false, false>(rows, kRows);
   });
 }
 

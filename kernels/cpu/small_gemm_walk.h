@@ -1,7 +1,8 @@
 // The walk over C that both ISAs' small products take (small_gemm_avx2.cpp, small_gemm_avx512.cpp):
 // columns in blocks of NR; in each block the rows split evenly over ceil(m / MR) tiles (16 rows at
-// MR 6: 6 + 5 + 5, not 6 + 6 + 4; 30 at MR 14: 10 + 10 + 10); a block of at most NR / 2 columns takes
-// the narrow tile. The tiles themselves are each ISA's. Internal to kernels/cpu.
+// MR 6: 6 + 5 + 5, not 6 + 6 + 4; 30 at MR 14: 10 + 10 + 10). The tiles themselves are each ISA's,
+// picked by rows and columns (a block of at most NR / 2 columns takes a narrow tile). Internal to
+// kernels/cpu.
 #pragma once
 #include <cstdint>
 
@@ -11,7 +12,7 @@ namespace tandem::kernels {
 using SmallGemmTile = void (*)(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
                                const float* b, int64_t ldb, int cols, float* c, int64_t ldc, bool accumulate);
 
-// `pick(rows, narrow)` gives the tile for `rows` rows (1..MR), narrow or full width.
+// `pick(rows, cols)` gives the tile for `rows` rows (1..MR) and `cols` columns (1..NR).
 template <int MR, int NR, class Pick>
 void small_gemm_walk(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
                      const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate, Pick pick) {
@@ -22,7 +23,7 @@ void small_gemm_walk(int64_t m, int64_t n, int64_t k, float alpha, const float* 
     int64_t i = 0;
     for (int64_t t = 0; t < tiles; ++t) {
       const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
-      pick(rows, cols <= NR / 2)(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc,
+      pick(rows, cols)(k, alpha, a + i * a_row, a_row, a_col, b + j, ldb, cols, c + i * ldc + j, ldc,
                                  accumulate);
       i += rows;
     }

@@ -35,7 +35,7 @@ void check_small_gemm(SmallGemm small_gemm_f32) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   for (int64_t m : {1, 2, 13, 14, 15, 29, 32, 45})
-    for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 64, 70})
+    for (int64_t n : {1, 8, 15, 16, 17, 24, 31, 32, 33, 64, 70})
       for (int64_t k : {0, 1, 7, 64, 129})
         for (bool transposed : {false, true})
           for (bool accumulate : {false, true}) {
