@@ -2,6 +2,10 @@
 // adjointness, 16-bit inputs, and the shape errors.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <string>
+
+#include "kernels/cpu/gemm_avx512.h"
 #include "runtime/backend/conv.h"
 #include "runtime/backend/cpu_isa.h"
 #include "runtime/ops.h"
@@ -86,19 +90,32 @@ TEST(Conv2d, HalfAndBfloat16ComputeViaF32) {
   }
 }
 
-// f16/bf16 activations are widened and rounded chunk by chunk of images (conv.cpp's chunk_images),
-// the weights as whole copies: the results must be the f32 convolution's of the same values, rounded
-// once, bit for bit, over several chunks, on each of the three paths (the GEMM per image, the tiny-K
-// dot products of the weight gradient, one product over the pixels of small maps). (bf16's GEMMs may
-// multiply as bf16 pairs, which sums in another order on AVX512-BF16: there f16 alone is exact.)
+// f16/bf16 convolutions: the f32 convolution of the same values, rounded once, bit for bit. The
+// activations are widened and rounded chunk by chunk of images (conv.cpp's chunk_images), the
+// weights as whole copies; or, where the GEMM reads 16-bit operands as they lie (the AVX2 kernel:
+// test_ops_nn_avx2; bf16 pairs), they stay 16-bit into the GEMM (conv.cpp's 16-bit path). Over
+// several chunks, on each of the paths: the GEMM per image, the tiny-K dot products of the weight
+// gradient, one product over the pixels of small maps, a strided im2col, dead taps pruned, with and
+// without a bias. (bf16's GEMMs may multiply as bf16 pairs, which sums in another order on
+// AVX512-BF16: there f16 alone is exact.)
 TEST(Conv2d, HalfActivationsChunkByChunkEqualF32Rounded) {
-  struct Case { Shape x, w; };
-  // 3 chunks each: [40, 3, 16, 16] (K 27, 18 images a chunk), [120, 1, 16, 16] (K 9: the dots, 56
-  // a chunk), [64, 32, 4, 4] with 32 outputs (16 pixels: one product over them, 28 a chunk).
-  for (const Case& c : {Case{{40, 3, 16, 16}, {8, 3, 3, 3}}, Case{{120, 1, 16, 16}, {8, 1, 3, 3}},
-                        Case{{64, 32, 4, 4}, {32, 32, 3, 3}}}) {
+  struct Case {
+    Shape x, w;
+    std::array<int64_t, 2> stride;
+    bool bias;
+  };
+  // 3 chunks each for the first three: [40, 3, 16, 16] (K 27, 18 images a chunk), [120, 1, 16, 16]
+  // (K 9: the dots, 56 a chunk), [64, 32, 4, 4] with 32 outputs (16 pixels: one product over them,
+  // 28 a chunk); then stride 2 without a bias (the general im2col and col2im), and 1x1 maps whose
+  // 3x3 kernels see padding but for the centre (K 20 after pruning: the product over the pixels;
+  // K 3: the dots, without a bias).
+  const Case cases[] = {{{40, 3, 16, 16}, {8, 3, 3, 3}, {1, 1}, true},  {{120, 1, 16, 16}, {8, 1, 3, 3}, {1, 1}, true},
+                        {{64, 32, 4, 4}, {32, 32, 3, 3}, {1, 1}, true}, {{6, 5, 9, 11}, {7, 5, 3, 3}, {2, 2}, false},
+                        {{4, 20, 1, 1}, {4, 20, 3, 3}, {1, 1}, true},   {{4, 3, 1, 1}, {4, 3, 3, 3}, {1, 1}, false}};
+  for (const Case& c : cases) {
     for (DType dt : {DType::f16, DType::bf16}) {
-      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " x " << shape_str(c.x));
+      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " x " << shape_str(c.x) << " stride " << c.stride[0]
+                                        << " bias " << c.bias);
       // Values k / 64 with |k| < 128: exact in f16 and bf16, so both runs see the same inputs.
       auto values = [](const Shape& s, int seed) {
         int64_t n = 1;
@@ -108,17 +125,24 @@ TEST(Conv2d, HalfActivationsChunkByChunkEqualF32Rounded) {
         return v;
       };
       const std::vector<double> xv = values(c.x, 1), wv = values(c.w, 5), bv = values({c.w[0]}, 9);
-      Tensor x16 = ref(xv, c.x, dt, true), w16 = ref(wv, c.w, dt, true), b16 = ref(bv, {c.w[0]}, dt, true);
-      Tensor x32 = ref(xv, c.x, DType::f32, true), w32 = ref(wv, c.w, DType::f32, true),
-             b32 = ref(bv, {c.w[0]}, DType::f32, true);
-      Tensor y16 = ops::conv2d(x16, w16, b16, {1, 1}, {1, 1}), y32 = ops::conv2d(x32, w32, b32, {1, 1}, {1, 1});
+      Tensor x16 = ref(xv, c.x, dt, true), w16 = ref(wv, c.w, dt, true);
+      Tensor x32 = ref(xv, c.x, DType::f32, true), w32 = ref(wv, c.w, DType::f32, true);
+      Tensor b16 = c.bias ? ref(bv, {c.w[0]}, dt, true) : Tensor(), b32 = c.bias ? ref(bv, {c.w[0]}, DType::f32, true) : Tensor();
+      Tensor y16 = ops::conv2d(x16, w16, b16, c.stride, {1, 1}), y32 = ops::conv2d(x32, w32, b32, c.stride, {1, 1});
       const std::vector<double> r = values(y16.shape(), 3);
-      auto g16 = grads_of(y16, {x16, w16, b16}, r), g32 = grads_of(y32, {x32, w32, b32}, r);
+      std::vector<Tensor> in16 = {x16, w16}, in32 = {x32, w32};
+      if (c.bias) {
+        in16.push_back(b16);
+        in32.push_back(b32);
+      }
+      auto g16 = grads_of(y16, in16, r), g32 = grads_of(y32, in32, r);
       const bool pairs_differ = dt == DType::bf16 && tandem::cpu_isa_usable(tandem::CpuIsa::avx512);
       auto rounded = [&](const Tensor& t) { return ref(t.to_vector<double>(), t.shape(), dt).to_vector<double>(); };
       const char* names[] = {"y", "dx", "dw", "db"};
-      const Tensor got[] = {y16, g16[0], g16[1], g16[2]}, want[] = {y32, g32[0], g32[1], g32[2]};
-      for (int i = 0; i < 4; ++i) {
+      std::vector<Tensor> got = {y16}, want = {y32};
+      got.insert(got.end(), g16.begin(), g16.end());
+      want.insert(want.end(), g32.begin(), g32.end());
+      for (size_t i = 0; i < got.size(); ++i) {
         SCOPED_TRACE(names[i]);
         EXPECT_EQ(got[i].dtype(), dt);
         if (pairs_differ)
@@ -127,6 +151,24 @@ TEST(Conv2d, HalfActivationsChunkByChunkEqualF32Rounded) {
           EXPECT_EQ(got[i].to_vector<double>(), rounded(want[i]));
       }
     }
+  }
+}
+
+// Which path test_ops_nn_avx2 exercises above: where the AVX2 kernel runs (and no AVX-512 one), the
+// GEMM reads f16 and bf16 operands as they lie, so 16-bit convolutions take their 16-bit path.
+TEST(Conv2d, SixteenBitPathWhereTheGemmReadsSixteenBitOperands) {
+  EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::f32));
+  EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::f64));
+  const std::string isa = kernels::cpu_f32_gemm_isa();
+  if (isa == "avx2") {
+    EXPECT_TRUE(kernels::cpu_gemm_reads_16bit(DType::f16));
+    EXPECT_TRUE(kernels::cpu_gemm_reads_16bit(DType::bf16));
+  } else if (isa == "eigen") {
+    EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::f16));
+    EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::bf16));
+  } else {  // AVX-512: f16 through widened copies; bf16 as pairs where the CPU multiplies them
+    EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::f16));
+    EXPECT_EQ(kernels::cpu_gemm_reads_16bit(DType::bf16), std::string(kernels::cpu_bf16_gemm_path()) != "fp32");
   }
 }
 
