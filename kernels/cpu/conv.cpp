@@ -413,7 +413,8 @@ void backward_weight_t(const Ts* x, const Ts* dy, T* dw, T* db, const Conv2dGeom
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
   // The small-K dots read 16-bit values where AVX2 widens them as it loads them; else the widened path.
   if constexpr (Direct)
-    if (K <= kSmallK && !cpu_isa_usable(CpuIsa::avx2)) return backward_weight_t<T, Ts, false>(x, dy, dw, db, g, bf16_values);
+    if (K <= kSmallK && !cpu_isa_usable(CpuIsa::avx2))
+      return backward_weight_t<T, Ts, false>(x, dy, dw, db, g, bf16_values);
   Op* cols = thread_scratch<Op>(Scratch::ConvColumns, K * chunk * L);
   if (db) std::fill(db, db + O, T(0));
   if (g.n == 0) std::fill(dw, dw + O * K, T(0));
@@ -596,7 +597,8 @@ void cpu_conv2d_backward_input(const Tensor& dy, const Tensor& w, Tensor& dx, co
     } else {
       if constexpr (kHalfOrBf16<T>)
         if (cpu_gemm_reads_16bit(dy.dtype()))
-          return backward_input_live<float, T, true>(ptr<T>(dy), ptr<T>(w), mptr<T>(dx), g, std::is_same_v<T, bfloat16>);
+          return backward_input_live<float, T, true>(ptr<T>(dy), ptr<T>(w), mptr<T>(dx), g,
+                                                     std::is_same_v<T, bfloat16>);
       backward_input_live<float, T>(ptr<T>(dy), ptr<float>(widened(w)), mptr<T>(dx), g, std::is_same_v<T, bfloat16>);
     }
   });

@@ -67,7 +67,8 @@ void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a
                     const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   small_gemm_walk<kMR, kNR>(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, [](int rows, int cols) {
     constexpr auto kRows = std::make_integer_sequence<int, kMR>{};
-    if (cols <= kNR / 2) return cols == kNR / 2 ? tile_for<true, true>(rows, kRows) : tile_for<true, false>(rows, kRows);
+    if (cols <= kNR / 2)
+      return cols == kNR / 2 ? tile_for<true, true>(rows, kRows) : tile_for<true, false>(rows, kRows);
     return cols == kNR ? tile_for<false, true>(rows, kRows) : tile_for<false, false>(rows, kRows);
   });
 }

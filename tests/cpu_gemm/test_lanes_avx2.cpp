@@ -130,7 +130,8 @@ TEST(LanesAvx2, SixteenBitSumsAndDotsAreThoseOfTheWidenedValues) {
         float db = 0.5f, db16 = 0.5f;
         avx2::small_k_dots_f32(dy.data(), cols.data(), ld, L, K, dw.data(), &db);
         avx2::small_k_dots_16bit(dy16.data(), cols16.data(), ld, L, K, dw16.data(), &db16, f16);
-        for (int64_t k = 0; k <= K; ++k) EXPECT_TRUE(same_bits(dw16[size_t(k)], dw[size_t(k)])) << "K " << K << " k " << k;
+        for (int64_t k = 0; k <= K; ++k)
+          EXPECT_TRUE(same_bits(dw16[size_t(k)], dw[size_t(k)])) << "K " << K << " k " << k;
         EXPECT_TRUE(same_bits(db16, db)) << "K " << K;
       }
     }

@@ -127,7 +127,8 @@ TEST(Conv2d, HalfActivationsChunkByChunkEqualF32Rounded) {
       const std::vector<double> xv = values(c.x, 1), wv = values(c.w, 5), bv = values({c.w[0]}, 9);
       Tensor x16 = ref(xv, c.x, dt, true), w16 = ref(wv, c.w, dt, true);
       Tensor x32 = ref(xv, c.x, DType::f32, true), w32 = ref(wv, c.w, DType::f32, true);
-      Tensor b16 = c.bias ? ref(bv, {c.w[0]}, dt, true) : Tensor(), b32 = c.bias ? ref(bv, {c.w[0]}, DType::f32, true) : Tensor();
+      Tensor b16 = c.bias ? ref(bv, {c.w[0]}, dt, true) : Tensor();
+      Tensor b32 = c.bias ? ref(bv, {c.w[0]}, DType::f32, true) : Tensor();
       Tensor y16 = ops::conv2d(x16, w16, b16, c.stride, {1, 1}), y32 = ops::conv2d(x32, w32, b32, c.stride, {1, 1});
       const std::vector<double> r = values(y16.shape(), 3);
       std::vector<Tensor> in16 = {x16, w16}, in32 = {x32, w32};
