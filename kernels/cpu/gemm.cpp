@@ -113,6 +113,9 @@ bool avx2_widens_16bit() { return !cpu_gemm_forced(ForcedPath::Eigen) && !avx512
 // product's own); on the AVX2 path the kernel widens A and B in its packing instead. The copies are left uninitialised: every element is written before it is read.
 template <class T>
 void gemm_low_precision(const GemmArgs& g) {
+  // f16 into an f32 C on AVX-512: the f32 kernel widens the operands as it packs them.
+  if constexpr (std::is_same_v<T, half>)
+    if (g.wide_c && !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32()) return avx512::gemm_f16_wide(g);
   // Our AVX2 kernel widens the operands as it packs them: no copies (on the AVX-512 path, and for
   // Eigen, the copies below).
   if (avx2_widens_16bit()) {
@@ -214,6 +217,7 @@ bool cpu_f32_gemm_ours() { return !cpu_gemm_forced(ForcedPath::Eigen) && avx512:
 bool cpu_gemm_reads_16bit(DType dtype) {
   if (!is_low_precision(dtype) || cpu_gemm_forced(ForcedPath::Eigen)) return false;
   if (dtype == DType::bf16 && std::string_view(cpu_bf16_gemm_path()) != "fp32") return true;
+  if (dtype == DType::f16 && !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32()) return true;  // wide_c
   return avx2_widens_16bit();
 }
 

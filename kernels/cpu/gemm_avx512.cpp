@@ -86,11 +86,19 @@ const auto kBf16Kernels = bf16_table(std::make_integer_sequence<int, kMR>{});
 template <int W, class Pk, class Src>
 void pack_panel(const Src* x, int64_t rs, int64_t ps, int rows, int64_t kc, Pk* out) {
   if constexpr (std::is_same_v<Pk, float>) {
-    if (ps == 1)
+    if (ps == 1 && std::is_same_v<Src, float>) {
       pack_transpose32<W>(reinterpret_cast<const char*>(x), rs * 4, rows, kc, reinterpret_cast<uint32_t*>(out));
-    else
+    } else if (ps == 1) {  // f16 rows widened first (into L1), then the f32 transpose
+      if constexpr (std::is_same_v<Src, half>) {
+        const int64_t ld = (kc + 15) / 16 * 16;
+        auto* tmp = static_cast<float*>(scratch(3, sizeof(float) * static_cast<size_t>(W * ld)));
+        rows_to_f32(x, rs, rows, kc, tmp, ld);
+        pack_transpose32<W>(reinterpret_cast<const char*>(tmp), ld * 4, rows, kc, reinterpret_cast<uint32_t*>(out));
+      }
+    } else {
       for (int64_t p = 0; p < kc; ++p)
-        for (int r = 0; r < W; ++r) out[p * W + r] = r < rows ? x[r * rs + p * ps] : 0.f;
+        for (int r = 0; r < W; ++r) out[p * W + r] = r < rows ? static_cast<float>(x[r * rs + p * ps]) : 0.f;
+    }
   } else {
     const int64_t kcg = (kc + 1) / 2;
     int64_t g0 = 0;
@@ -283,6 +291,11 @@ bool has_amx() {
 void gemm_f32(const GemmArgs& g) {
   TANDEM_CHECK(has_f32() && g.dtype == DType::f32, "avx512 gemm_f32: unsupported CPU or dtype");
   run<float, float>(g, &kF32Kernels);
+}
+
+void gemm_f16_wide(const GemmArgs& g) {
+  TANDEM_CHECK(has_f32() && g.dtype == DType::f16 && g.wide_c, "avx512 gemm_f16_wide: unsupported CPU or operands");
+  run<float, half>(g, &kF32Kernels);
 }
 
 void gemm_bf16(const GemmArgs& g) {

@@ -18,6 +18,9 @@ bool has_amx();   // the above plus AMX-TILE and AMX-BF16, and Linux lets this p
 // is never split between threads).
 void gemm_f32(const GemmArgs& args);
 void gemm_bf16(const GemmArgs& args);
+// f16 operands into an f32 C (dtype f16, wide_c) on the f32 FMA kernel, widened as they are packed
+// (vcvtph2ps): gemm_f32's sums of the widened values, bit for bit, without widened copies.
+void gemm_f16_wide(const GemmArgs& args);
 // As gemm_bf16, on AMX tiles (tdpbf16ps: the same pairs, the same f32 sums of each pair's products).
 void gemm_bf16_amx(const GemmArgs& args);
 
@@ -34,10 +37,10 @@ bool cpu_f32_gemm_ours();
 // The kernel of the f32 products now, for benchmark records (gemm_isa): "avx512", "avx2" (our
 // kernels) or "eigen".
 const char* cpu_f32_gemm_isa();
-// Whether the CPU GEMM reads `dtype` (f16 or bf16) operands as they lie, with no widened copies:
-// the AVX2 kernel (which widens them as it packs them) or bf16 pairs (amx-bf16, avx512-bf16). Else
-// a 16-bit GEMM widens whole copies of its operands first, which a caller holding f32 values
-// already should not make it do.
+// Whether the CPU GEMM reads `dtype` (f16 or bf16) operands as they lie into an f32 C (wide_c), with
+// no widened copies: the AVX2 kernel and, for f16, the AVX-512 f32 kernel (which widen them as they
+// pack them), or bf16 pairs (amx-bf16, avx512-bf16). Else a 16-bit GEMM widens whole copies of its
+// operands first, which a caller holding f32 values already should not make it do.
 bool cpu_gemm_reads_16bit(DType dtype);
 
 }  // namespace tandem::kernels

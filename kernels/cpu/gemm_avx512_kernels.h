@@ -188,19 +188,25 @@ TANDEM_AVX512 void pack_transpose32(const char* src, int64_t rs_bytes, int rows,
 // faster (f32 and bf16); 16 the same as 8, 32 slower.
 constexpr int64_t kPackRun = 8;
 
-template <int W>
-TANDEM_AVX512 void pack_rows_f32(const float* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t p0,
+// n values of a source row as f32 (lanes >= n zero): f32 as stored, f16 widened by vcvtph2ps (exact;
+// a signalling NaN comes back quiet, which a product makes a NaN anyway).
+TANDEM_AVX512_INLINE __m512 row_f32(const float* src, int n) { return _mm512_maskz_loadu_ps(low_mask16(n), src); }
+TANDEM_AVX512_INLINE __m512 row_f32(const half* src, int n) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(low_mask16(n), src));
+}
+
+template <int W, class Src>
+TANDEM_AVX512 void pack_rows_f32(const Src* src, int64_t ps, int64_t rows, int64_t h, int64_t np, int64_t p0,
                                  int64_t p1, float* out, int64_t pstride) {
   for (int64_t run = p0; run < p1; run += kPackRun) {
     const int64_t run_end = run + kPackRun < p1 ? run + kPackRun : p1;
     for (int64_t q = 0; q < np; ++q) {
       const int r = static_cast<int>(rows - q * h < h ? rows - q * h : h);
       for (int64_t p = run; p < run_end; ++p) {
-        const float* s = src + p * ps + q * h;
+        const Src* s = src + p * ps + q * h;
         float* o = out + q * pstride + p * W;
-        _mm512_mask_storeu_ps(o, low_mask16(W), _mm512_maskz_loadu_ps(low_mask16(r), s));
-        if (W > 16)
-          _mm512_mask_storeu_ps(o + 16, low_mask16(W - 16), _mm512_maskz_loadu_ps(low_mask16(r - 16), s + 16));
+        _mm512_mask_storeu_ps(o, low_mask16(W), row_f32(s, r));
+        if (W > 16) _mm512_mask_storeu_ps(o + 16, low_mask16(W - 16), row_f32(s + 16, r - 16));
       }
     }
   }
@@ -239,6 +245,16 @@ TANDEM_AVX512 inline void rows_to_bf16(const float* x, int64_t rs, int rows, int
     for (int64_t p = 0; p < kc; p += 32) {
       const int left = static_cast<int>(kc - p < 32 ? kc - p : 32);
       _mm512_storeu_si512(tmp + r * ld + p, row_bf16(x + r * rs + p, left));
+    }
+}
+
+// f16 rows contiguous along K (row r at x + r * rs, kc values) widened into tmp + r * ld (ld a multiple
+// of 16), zero-padded: f32 units for pack_transpose32.
+TANDEM_AVX512 inline void rows_to_f32(const half* x, int64_t rs, int rows, int64_t kc, float* tmp, int64_t ld) {
+  for (int r = 0; r < rows; ++r)
+    for (int64_t p = 0; p < kc; p += 16) {
+      const int left = static_cast<int>(kc - p < 16 ? kc - p : 16);
+      _mm512_storeu_ps(tmp + r * ld + p, row_f32(x + r * rs + p, left));
     }
 }
 

@@ -38,8 +38,8 @@ struct Shape {
 };
 
 // Element types of the operands as stored: f32, bf16, or f32 with bf16 values (bf16_products); C
-// has the operands' type, but BF16WideC's is f32 (GemmArgs::wide_c).
-enum class Kind { F32, BF16, F32AsBF16, BF16WideC };
+// has the operands' type, but BF16WideC's and F16WideC's (f16 operands) is f32 (GemmArgs::wide_c).
+enum class Kind { F32, BF16, F32AsBF16, BF16WideC, F16WideC };
 
 struct Problem {
   Shape s;
@@ -48,6 +48,7 @@ struct Problem {
 };
 
 double round_bf16(double v) { return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v))); }
+double round_f16(double v) { return half_bits_to_float(float_to_half_bits(static_cast<float>(v))); }
 
 Problem make(const Shape& s, Kind kind, std::mt19937& rng) {
   Problem p{s, 0, 0, 0, 0, 0, 0, {}, {}, {}};
@@ -60,11 +61,11 @@ Problem make(const Shape& s, Kind kind, std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1, 1);
   auto fill = [&](std::vector<double>& v, int64_t n, bool f32) {
     v.resize(static_cast<size_t>(n));
-    for (double& x : v) x = f32 ? double(float(u(rng))) : round_bf16(u(rng));
+    for (double& x : v) x = f32 ? double(float(u(rng))) : kind == Kind::F16WideC ? round_f16(u(rng)) : round_bf16(u(rng));
   };
   fill(p.a, s.batch * p.sa, kind == Kind::F32);
   fill(p.b, s.batch * p.sb, kind == Kind::F32);
-  fill(p.c0, s.batch * p.sc, kind == Kind::F32 || kind == Kind::BF16WideC);
+  fill(p.c0, s.batch * p.sc, kind == Kind::F32 || kind == Kind::BF16WideC || kind == Kind::F16WideC);
   return p;
 }
 
@@ -72,24 +73,26 @@ Problem make(const Shape& s, Kind kind, std::mt19937& rng) {
 std::vector<double> run(const Problem& p, Kind kind) {
   const Shape& s = p.s;
   const bool b16 = kind == Kind::BF16 || kind == Kind::BF16WideC, c16_out = kind == Kind::BF16;
+  const bool h16 = kind == Kind::F16WideC;
   std::vector<float> a32, b32, c32;
   std::vector<bfloat16> a16, b16v, c16;
+  std::vector<half> ah, bh;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto c_init = [&](double v) { return s.beta == 0 ? nan : v; };
-  for (double v : p.a) b16 ? a16.push_back(bfloat16(float(v))) : a32.push_back(float(v));
-  for (double v : p.b) b16 ? b16v.push_back(bfloat16(float(v))) : b32.push_back(float(v));
+  for (double v : p.a) b16 ? a16.push_back(bfloat16(float(v))) : h16 ? ah.push_back(half(float(v))) : a32.push_back(float(v));
+  for (double v : p.b) b16 ? b16v.push_back(bfloat16(float(v))) : h16 ? bh.push_back(half(float(v))) : b32.push_back(float(v));
   for (double v : p.c0) c16_out ? c16.push_back(bfloat16(float(c_init(v)))) : c32.push_back(float(c_init(v)));
   kernels::GemmArgs g;
-  g.dtype = b16 ? DType::bf16 : DType::f32;
+  g.dtype = b16 ? DType::bf16 : h16 ? DType::f16 : DType::f32;
   g.bf16_products = kind == Kind::F32AsBF16;
-  g.wide_c = kind == Kind::BF16WideC;
+  g.wide_c = kind == Kind::BF16WideC || h16;
   g.trans_a = s.ta;
   g.trans_b = s.tb;
   g.m = s.m;
   g.n = s.n;
   g.k = s.k;
-  g.a = b16 ? static_cast<const void*>(a16.data()) : a32.data();
-  g.b = b16 ? static_cast<const void*>(b16v.data()) : b32.data();
+  g.a = b16 ? static_cast<const void*>(a16.data()) : h16 ? static_cast<const void*>(ah.data()) : a32.data();
+  g.b = b16 ? static_cast<const void*>(b16v.data()) : h16 ? static_cast<const void*>(bh.data()) : b32.data();
   g.c = c16_out ? static_cast<void*>(c16.data()) : c32.data();
   g.lda = p.lda;
   g.ldb = p.ldb;
@@ -174,6 +177,20 @@ void check_all(Kind kind) {
   }
 }
 
+// The f16-into-f32 product of every shape against the f32 product of the same (widened) values.
+void check_f16_wide_is_f32() {
+  std::mt19937 rng(8);
+  for (const Shape& s : shapes(rng)) {
+    const Problem p = make(s, Kind::F16WideC, rng);
+    const std::vector<double> wide = run(p, Kind::F16WideC), f32 = run(p, Kind::F32);
+    ASSERT_EQ(wide.size(), f32.size());
+    for (size_t i = 0; i < wide.size(); ++i)
+      if (!(std::isnan(wide[i]) && std::isnan(f32[i])))
+        ASSERT_EQ(wide[i], f32[i]) << "m=" << s.m << " n=" << s.n << " k=" << s.k << " ta=" << s.ta << " tb=" << s.tb
+                                   << " batch " << s.batch << " at " << i;
+  }
+}
+
 // Several of Eigen's tiles (gemm_tiles.h) each: one product, and a batch with both operands transposed.
 // The AVX2 kernel packs B panel by panel for one block of rows and enough panels per thread, else
 // whole: {300, 40, 600} takes the first at 1 thread and the second at 2 and 3, {800, ...} the second.
@@ -188,6 +205,12 @@ TEST(CpuGemm, F32MatchesF64Reference) { check_all(Kind::F32); }
 TEST(CpuGemm, Bf16MatchesF64ReferenceOfBf16Inputs) { check_all(Kind::BF16); }
 TEST(CpuGemm, F32WithBf16ValuesMatchesF64Reference) { check_all(Kind::F32AsBF16); }
 TEST(CpuGemm, Bf16IntoF32MatchesF64Reference) { check_all(Kind::BF16WideC); }
+TEST(CpuGemm, F16IntoF32MatchesF64Reference) { check_all(Kind::F16WideC); }
+
+// f16 operands into an f32 C are widened as they are packed (the AVX-512 and AVX2 kernels) or copied
+// (Eigen): either way the result is the f32 product of the widened values, bit for bit (the
+// convolution's 16-bit path relies on it).
+TEST(CpuGemm, F16IntoF32IsTheF32ProductOfTheWidenedValuesBitForBit) { check_f16_wide_is_f32(); }
 
 TEST(CpuGemm, EigenFallbackMatchesReference) {
   tandem::testing::CpuGemmPath eigen("eigen");
@@ -198,6 +221,7 @@ TEST(CpuGemm, EigenFallbackMatchesReference) {
       check({37, 45, 70, ta, tb, 1, 0, 2}, Kind::BF16, rng);
       check({37, 45, 70, ta, tb, 1, 0, 1}, Kind::F32AsBF16, rng);
       check({37, 45, 70, ta, tb, 1, 1, 2}, Kind::BF16WideC, rng);
+      check({37, 45, 70, ta, tb, 1, 1, 2}, Kind::F16WideC, rng);
     }
 }
 
