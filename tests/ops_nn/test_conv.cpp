@@ -155,8 +155,9 @@ TEST(Conv2d, HalfActivationsChunkByChunkEqualF32Rounded) {
   }
 }
 
-// Which path test_ops_nn_avx2 exercises above: where the AVX2 kernel runs (and no AVX-512 one), the
-// GEMM reads f16 and bf16 operands as they lie, so 16-bit convolutions take their 16-bit path.
+// Which path the test above exercises: where our kernels run, the GEMM reads f16 (AVX2, AVX-512) and
+// bf16 (AVX2, or pairs on AVX512-BF16) operands as they lie, so 16-bit convolutions take their
+// 16-bit path; Eigen widens copies.
 TEST(Conv2d, SixteenBitPathWhereTheGemmReadsSixteenBitOperands) {
   EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::f32));
   EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::f64));
@@ -167,8 +168,8 @@ TEST(Conv2d, SixteenBitPathWhereTheGemmReadsSixteenBitOperands) {
   } else if (isa == "eigen") {
     EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::f16));
     EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::bf16));
-  } else {  // AVX-512: f16 through widened copies; bf16 as pairs where the CPU multiplies them
-    EXPECT_FALSE(kernels::cpu_gemm_reads_16bit(DType::f16));
+  } else {  // AVX-512: f16 widened in the packing; bf16 as pairs where the CPU multiplies them
+    EXPECT_TRUE(kernels::cpu_gemm_reads_16bit(DType::f16));
     EXPECT_EQ(kernels::cpu_gemm_reads_16bit(DType::bf16), std::string(kernels::cpu_bf16_gemm_path()) != "fp32");
   }
 }
