@@ -110,7 +110,8 @@ bool avx2_widens_16bit() { return !cpu_gemm_forced(ForcedPath::Eigen) && !avx512
 
 // f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
 // as an f32 GEMM (gemm_product picks our kernel or Eigen), rounded once (an f32 C, wide_c, is the
-// product's own); on the AVX2 path the kernel widens A and B in its packing instead. The copies are left uninitialised: every element is written before it is read.
+// product's own); on the AVX2 path, and for f16 into an f32 C on AVX-512, the kernel widens A and B in
+// its packing instead. The copies are left uninitialised: every element is written before it is read.
 template <class T>
 void gemm_low_precision(const GemmArgs& g) {
   // f16 into an f32 C on AVX-512: the f32 kernel widens the operands as it packs them.
@@ -217,7 +218,7 @@ bool cpu_f32_gemm_ours() { return !cpu_gemm_forced(ForcedPath::Eigen) && avx512:
 bool cpu_gemm_reads_16bit(DType dtype) {
   if (!is_low_precision(dtype) || cpu_gemm_forced(ForcedPath::Eigen)) return false;
   if (dtype == DType::bf16 && std::string_view(cpu_bf16_gemm_path()) != "fp32") return true;
-  if (dtype == DType::f16 && !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32()) return true;  // wide_c
+  if (dtype == DType::f16 && avx512::has_f32()) return true;  // into an f32 C: gemm_f16_wide
   return avx2_widens_16bit();
 }
 

@@ -86,6 +86,7 @@ const auto kBf16Kernels = bf16_table(std::make_integer_sequence<int, kMR>{});
 template <int W, class Pk, class Src>
 void pack_panel(const Src* x, int64_t rs, int64_t ps, int rows, int64_t kc, Pk* out) {
   if constexpr (std::is_same_v<Pk, float>) {
+    static_assert(std::is_same_v<Src, float> || std::is_same_v<Src, half>, "f32 panels of f32 or f16 values");
     if (ps == 1 && std::is_same_v<Src, float>) {
       pack_transpose32<W>(reinterpret_cast<const char*>(x), rs * 4, rows, kc, reinterpret_cast<uint32_t*>(out));
     } else if (ps == 1) {  // f16 rows widened first (into L1), then the f32 transpose

@@ -9,14 +9,15 @@
 #include "runtime/backend/common/half.h"
 #include "runtime/backend/cpu_isa.h"
 
-#define TANDEM_LANES_AVX2 __attribute__((target("avx2,fma")))
-#define TANDEM_SUM16_AVX2 __attribute__((target("avx2,fma,f16c")))
+// F16C for the 16-bit variants' widening: every CPU that lanes_usable() or cpu_isa_usable(avx2)
+// accepts has it.
+#define TANDEM_LANES_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace tandem::kernels::avx2 {
 namespace {
 
 // The 16 lanes added in order from 0, as lanes.h's hsum.
-TANDEM_SUM16_AVX2 inline float hsum16(__m256 lo, __m256 hi) {
+TANDEM_LANES_AVX2 inline float hsum16(__m256 lo, __m256 hi) {
   alignas(32) float t[16];
   _mm256_store_ps(t, lo);
   _mm256_store_ps(t + 8, hi);
@@ -36,21 +37,21 @@ struct F16 {
 struct BF16 {
   using type = uint16_t;
 };
-TANDEM_SUM16_AVX2 inline __m256 load8(F32, const float* p) { return _mm256_loadu_ps(p); }
-TANDEM_SUM16_AVX2 inline __m256 load8(F16, const uint16_t* p) {
+TANDEM_LANES_AVX2 inline __m256 load8(F32, const float* p) { return _mm256_loadu_ps(p); }
+TANDEM_LANES_AVX2 inline __m256 load8(F16, const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-TANDEM_SUM16_AVX2 inline __m256 load8(BF16, const uint16_t* p) {
+TANDEM_LANES_AVX2 inline __m256 load8(BF16, const uint16_t* p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
-TANDEM_SUM16_AVX2 inline float load1(F32, const float* p) { return *p; }
-TANDEM_SUM16_AVX2 inline float load1(F16, const uint16_t* p) { return _cvtsh_ss(*p); }
-TANDEM_SUM16_AVX2 inline float load1(BF16, const uint16_t* p) { return bf16_bits_to_float(*p); }
+TANDEM_LANES_AVX2 inline float load1(F32, const float* p) { return *p; }
+TANDEM_LANES_AVX2 inline float load1(F16, const uint16_t* p) { return _cvtsh_ss(*p); }
+TANDEM_LANES_AVX2 inline float load1(BF16, const uint16_t* p) { return bf16_bits_to_float(*p); }
 
 // G rows k0 .. k0 + G - 1 of small_k_dots (and the bias sum when db): 2G + 2 accumulators.
 template <int G, class E, class V = typename E::type>
-TANDEM_SUM16_AVX2 void dots_group(const V* dy, const V* cols, int64_t ld, int64_t L, float* dw, float* db) {
+TANDEM_LANES_AVX2 void dots_group(const V* dy, const V* cols, int64_t ld, int64_t L, float* dw, float* db) {
   __m256 lo[G > 0 ? G : 1], hi[G > 0 ? G : 1], b_lo = _mm256_setzero_ps(), b_hi = _mm256_setzero_ps();
   for (int k = 0; k < G; ++k) lo[k] = hi[k] = _mm256_setzero_ps();
   int64_t q = 0;
@@ -78,7 +79,7 @@ TANDEM_SUM16_AVX2 void dots_group(const V* dy, const V* cols, int64_t ld, int64_
 }
 
 template <class E, class V = typename E::type>
-TANDEM_SUM16_AVX2 void small_k_dots(const V* dy, const V* cols, int64_t ld, int64_t L, int64_t K, float* dw,
+TANDEM_LANES_AVX2 void small_k_dots(const V* dy, const V* cols, int64_t ld, int64_t L, int64_t K, float* dw,
                                     float* db) {
   int64_t k = 0;
   for (; k + 4 <= K; k += 4, db = nullptr) dots_group<4, E>(dy, cols + k * ld, ld, L, dw + k, db);
@@ -93,7 +94,7 @@ TANDEM_SUM16_AVX2 void small_k_dots(const V* dy, const V* cols, int64_t ld, int6
 
 // sum_f32's lanes and order over 16-bit values widened as they are read.
 template <class E>
-TANDEM_SUM16_AVX2 float sum_widened(const uint16_t* p, int64_t n) {
+TANDEM_LANES_AVX2 float sum_widened(const uint16_t* p, int64_t n) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
