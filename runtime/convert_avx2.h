@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/convert_loop.h"
 #include "runtime/dtype.h"
 
 namespace tandem {
@@ -11,5 +12,7 @@ namespace tandem {
 // (runtime/backend/cpu_isa.h: checked once by cpuid) and TANDEM_CPU_ISA allows avx2; returns false,
 // having done nothing, otherwise.
 bool convert_avx2(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n);
+// The loop convert_avx2 runs for the pair, or null where it would return false.
+ConvertLoop convert_avx2_loop(DType src_dtype, DType dst_dtype);
 
 }  // namespace tandem

@@ -81,16 +81,27 @@ bool cpu_ok() {
   return ok;
 }
 
+// A loop behind the ConvertLoop signature.
+template <class S, class D, void (*F)(const S*, D*, int64_t)>
+TANDEM_CVT_AVX512 void loop(const void* src, void* dst, int64_t n) {
+  F(static_cast<const S*>(src), static_cast<D*>(dst), n);
+}
+
 }  // namespace
 
+ConvertLoop convert_avx512_loop(DType s, DType d) {
+  if (!cpu_ok()) return nullptr;
+  if (s == DType::bf16 && d == DType::f32) return &loop<uint16_t, float, bf16_to_f32>;
+  if (s == DType::f32 && d == DType::bf16) return &loop<float, uint16_t, f32_to_bf16>;
+  if (s == DType::f16 && d == DType::f32) return &loop<uint16_t, float, f16_to_f32>;
+  if (s == DType::f32 && d == DType::f16) return &loop<float, uint16_t, f32_to_f16>;
+  return nullptr;
+}
+
 bool convert_avx512(const void* src, DType s, void* dst, DType d, int64_t n) {
-  if (!cpu_ok()) return false;
-  if (s == DType::bf16 && d == DType::f32) bf16_to_f32(static_cast<const uint16_t*>(src), static_cast<float*>(dst), n);
-  else if (s == DType::f32 && d == DType::bf16) f32_to_bf16(static_cast<const float*>(src), static_cast<uint16_t*>(dst), n);
-  else if (s == DType::f16 && d == DType::f32) f16_to_f32(static_cast<const uint16_t*>(src), static_cast<float*>(dst), n);
-  else if (s == DType::f32 && d == DType::f16) f32_to_f16(static_cast<const float*>(src), static_cast<uint16_t*>(dst), n);
-  else return false;
-  return true;
+  const ConvertLoop f = convert_avx512_loop(s, d);
+  if (f) f(src, dst, n);
+  return f != nullptr;
 }
 
 }  // namespace tandem
