@@ -155,19 +155,14 @@ TANDEM_CVT_AVX2 void loop(const void* src, void* dst, int64_t n) {
 
 }  // namespace
 
-ConvertLoop convert_avx2_loop(DType s, DType d) {
-  if (!cpu_isa_usable(CpuIsa::avx2)) return nullptr;
-  if (s == DType::bf16 && d == DType::f32) return &loop<uint16_t, float, bf16_to_f32>;
-  if (s == DType::f32 && d == DType::bf16) return &loop<float, uint16_t, f32_to_bf16>;
-  if (s == DType::f16 && d == DType::f32) return &loop<uint16_t, float, f16_to_f32>;
-  if (s == DType::f32 && d == DType::f16) return &loop<float, uint16_t, f32_to_f16>;
-  return nullptr;
+const ConvertLoops* convert_avx2_loops() {
+  static const ConvertLoops loops{&loop<float, uint16_t, f32_to_f16>, &loop<uint16_t, float, f16_to_f32>,
+                                  &loop<float, uint16_t, f32_to_bf16>, &loop<uint16_t, float, bf16_to_f32>};
+  return cpu_isa_usable(CpuIsa::avx2) ? &loops : nullptr;
 }
 
 bool convert_avx2(const void* src, DType s, void* dst, DType d, int64_t n) {
-  const ConvertLoop f = convert_avx2_loop(s, d);
-  if (f) f(src, dst, n);
-  return f != nullptr;
+  return run_loop(convert_avx2_loops(), src, s, dst, d, n);
 }
 
 }  // namespace tandem

@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "runtime/convert_loop.h"
-#include "runtime/dtype.h"
 
 namespace tandem {
 
@@ -12,7 +11,7 @@ namespace tandem {
 // (runtime/backend/cpu_isa.h: checked once by cpuid) and TANDEM_CPU_ISA allows avx2; returns false,
 // having done nothing, otherwise.
 bool convert_avx2(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n);
-// The loop convert_avx2 runs for the pair, or null where it would return false.
-ConvertLoop convert_avx2_loop(DType src_dtype, DType dst_dtype);
+// The loops convert_avx2 runs, or null where it would return false for every pair.
+const ConvertLoops* convert_avx2_loops();
 
 }  // namespace tandem

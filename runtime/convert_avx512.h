@@ -4,14 +4,13 @@
 #include <cstdint>
 
 #include "runtime/convert_loop.h"
-#include "runtime/dtype.h"
 
 namespace tandem {
 
 // Converts n elements when (src, dst) is f32 <-> f16 or f32 <-> bf16, the CPU has AVX-512F/BW/VL
 // (checked once by cpuid) and TANDEM_CPU_ISA allows it; returns false, having done nothing, otherwise.
 bool convert_avx512(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n);
-// The loop convert_avx512 runs for the pair, or null where it would return false.
-ConvertLoop convert_avx512_loop(DType src_dtype, DType dst_dtype);
+// The loops convert_avx512 runs, or null where it would return false for every pair.
+const ConvertLoops* convert_avx512_loops();
 
 }  // namespace tandem

@@ -1,7 +1,6 @@
 // Tensor: factories, views, data movement and host conversion.
 #include "runtime/tensor.h"
 
-#include <array>
 #include <atomic>
 #include <sstream>
 
@@ -28,32 +27,19 @@ int64_t shape_numel(const Shape& s) {
 
 namespace {
 
-// The vectorised loop for each f32 <-> f16/bf16 pair on this CPU (AVX-512's, else AVX2's), or null,
-// picked once: batch norm's 16-bit kernels convert plane by plane (~50K calls a cnn step under
-// autocast), and asking both ISAs' dispatchers on every call cost a fifth of the conversions'
-// instructions.
-constexpr DType kPairs[4][2] = {
-    {DType::f32, DType::f16}, {DType::f16, DType::f32}, {DType::f32, DType::bf16}, {DType::bf16, DType::f32}};
-// The pair's row of kPairs, or -1.
-int pair_index(DType s, DType d) {
-  if (s == DType::f32) return d == DType::f16 ? 0 : d == DType::bf16 ? 2 : -1;
-  if (d == DType::f32) return s == DType::f16 ? 1 : s == DType::bf16 ? 3 : -1;
-  return -1;
-}
-// kPairs' loops, chosen on first use (the CPU and TANDEM_CPU_ISA are read then, not at load time);
-// the call stays out of convert_host's path once the table exists.
-std::atomic<const ConvertLoop*> g_loops{nullptr};
-__attribute__((noinline)) const ConvertLoop* pick_loops() {
-  static const std::array<ConvertLoop, 4> loops = [] {
-    std::array<ConvertLoop, 4> t{};
-    for (size_t i = 0; i < t.size(); ++i) {
-      t[i] = convert_avx512_loop(kPairs[i][0], kPairs[i][1]);
-      if (!t[i]) t[i] = convert_avx2_loop(kPairs[i][0], kPairs[i][1]);
-    }
-    return t;
-  }();
-  g_loops.store(loops.data(), std::memory_order_release);
-  return loops.data();
+// The vectorised f32 <-> f16/bf16 loops on this CPU (AVX-512's, else AVX2's, else none), taken on
+// first use (the CPU and TANDEM_CPU_ISA are read then, not at load time) and kept: batch norm's 16-bit
+// kernels convert plane by plane (~50K calls a cnn step under autocast), and asking both ISAs'
+// dispatchers on every call cost a fifth of the conversions' instructions. The call to pick them
+// stays off convert_host's path once they are picked.
+std::atomic<const ConvertLoops*> g_loops{nullptr};
+__attribute__((noinline)) const ConvertLoops* pick_loops() {
+  static const ConvertLoops none;
+  const ConvertLoops* loops = convert_avx512_loops();
+  if (!loops) loops = convert_avx2_loops();
+  if (!loops) loops = &none;
+  g_loops.store(loops, std::memory_order_release);
+  return loops;
 }
 
 // Element by element (other pairs, or a CPU without AVX2): through float for the 16-bit types,
@@ -86,11 +72,10 @@ void convert_host(const void* src, DType src_dtype, void* dst, DType dst_dtype, 
     if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * dtype_size(src_dtype));
     return;
   }
-  const int pair = pair_index(src_dtype, dst_dtype);
-  if (n > 0 && pair >= 0) {
-    const ConvertLoop* loops = g_loops.load(std::memory_order_acquire);
+  if (n > 0) {
+    const ConvertLoops* loops = g_loops.load(std::memory_order_acquire);
     if (!loops) loops = pick_loops();
-    if (const ConvertLoop f = loops[pair]) return f(src, dst, n);  // the scalar's bits
+    if (const ConvertLoop f = loop_for(*loops, src_dtype, dst_dtype)) return f(src, dst, n);  // the scalar's bits
   }
   convert_scalar(src, src_dtype, dst, dst_dtype, n);
 }
