@@ -6,12 +6,12 @@
 
 #include <cmath>
 
-#include "runtime/backend/common/half.h"
+#include "kernels/cpu/widen_avx2.h"
 #include "runtime/backend/cpu_isa.h"
 
-// F16C for the 16-bit variants' widening: every CPU that lanes_usable() or cpu_isa_usable(avx2)
-// accepts has it.
-#define TANDEM_LANES_AVX2 __attribute__((target("avx2,fma,f16c")))
+// TANDEM_AVX2 (widen_avx2.h): with F16C for the 16-bit variants' widening (every CPU that
+// lanes_usable() or cpu_isa_usable(avx2) accepts has it).
+#define TANDEM_LANES_AVX2 TANDEM_AVX2
 
 namespace tandem::kernels::avx2 {
 namespace {
@@ -26,83 +26,61 @@ TANDEM_LANES_AVX2 inline float hsum16(__m256 lo, __m256 hi) {
   return s;
 }
 
-// The elements small_k_dots reads: f32, or 16-bit values widened exactly as they are loaded (F16C's
-// vcvtph2ps for f16, the bits moved up for bf16), so the sums are those of a widened copy.
-struct F32 {
-  using type = float;
-};
-struct F16 {
-  using type = uint16_t;
-};
-struct BF16 {
-  using type = uint16_t;
-};
-TANDEM_LANES_AVX2 inline __m256 load8(F32, const float* p) { return _mm256_loadu_ps(p); }
-TANDEM_LANES_AVX2 inline __m256 load8(F16, const uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-TANDEM_LANES_AVX2 inline __m256 load8(BF16, const uint16_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-TANDEM_LANES_AVX2 inline float load1(F32, const float* p) { return *p; }
-TANDEM_LANES_AVX2 inline float load1(F16, const uint16_t* p) { return _cvtsh_ss(*p); }
-TANDEM_LANES_AVX2 inline float load1(BF16, const uint16_t* p) { return bf16_bits_to_float(*p); }
-
-// G rows k0 .. k0 + G - 1 of small_k_dots (and the bias sum when db): 2G + 2 accumulators.
-template <int G, class E, class V = typename E::type>
-TANDEM_LANES_AVX2 void dots_group(const V* dy, const V* cols, int64_t ld, int64_t L, float* dw, float* db) {
+// G rows k0 .. k0 + G - 1 of small_k_dots (and the bias sum when db): 2G + 2 accumulators. S: float,
+// or F16 / BF16 (widen_avx2.h) widened as they are read, so the sums are those of a widened copy.
+template <int G, class S>
+TANDEM_LANES_AVX2 void dots_group(const S* dy, const S* cols, int64_t ld, int64_t L, float* dw, float* db) {
   __m256 lo[G > 0 ? G : 1], hi[G > 0 ? G : 1], b_lo = _mm256_setzero_ps(), b_hi = _mm256_setzero_ps();
   for (int k = 0; k < G; ++k) lo[k] = hi[k] = _mm256_setzero_ps();
   int64_t q = 0;
   for (; q + 16 <= L; q += 16) {
-    const __m256 d0 = load8(E{}, dy + q), d1 = load8(E{}, dy + q + 8);
+    const __m256 d0 = load8(dy + q), d1 = load8(dy + q + 8);
     if (db) {
       b_lo = _mm256_add_ps(b_lo, d0);
       b_hi = _mm256_add_ps(b_hi, d1);
     }
     for (int k = 0; k < G; ++k) {
-      lo[k] = _mm256_fmadd_ps(d0, load8(E{}, cols + k * ld + q), lo[k]);
-      hi[k] = _mm256_fmadd_ps(d1, load8(E{}, cols + k * ld + q + 8), hi[k]);
+      lo[k] = _mm256_fmadd_ps(d0, load8(cols + k * ld + q), lo[k]);
+      hi[k] = _mm256_fmadd_ps(d1, load8(cols + k * ld + q + 8), hi[k]);
     }
   }
   for (int k = 0; k < G; ++k) {
     float sum = hsum16(lo[k], hi[k]);
-    for (int64_t t = q; t < L; ++t) sum = std::fma(load1(E{}, dy + t), load1(E{}, cols + k * ld + t), sum);
+    for (int64_t t = q; t < L; ++t) sum = std::fma(widen1(dy[t]), widen1(cols[k * ld + t]), sum);
     dw[k] += sum;
   }
   if (db) {
     float sum = hsum16(b_lo, b_hi);
-    for (int64_t t = q; t < L; ++t) sum += load1(E{}, dy + t);
+    for (int64_t t = q; t < L; ++t) sum += widen1(dy[t]);
     *db += sum;
   }
 }
 
-template <class E, class V = typename E::type>
-TANDEM_LANES_AVX2 void small_k_dots(const V* dy, const V* cols, int64_t ld, int64_t L, int64_t K, float* dw,
+template <class S>
+TANDEM_LANES_AVX2 void small_k_dots(const S* dy, const S* cols, int64_t ld, int64_t L, int64_t K, float* dw,
                                     float* db) {
   int64_t k = 0;
-  for (; k + 4 <= K; k += 4, db = nullptr) dots_group<4, E>(dy, cols + k * ld, ld, L, dw + k, db);
+  for (; k + 4 <= K; k += 4, db = nullptr) dots_group<4>(dy, cols + k * ld, ld, L, dw + k, db);
   switch (K - k) {
-    case 3: dots_group<3, E>(dy, cols + k * ld, ld, L, dw + k, db); break;
-    case 2: dots_group<2, E>(dy, cols + k * ld, ld, L, dw + k, db); break;
-    case 1: dots_group<1, E>(dy, cols + k * ld, ld, L, dw + k, db); break;
+    case 3: dots_group<3>(dy, cols + k * ld, ld, L, dw + k, db); break;
+    case 2: dots_group<2>(dy, cols + k * ld, ld, L, dw + k, db); break;
+    case 1: dots_group<1>(dy, cols + k * ld, ld, L, dw + k, db); break;
     default:
-      if (db) dots_group<0, E>(dy, cols, ld, L, dw, db);
+      if (db) dots_group<0>(dy, cols, ld, L, dw, db);
   }
 }
 
-// sum_f32's lanes and order over 16-bit values widened as they are read.
-template <class E>
-TANDEM_LANES_AVX2 float sum_widened(const uint16_t* p, int64_t n) {
+// sum_f32's lanes and order over 16-bit values (F16 or BF16) widened as they are read.
+template <class S>
+TANDEM_LANES_AVX2 float sum_widened(const S* p, int64_t n) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    lo = _mm256_add_ps(lo, load8(E{}, p + i));
-    hi = _mm256_add_ps(hi, load8(E{}, p + i + 8));
+    lo = _mm256_add_ps(lo, load8(p + i));
+    hi = _mm256_add_ps(hi, load8(p + i + 8));
   }
   float s = hsum16(lo, hi);
-  for (; i < n; ++i) s += load1(E{}, p + i);
+  for (; i < n; ++i) s += widen1(p[i]);
   return s;
 }
 
@@ -126,7 +104,7 @@ TANDEM_LANES_AVX2 float sum_f32(const float* p, int64_t n) {
 }
 
 float sum_16bit(const uint16_t* p, int64_t n, bool f16) {
-  return f16 ? sum_widened<F16>(p, n) : sum_widened<BF16>(p, n);
+  return f16 ? sum_widened(reinterpret_cast<const F16*>(p), n) : sum_widened(reinterpret_cast<const BF16*>(p), n);
 }
 
 TANDEM_LANES_AVX2 float sum_sq_dev_f32(const float* p, int64_t n, float mu) {
@@ -193,15 +171,15 @@ TANDEM_LANES_AVX2 void sum_g_gxhat_f32(const float* dy, const float* w, const fl
 
 // Four rows of dw at a time (10 of the 16 registers hold sums and dy), dy re-read from L1 per group.
 void small_k_dots_f32(const float* dy, const float* cols, int64_t ld, int64_t L, int64_t K, float* dw, float* db) {
-  small_k_dots<F32>(dy, cols, ld, L, K, dw, db);
+  small_k_dots(dy, cols, ld, L, K, dw, db);
 }
 
 void small_k_dots_16bit(const uint16_t* dy, const uint16_t* cols, int64_t ld, int64_t L, int64_t K, float* dw,
                         float* db, bool f16) {
   if (f16)
-    small_k_dots<F16>(dy, cols, ld, L, K, dw, db);
+    small_k_dots(reinterpret_cast<const F16*>(dy), reinterpret_cast<const F16*>(cols), ld, L, K, dw, db);
   else
-    small_k_dots<BF16>(dy, cols, ld, L, K, dw, db);
+    small_k_dots(reinterpret_cast<const BF16*>(dy), reinterpret_cast<const BF16*>(cols), ld, L, K, dw, db);
 }
 
 }  // namespace tandem::kernels::avx2
