@@ -12,7 +12,6 @@
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/lanes.h"
 #include "runtime/backend/conv.h"
-#include "runtime/backend/cpu_isa.h"
 #include "runtime/backend/gemm.h"
 
 namespace tandem::kernels {
@@ -253,8 +252,8 @@ void small_k_dots(const T* dy, const T* cols, int64_t ld, int64_t L, int64_t K, 
 template <class T>
 constexpr bool kHalfOrBf16 = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
-// small_k_dots of 16-bit dy and cols (the 16-bit path, with AVX2): widened as they are read, the
-// same sums as over widened copies.
+// small_k_dots of 16-bit dy and cols (the 16-bit path, which runs where AVX2 does): widened as they
+// are read, the same sums as over widened copies.
 template <class S>
 void small_k_dots_widening(const S* dy, const S* cols, int64_t ld, int64_t L, int64_t K, float* dw, float* db) {
   static_assert(kHalfOrBf16<S>, "small_k_dots_widening: f32 sums of f16 or bf16 values");
@@ -303,8 +302,10 @@ void chunk_store(const T* computed, Ts* p, int64_t n) {
 // the GEMMs' operands are Ts as they lie (x's and dy's chunks, the weights) and the columns are
 // built in Ts, half the bytes im2col writes and the GEMM's packing reads, with no widened copy of a
 // chunk between; the GEMM widens each value as it packs it (or multiplies bf16 pairs) into the same
-// f32 results as before, which are rounded once. The values multiplied and the order of their sums
-// are the widened path's, so are the bits. Operand: the element type of the GEMMs' operands.
+// f32 results as before, which are rounded once, and the sums the GEMM does not make (the tiny-K
+// dots, the bias's) widen with AVX2, which cpu_gemm_reads_16bit promises. The values multiplied and
+// the order of their sums are the widened path's, so are the bits. Operand: the element type of the
+// GEMMs' operands.
 template <class T, class Ts, bool Direct>
 using Operand = std::conditional_t<Direct, Ts, T>;
 
@@ -319,18 +320,14 @@ void im2col_of(const Conv2dGeometry& g, const T* x, T* cols) {
 }
 
 // sum_of<T> over n values stored as S, the widened path's bits: a 16-bit row is summed as it is
-// widened (avx2::sum_16bit, sum_of's order), or without AVX2 widened into a row of scratch first.
+// widened (avx2::sum_16bit, sum_of's order; the 16-bit path runs where AVX2 does).
 template <class T, class S>
 T row_sum(const S* p, int64_t n) {
   if constexpr (std::is_same_v<T, S>) {
     return sum_of<T>(p, n);
   } else {
     static_assert(std::is_same_v<T, float> && kHalfOrBf16<S>, "row_sum: f32 sums of f16 or bf16 values");
-    if (cpu_isa_usable(CpuIsa::avx2))
-      return avx2::sum_16bit(reinterpret_cast<const uint16_t*>(p), n, std::is_same_v<S, half>);
-    T* w = thread_scratch<T>(Scratch::ConvRow, n);
-    convert_host(p, dtype_v<S>, w, dtype_v<T>, n);
-    return sum_of<T>(w, n);
+    return avx2::sum_16bit(reinterpret_cast<const uint16_t*>(p), n, std::is_same_v<S, half>);
   }
 }
 
@@ -411,10 +408,6 @@ template <class T, class Ts = T, bool Direct = false>
 void backward_weight_t(const Ts* x, const Ts* dy, T* dw, T* db, const Conv2dGeometry& g, bool bf16_values = false) {
   using Op = Operand<T, Ts, Direct>;
   const int64_t K = g.k(), L = g.l(), O = g.o, chunk = chunk_images(g);
-  // The small-K dots read 16-bit values where AVX2 widens them as it loads them; else the widened path.
-  if constexpr (Direct)
-    if (K <= kSmallK && !cpu_isa_usable(CpuIsa::avx2))
-      return backward_weight_t<T, Ts, false>(x, dy, dw, db, g, bf16_values);
   Op* cols = thread_scratch<Op>(Scratch::ConvColumns, K * chunk * L);
   if (db) std::fill(db, db + O, T(0));
   if (g.n == 0) std::fill(dw, dw + O * K, T(0));

@@ -17,6 +17,7 @@
 #include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/gemm_tiles.h"
+#include "runtime/backend/cpu_isa.h"
 
 #include "runtime/backend/gemm.h"
 #include "runtime/env_settings.h"
@@ -107,6 +108,8 @@ void gemm_product(const GemmArgs& g);
 
 // f16/bf16 operands go to our AVX2 kernel, which widens them as it packs them (no AVX-512 kernel here).
 bool avx2_widens_16bit() { return !cpu_gemm_forced(ForcedPath::Eigen) && !avx512::has_f32() && avx2::has_f32(); }
+// f16 operands into an f32 C go to the AVX-512 f32 kernel, which widens them as it packs them.
+bool avx512_widens_f16() { return !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32(); }
 
 // f16 (and bf16 without AVX512-BF16): each matrix of the batch widened to a dense f32 copy, multiplied
 // as an f32 GEMM (gemm_product picks our kernel or Eigen), rounded once (an f32 C, wide_c, is the
@@ -116,7 +119,7 @@ template <class T>
 void gemm_low_precision(const GemmArgs& g) {
   // f16 into an f32 C on AVX-512: the f32 kernel widens the operands as it packs them.
   if constexpr (std::is_same_v<T, half>)
-    if (g.wide_c && !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32()) return avx512::gemm_f16_wide(g);
+    if (g.wide_c && avx512_widens_f16()) return avx512::gemm_f16_wide(g);
   // Our AVX2 kernel widens the operands as it packs them: no copies (on the AVX-512 path, and for
   // Eigen, the copies below).
   if (avx2_widens_16bit()) {
@@ -216,9 +219,12 @@ TANDEM_REGISTER_KERNEL(gemm, DeviceKind::CPU, cpu_gemm);
 bool cpu_f32_gemm_ours() { return !cpu_gemm_forced(ForcedPath::Eigen) && avx512::has_f32(); }
 
 bool cpu_gemm_reads_16bit(DType dtype) {
-  if (!is_low_precision(dtype) || cpu_gemm_forced(ForcedPath::Eigen)) return false;
+  // Its callers widen what the GEMM does not read (sums, tiny products) with AVX2 and F16C: every CPU
+  // of the paths below has them (AVX-512 implies both), and the ISA cap allows them where it allows
+  // AVX-512; checked here so that the callers may count on it.
+  if (!is_low_precision(dtype) || !cpu_isa_usable(CpuIsa::avx2)) return false;
   if (dtype == DType::bf16 && std::string_view(cpu_bf16_gemm_path()) != "fp32") return true;
-  if (dtype == DType::f16 && avx512::has_f32()) return true;  // into an f32 C: gemm_f16_wide
+  if (dtype == DType::f16 && avx512_widens_f16()) return true;  // into an f32 C: gemm_f16_wide
   return avx2_widens_16bit();
 }
 

@@ -40,7 +40,8 @@ const char* cpu_f32_gemm_isa();
 // Whether the CPU GEMM reads `dtype` (f16 or bf16) operands as they lie into an f32 C (wide_c), with
 // no widened copies: the AVX2 kernel and, for f16, the AVX-512 f32 kernel (which widen them as they
 // pack them), or bf16 pairs (amx-bf16, avx512-bf16). Else a 16-bit GEMM widens whole copies of its
-// operands first, which a caller holding f32 values already should not make it do.
+// operands first, which a caller holding f32 values already should not make it do. True only where
+// AVX2 and F16C are usable (cpu_isa_usable(CpuIsa::avx2)).
 bool cpu_gemm_reads_16bit(DType dtype);
 
 }  // namespace tandem::kernels

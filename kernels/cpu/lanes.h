@@ -39,9 +39,8 @@ struct Aligned64Allocator {
 // slot.
 enum class Scratch {
   ConvColumns, ConvPixels, NormPlane, NormChannel,
-  // conv.cpp's f16/bf16 chunks widened to f32 (input, gradient), its f32 results before rounding,
-  // and a 16-bit row of dy widened for its sum
-  ConvChunkIn, ConvChunkGrad, ConvChunkOut, ConvRow,
+  // conv.cpp's f16/bf16 chunks widened to f32 (input, gradient) and its f32 results before rounding
+  ConvChunkIn, ConvChunkGrad, ConvChunkOut,
   // batch_norm.cpp: a 16-bit x's channel widened to f32, a 16-bit dx's plane before rounding
   NormWiden, NormGradPlane,
   // attention_bf16.cpp: scores / probabilities, their gradients, a block's output rows, dK, dV,
