@@ -70,9 +70,9 @@ TANDEM_LANES_AVX2 void small_k_dots(const S* dy, const S* cols, int64_t ld, int6
   }
 }
 
-// sum_f32's lanes and order over 16-bit values (F16 or BF16) widened as they are read.
+// sum p[i] over the 16 lanes: f32, or F16 / BF16 widened as they are read (the same lanes and order).
 template <class S>
-TANDEM_LANES_AVX2 float sum_widened(const S* p, int64_t n) {
+TANDEM_LANES_AVX2 float sum_lanes(const S* p, int64_t n) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -91,20 +91,10 @@ bool lanes_usable() {
   return usable;
 }
 
-TANDEM_LANES_AVX2 float sum_f32(const float* p, int64_t n) {
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    lo = _mm256_add_ps(lo, _mm256_loadu_ps(p + i));
-    hi = _mm256_add_ps(hi, _mm256_loadu_ps(p + i + 8));
-  }
-  float s = hsum16(lo, hi);
-  for (; i < n; ++i) s += p[i];
-  return s;
-}
+float sum_f32(const float* p, int64_t n) { return sum_lanes(p, n); }
 
 float sum_16bit(const uint16_t* p, int64_t n, bool f16) {
-  return f16 ? sum_widened(reinterpret_cast<const F16*>(p), n) : sum_widened(reinterpret_cast<const BF16*>(p), n);
+  return f16 ? sum_lanes(reinterpret_cast<const F16*>(p), n) : sum_lanes(reinterpret_cast<const BF16*>(p), n);
 }
 
 TANDEM_LANES_AVX2 float sum_sq_dev_f32(const float* p, int64_t n, float mu) {
