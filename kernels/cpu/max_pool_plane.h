@@ -88,8 +88,12 @@ inline void max_unpool_2x2_row_avx512(const float* dy, const int32_t* idx, float
 }
 #endif
 
-// The same two rows on AVX2 (a CPU without AVX-512, or TANDEM_CPU_ISA=avx2), 8 outputs per step:
-// masked loads for the tail, even/odd lanes split by shuffles, the same NaN-aware selects as max_step.
+// The same two rows on AVX2 (a CPU without AVX-512, or TANDEM_CPU_ISA=avx2), 8 outputs per step,
+// even/odd lanes split by shuffles, the same NaN-aware selects as max_step. No masked stores: AMD's
+// vmaskmovps / vpmaskmovd stores are microcoded (~12 cycles each on Zen 4, measured, against ~0.5 for
+// a plain store; Zen 2/3 alike), which made the masked tails half of the pool's time there. A row of 8
+// outputs or more redoes its last 8 (the overlap rewrites the same values); a shorter row (the cnn's
+// 7 x 7 pool) reads with masked loads (cheap on every CPU) and stores as described at each function.
 #define TANDEM_POOL_AVX2 __attribute__((target("avx2,fma")))
 TANDEM_POOL_AVX2 inline __m256i pool_mask8(int n) {
   alignas(32) static const int32_t kBits[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -102,53 +106,105 @@ TANDEM_POOL_AVX2 inline __m256 pool_deinterleave(__m256 lo, __m256 hi) {
   const __m256 x = _mm256_shuffle_ps(lo, hi, EVEN ? 0x88 : 0xDD);  // lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(x), 0xD8));
 }
+// Elements n - 8 .. n - 1 of the 16 floats lo:hi (8 <= n <= 16): a row's last 8 values, stored over
+// its end without a mask.
+TANDEM_POOL_AVX2 inline __m256 pool_last8(__m256 lo, __m256 hi, int n) {
+  const __m256i at = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(n - 8));
+  const __m256i from_hi = _mm256_cmpgt_epi32(at, _mm256_set1_epi32(7));
+  const __m256i lane = _mm256_and_si256(at, _mm256_set1_epi32(7));
+  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, lane), _mm256_permutevar8x32_ps(hi, lane),
+                          _mm256_castsi256_ps(from_hi));
+}
+// The 8 outputs from ox (outputs past the row's end, from masked-off inputs, are garbage), of the rows
+// r0 and r1 whose first input is at index base in the plane. `in_n` inputs per row are read from 2 * ox.
+TANDEM_POOL_AVX2 inline void max_pool_2x2_step_avx2(const float* r0, const float* r1, int ox, int in_n, int base, int w,
+                                                    __m256& best, __m256i& best_i) {
+  const __m256i m_lo = pool_mask8(in_n), m_hi = pool_mask8(in_n - 8);
+  const float* p0 = r0 + 2 * ox;
+  const float* p1 = r1 + 2 * ox;
+  const bool full = in_n >= 16;
+  const __m256 a_lo = full ? _mm256_loadu_ps(p0) : _mm256_maskload_ps(p0, m_lo);
+  const __m256 a_hi = full ? _mm256_loadu_ps(p0 + 8) : _mm256_maskload_ps(p0 + 8, m_hi);
+  const __m256 c_lo = full ? _mm256_loadu_ps(p1) : _mm256_maskload_ps(p1, m_lo);
+  const __m256 c_hi = full ? _mm256_loadu_ps(p1 + 8) : _mm256_maskload_ps(p1 + 8, m_hi);
+  const __m256 a = pool_deinterleave<true>(a_lo, a_hi), b = pool_deinterleave<false>(a_lo, a_hi);
+  const __m256 c = pool_deinterleave<true>(c_lo, c_hi), d = pool_deinterleave<false>(c_lo, c_hi);
+  const __m256i i_a = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * ox), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+  best = a;
+  __m256 bi = _mm256_castsi256_ps(i_a);
+  auto step = [&](__m256 v, __m256i iv) {
+    const __m256 t = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    best = _mm256_blendv_ps(best, v, t);
+    bi = _mm256_blendv_ps(bi, _mm256_castsi256_ps(iv), t);
+  };
+  step(b, _mm256_add_epi32(i_a, _mm256_set1_epi32(1)));
+  step(c, _mm256_add_epi32(i_a, _mm256_set1_epi32(w)));
+  step(d, _mm256_add_epi32(i_a, _mm256_set1_epi32(w + 1)));
+  best_i = _mm256_castps_si256(bi);
+}
+// One output row. A row shorter than 8 is stored as 8 values when `spare` (8 - wo or more writable
+// elements follow the row that the caller writes afterwards: the plane's later rows), else through a
+// buffer, element by element.
 TANDEM_POOL_AVX2 inline void max_pool_2x2_row_avx2(const float* r0, const float* r1, float* out, int32_t* idx, int wo,
-                                                   int base, int w) {
-  const __m256i two_k = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  for (int ox = 0; ox < wo; ox += 8) {
-    const int rem = wo - ox < 8 ? wo - ox : 8, in_n = 2 * rem;
-    const __m256i m_lo = pool_mask8(in_n), m_hi = pool_mask8(in_n - 8), m_out = pool_mask8(rem);
-    const float* p0 = r0 + 2 * ox;
-    const float* p1 = r1 + 2 * ox;
-    const __m256 a_lo = _mm256_maskload_ps(p0, m_lo), a_hi = _mm256_maskload_ps(p0 + 8, m_hi);
-    const __m256 c_lo = _mm256_maskload_ps(p1, m_lo), c_hi = _mm256_maskload_ps(p1 + 8, m_hi);
-    const __m256 a = pool_deinterleave<true>(a_lo, a_hi), b = pool_deinterleave<false>(a_lo, a_hi);
-    const __m256 c = pool_deinterleave<true>(c_lo, c_hi), d = pool_deinterleave<false>(c_lo, c_hi);
-    const __m256i i_a = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * ox), two_k);
-    __m256 best = a;
-    __m256 bi = _mm256_castsi256_ps(i_a);
-    auto step = [&](__m256 v, __m256i iv) {
-      const __m256 t = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-      best = _mm256_blendv_ps(best, v, t);
-      bi = _mm256_blendv_ps(bi, _mm256_castsi256_ps(iv), t);
-    };
-    step(b, _mm256_add_epi32(i_a, _mm256_set1_epi32(1)));
-    step(c, _mm256_add_epi32(i_a, _mm256_set1_epi32(w)));
-    step(d, _mm256_add_epi32(i_a, _mm256_set1_epi32(w + 1)));
-    _mm256_maskstore_ps(out + ox, m_out, best);
-    _mm256_maskstore_epi32(idx + ox, m_out, _mm256_castps_si256(bi));
+                                                   int base, int w, bool spare) {
+  __m256 best;
+  __m256i bi;
+  if (wo >= 8) {
+    for (int ox = 0;; ox += 8) {
+      ox = ox + 8 <= wo ? ox : wo - 8;  // the last step ends at the row's end
+      max_pool_2x2_step_avx2(r0, r1, ox, 16, base, w, best, bi);
+      _mm256_storeu_ps(out + ox, best);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + ox), bi);
+      if (ox + 8 == wo) return;
+    }
+  }
+  max_pool_2x2_step_avx2(r0, r1, 0, 2 * wo, base, w, best, bi);
+  if (spare) {
+    _mm256_storeu_ps(out, best);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx), bi);
+    return;
+  }
+  alignas(32) float vals[8];
+  alignas(32) int32_t args[8];
+  _mm256_store_ps(vals, best);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(args), bi);
+  for (int q = 0; q < wo; ++q) {
+    out[q] = vals[q];
+    idx[q] = args[q];
   }
 }
-// Its backward, as max_unpool_2x2_row_avx512.
+// Its backward, as max_unpool_2x2_row_avx512: the 2 * wo values of rows r0 and r1 (a row under 4
+// outputs, under 8 inputs, with masked stores).
 TANDEM_POOL_AVX2 inline void max_unpool_2x2_row_avx2(const float* dy, const int32_t* idx, float* r0, float* r1, int wo,
                                                      int base, int w) {
   const __m256i two_k = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  for (int ox = 0; ox < wo; ox += 8) {
+  for (int ox = 0;; ox += 8) {
+    if (wo >= 8 && ox + 8 > wo) ox = wo - 8;  // the last step ends at the row's end
     const int rem = wo - ox < 8 ? wo - ox : 8, in_n = 2 * rem;
-    const __m256i m_in = pool_mask8(rem), m_lo = pool_mask8(in_n), m_hi = pool_mask8(in_n - 8);
-    const __m256 d = _mm256_maskload_ps(dy + ox, m_in);
-    const __m256i id = _mm256_maskload_epi32(idx + ox, m_in);
+    const __m256i m_in = pool_mask8(rem);
+    const __m256 d = rem == 8 ? _mm256_loadu_ps(dy + ox) : _mm256_maskload_ps(dy + ox, m_in);
+    const __m256i id = rem == 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + ox))
+                                : _mm256_maskload_epi32(idx + ox, m_in);
     const __m256i pa = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * ox), two_k);
     auto cell = [&](int offset) {
       return _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(id, _mm256_add_epi32(pa, _mm256_set1_epi32(offset)))), d);
     };
     auto store_row = [&](float* r, __m256 even, __m256 odd) {  // r[2k] = even[k], r[2k + 1] = odd[k]
       const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
-      _mm256_maskstore_ps(r + 2 * ox, m_lo, _mm256_permute2f128_ps(lo, hi, 0x20));
-      _mm256_maskstore_ps(r + 2 * ox + 8, m_hi, _mm256_permute2f128_ps(lo, hi, 0x31));
+      const __m256 first = _mm256_permute2f128_ps(lo, hi, 0x20), second = _mm256_permute2f128_ps(lo, hi, 0x31);
+      if (in_n < 8) {
+        _mm256_maskstore_ps(r + 2 * ox, pool_mask8(in_n), first);
+        return;
+      }
+      _mm256_storeu_ps(r + 2 * ox, first);
+      if (in_n == 16)
+        _mm256_storeu_ps(r + 2 * ox + 8, second);
+      else if (in_n > 8)
+        _mm256_storeu_ps(r + 2 * ox + in_n - 8, pool_last8(first, second, in_n));
     };
     store_row(r0, cell(0), cell(1));
     store_row(r1, cell(w), cell(w + 1));
+    if (ox + rem == wo) return;
   }
 }
 
@@ -171,9 +227,10 @@ void max_pool_plane(const T* in, T* out, int32_t* idx, const Pool2dGeometry& g) 
 #endif
     if constexpr (std::is_same_v<T, float>) {
       if (cpu_isa_usable(CpuIsa::avx2)) {
+        // A short row's 8-value stores run into the next rows, written after it; not the plane's last.
         for (int64_t oy = 0; oy < g.ho; ++oy)
           max_pool_2x2_row_avx2(in + 2 * oy * g.w, in + (2 * oy + 1) * g.w, out + oy * g.wo, idx + oy * g.wo, wo,
-                                static_cast<int>(2 * oy * g.w), w);
+                                static_cast<int>(2 * oy * g.w), w, oy * g.wo + 8 <= g.ho * g.wo);
         return;
       }
     }

@@ -50,8 +50,11 @@ TEST(Pool2d, MaxPropagatesNaN) {
 // (0,0), (0,1), (1,0), (1,1) takes the gradient), a NaN in a window (it wins), odd widths and heights,
 // against the rule written out here.
 TEST(Pool2d, Max2x2WideRowsMatchTheScalarRule) {
-  for (int64_t w : {16, 17, 32, 37, 50})
-    for (int64_t h : {2, 5}) {
+  // Rows of 1 to 7 outputs (the AVX2 rows' short-row stores: whole vectors into the plane's later rows,
+  // element by element at its end), 8 and more (a last step overlapping the one before it), several
+  // planes (a store past a plane's end would overwrite the next one's first values).
+  for (int64_t w : {2, 4, 6, 7, 8, 9, 14, 15, 16, 17, 28, 32, 37, 50})
+    for (int64_t h : {2, 5, 14}) {
       std::vector<double> v(static_cast<size_t>(2 * h * w)), up;
       for (size_t i = 0; i < v.size(); ++i) v[i] = double((i * 7919) % 13) - 6;  // many ties
       v[3] = std::numeric_limits<double>::quiet_NaN();
