@@ -90,8 +90,8 @@ inline void max_unpool_2x2_row_avx512(const float* dy, const int32_t* idx, float
 
 // The same two rows on AVX2 (a CPU without AVX-512, or TANDEM_CPU_ISA=avx2), 8 outputs per step,
 // even/odd lanes split by shuffles, the same NaN-aware selects as max_step. No masked stores: AMD's
-// vmaskmovps / vpmaskmovd stores are microcoded (~12 cycles each on Zen 4, measured, against ~0.5 for
-// a plain store; Zen 2/3 alike), which made the masked tails half of the pool's time there. A row of 8
+// vmaskmovps / vpmaskmovd stores are microcoded (~12 cycles each on an AMD EPYC Zen 4, measured,
+// against ~0.5 for a plain store), which made the masked tails half of the pool's time there. A row of 8
 // outputs or more redoes its last 8 (the overlap rewrites the same values); a shorter row (the cnn's
 // 7 x 7 pool) reads with masked loads (cheap on every CPU) and stores as described at each function.
 #define TANDEM_POOL_AVX2 __attribute__((target("avx2,fma")))
