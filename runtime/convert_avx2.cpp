@@ -161,8 +161,4 @@ const ConvertLoops* convert_avx2_loops() {
   return cpu_isa_usable(CpuIsa::avx2) ? &loops : nullptr;
 }
 
-bool convert_avx2(const void* src, DType s, void* dst, DType d, int64_t n) {
-  return run_loop(convert_avx2_loops(), src, s, dst, d, n);
-}
-
 }  // namespace tandem

@@ -95,8 +95,4 @@ const ConvertLoops* convert_avx512_loops() {
   return cpu_ok() ? &loops : nullptr;
 }
 
-bool convert_avx512(const void* src, DType s, void* dst, DType d, int64_t n) {
-  return run_loop(convert_avx512_loops(), src, s, dst, d, n);
-}
-
 }  // namespace tandem

@@ -23,12 +23,4 @@ inline ConvertLoop loop_for(const ConvertLoops& l, DType s, DType d) {
   return nullptr;
 }
 
-// Runs the pair's loop of `loops` (null: that ISA is not usable); false, having done nothing, where
-// there is none.
-inline bool run_loop(const ConvertLoops* loops, const void* src, DType s, void* dst, DType d, int64_t n) {
-  const ConvertLoop f = loops ? loop_for(*loops, s, d) : nullptr;
-  if (f) f(src, dst, n);
-  return f != nullptr;
-}
-
 }  // namespace tandem

@@ -66,9 +66,13 @@ TEST(ConvertHost, NarrowingF32MatchesScalar) {
 TEST(ConvertHost, Avx2LoopsTakenWhereUsable) {
   float f[9] = {1.5f, -2.f, 0.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f};
   uint16_t h[9] = {};
-  EXPECT_EQ(convert_avx2(f, DType::f32, h, DType::f16, 9), cpu_isa_usable(CpuIsa::avx2));
-  EXPECT_FALSE(convert_avx2(f, DType::f32, h, DType::f64, 9));  // not a 16-bit pair: nothing done
-  if (cpu_isa_usable(CpuIsa::avx2)) {
+  const ConvertLoops* loops = convert_avx2_loops();
+  EXPECT_EQ(loops != nullptr, cpu_isa_usable(CpuIsa::avx2));
+  if (loops) {
+    EXPECT_EQ(loop_for(*loops, DType::f32, DType::f64), nullptr);  // not a 16-bit pair: no loop
+    const ConvertLoop to_f16 = loop_for(*loops, DType::f32, DType::f16);
+    ASSERT_NE(to_f16, nullptr);
+    to_f16(f, h, 9);
     for (int i = 0; i < 9; ++i) EXPECT_EQ(h[i], float_to_half_bits(f[i]));
   }
 }
