@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -95,31 +96,58 @@ using namespace detail;
 
 // ---- elementwise ----
 
+// A host integer op's result, or nullopt where int64 cannot hold it (or, dividing, y is 0).
+using HostIntOp = std::optional<int64_t> (*)(int64_t, int64_t);
+
 // Host integers combined elementwise with NumPy broadcasting (shape arithmetic: batch * channels).
-Value host_binary(const OpCall& c, const Value& a, const Value& b, int64_t (*f)(int64_t, int64_t)) {
+Value host_binary(const OpCall& c, const Value& a, const Value& b, HostIntOp f) {
   if (a.ints.size() == 1 || b.ints.size() == 1 || a.shape == b.shape) {
     const Value& big = a.ints.size() >= b.ints.size() ? a : b;
     std::vector<int64_t> out(big.ints.size());
-    for (size_t i = 0; i < out.size(); ++i)
-      out[i] = f(a.ints[a.ints.size() == 1 ? 0 : i], b.ints[b.ints.size() == 1 ? 0 : i]);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int64_t x = a.ints[a.ints.size() == 1 ? 0 : i], y = b.ints[b.ints.size() == 1 ? 0 : i];
+      const std::optional<int64_t> r = f(x, y);
+      if (!r) c.fail(fmt::format("the integer values {} and {} have no int64 result", x, y));
+      out[i] = *r;
+    }
     return Value::of_ints(std::move(out), big.shape);
   }
   c.fail(fmt::format("integer shapes {} and {} do not broadcast here", shape_str(a.shape), shape_str(b.shape)));
 }
 
 template <Tensor (*Op)(const Tensor&, const Tensor&)>
-std::vector<Value> binary(const OpCall& c, int64_t (*host)(int64_t, int64_t)) {
+std::vector<Value> binary(const OpCall& c, HostIntOp host) {
   const Value &a = c.input(0), &b = c.input(1);
   if (a.host && b.host) return {host_binary(c, a, b, host)};
   return one(Op(a.tensor(c.device), b.tensor(c.device)));
 }
 
-std::vector<Value> op_add(const OpCall& c) { return binary<ops::add>(c, [](int64_t x, int64_t y) { return x + y; }); }
-std::vector<Value> op_sub(const OpCall& c) { return binary<ops::sub>(c, [](int64_t x, int64_t y) { return x - y; }); }
-std::vector<Value> op_mul(const OpCall& c) { return binary<ops::mul>(c, [](int64_t x, int64_t y) { return x * y; }); }
-std::vector<Value> op_div(const OpCall& c) {
-  return binary<ops::div>(c, [](int64_t x, int64_t y) { return y == 0 ? int64_t{0} : x / y; });
+// Shape arithmetic on the host, checked: integers (a model's, or a corrupt file's) that overflow
+// int64 or divide by zero fail the node instead of giving a wrong shape. Div truncates toward zero,
+// as ONNX's integer Div does.
+enum class IntOp { add, sub, mul, div };
+template <IntOp O>
+std::optional<int64_t> int_op(int64_t x, int64_t y) {
+  int64_t r = 0;
+  bool undefined = false;
+  if constexpr (O == IntOp::add) {
+    undefined = __builtin_add_overflow(x, y, &r);
+  } else if constexpr (O == IntOp::sub) {
+    undefined = __builtin_sub_overflow(x, y, &r);
+  } else if constexpr (O == IntOp::mul) {
+    undefined = __builtin_mul_overflow(x, y, &r);
+  } else {
+    undefined = y == 0 || (x == std::numeric_limits<int64_t>::min() && y == -1);
+    if (!undefined) r = x / y;
+  }
+  if (undefined) return std::nullopt;
+  return r;
 }
+
+std::vector<Value> op_add(const OpCall& c) { return binary<ops::add>(c, &int_op<IntOp::add>); }
+std::vector<Value> op_sub(const OpCall& c) { return binary<ops::sub>(c, &int_op<IntOp::sub>); }
+std::vector<Value> op_mul(const OpCall& c) { return binary<ops::mul>(c, &int_op<IntOp::mul>); }
+std::vector<Value> op_div(const OpCall& c) { return binary<ops::div>(c, &int_op<IntOp::div>); }
 
 std::vector<Value> op_relu(const OpCall& c) { return one(ops::relu(c.tensor(0))); }
 std::vector<Value> op_sqrt(const OpCall& c) { return one(ops::sqrt(c.tensor(0))); }

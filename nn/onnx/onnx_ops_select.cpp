@@ -180,13 +180,19 @@ std::vector<Value> op_range(const OpCall& c) {
   if (start.size() != 1 || limit.size() != 1 || delta.size() != 1) c.fail("start, limit and delta must be scalars");
   if (delta[0] == 0) c.fail("delta is 0");
   const double count = std::max(std::ceil((limit[0] - start[0]) / delta[0]), 0.0);
+  if (std::isnan(count)) c.fail("start, limit or delta is NaN");
   if (count > static_cast<double>(kMaxHostValues)) c.fail(fmt::format("a range of {} values is too long", count));
   const int64_t n = static_cast<int64_t>(count);
   const bool integer = s.host || !is_floating(s.t.dtype());
   if (integer) {
+    // Bounds within 2^53 (exact as the doubles they came through): every value, start + i * delta
+    // with i under 2^24, is then exact in int64, where larger ones could overflow it.
+    constexpr double kExact = 9007199254740992.0;
+    if (!(std::abs(start[0]) <= kExact && std::abs(limit[0]) <= kExact && std::abs(delta[0]) <= kExact))
+      c.fail(fmt::format("integer bounds beyond 2^53 (start {}, limit {}, delta {})", start[0], limit[0], delta[0]));
+    const int64_t first = static_cast<int64_t>(start[0]), step = static_cast<int64_t>(delta[0]);
     std::vector<int64_t> r(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      r[static_cast<size_t>(i)] = static_cast<int64_t>(start[0]) + i * static_cast<int64_t>(delta[0]);
+    for (int64_t i = 0; i < n; ++i) r[static_cast<size_t>(i)] = first + i * step;
     return {Value::of_ints(std::move(r), {n})};
   }
   std::vector<double> r(static_cast<size_t>(n));

@@ -64,6 +64,30 @@ TEST(OnnxSelectOps, ExpandSliceRangeConstantOfShape) {
   EXPECT_EQ(z.to_vector<float>(), (std::vector<float>(4, 0.f)));
 }
 
+// Shape arithmetic on host integers is checked: the fuzzer's graph multiplied two shape values past
+// int64 (undefined behaviour, then a wrong shape); overflow and integer division by zero now fail
+// the node, naming the values.
+TEST(OnnxSelectOps, HostIntegerArithmeticRefusesOverflowAndDivisionByZero) {
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  auto op = [](const char* name) { return nn::onnx::find_op(name, 13); };
+  NodeRun fine("Mul", {ints({3, -4}, {2}), scalar(5)});
+  EXPECT_EQ(fine.value(op("Mul")).ints, (std::vector<int64_t>{15, -20}));
+  NodeRun div("Div", {ints({7, -7}, {2}), scalar(2)});
+  EXPECT_EQ(div.value(op("Div")).ints, (std::vector<int64_t>{3, -3}));  // toward zero
+  const struct {
+    const char* op;
+    int64_t x, y;
+  } refused[] = {{"Mul", 1513490949773197313, -72057594004373505}, {"Mul", big, 2}, {"Add", big, 1},
+                 {"Sub", small, 1}, {"Div", 5, 0}, {"Div", small, -1}};
+  for (const auto& r : refused) {
+    SCOPED_TRACE(r.op);
+    NodeRun n(r.op, {scalar(r.x), ints({1, r.y}, {2})});
+    const std::string m = error_of(n, op(r.op));
+    EXPECT_NE(m.find(std::string("(") + r.op + ", opset 13)"), std::string::npos) << m;
+    EXPECT_NE(m.find("have no int64 result"), std::string::npos) << m;
+  }
+}
+
 TEST(OnnxSelectOps, RefusalsNameTheNode) {
   NodeRun step("Slice", {ints({1, 2, 3}, {3}), ints({0}, {1}), ints({3}, {1}), ints({0}, {1}), ints({2}, {1})});
   EXPECT_NE(error_of(step, d::op_slice).find("node.onnx: node 'n' (Slice, opset 13): steps [2]"), std::string::npos);
@@ -72,6 +96,14 @@ TEST(OnnxSelectOps, RefusalsNameTheNode) {
   // A hostile graph: a billion positions, a shape whose product overflows int64; refused, not allocated.
   NodeRun huge("Range", {scalar(0), scalar(int64_t(1) << 40), scalar(1)});
   EXPECT_NE(error_of(huge, d::op_range).find("too long"), std::string::npos);
+  // Four values whose int64 arithmetic would overflow (3 * 2^62), and NaN bounds (no count at all).
+  NodeRun wide("Range", {scalar(std::numeric_limits<int64_t>::min()), scalar(std::numeric_limits<int64_t>::max()),
+                         scalar(int64_t(1) << 62)});
+  EXPECT_NE(error_of(wide, d::op_range).find("integer bounds beyond 2^53"), std::string::npos);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto number = [](float v) { return Value::of(Tensor::from_vector<float>({v}, {})); };
+  NodeRun not_a_number("Range", {number(nan), number(4), number(1)});
+  EXPECT_NE(error_of(not_a_number, d::op_range).find("start, limit or delta is NaN"), std::string::npos);
   NodeRun big("ConstantOfShape", {ints({int64_t(1) << 40, int64_t(1) << 40}, {2})});
   nn::onnx::Attribute& a = big.node.attributes["value"];
   a.kind = nn::onnx::Attribute::Kind::Tensor;
