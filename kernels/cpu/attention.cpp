@@ -74,16 +74,17 @@ struct Transposed {
 };
 
 // C = alpha * op(A) B or (accumulate) C += ..., as small_gemm_f32 (op(A)(i, p) = a[i * a_row + p * a_col]),
-// when T is f32 and `fast`; false when the caller must run Eigen's product instead.
+// when T is f32 and `fast`; false when the caller must run Eigen's product instead (which computes
+// the whole product: the band only says what may be skipped).
 template <class T>
 bool fast_product(bool fast, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_row, int64_t a_col,
-                  const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
+                  const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate, SmallGemmBand band) {
   if constexpr (std::is_same_v<T, float>) {
     if (fast) {
       if (avx512::has_f32())
-        avx512::small_gemm_f32(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate);
+        avx512::small_gemm_f32(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, band);
       else
-        avx2::small_gemm_f32(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate);
+        avx2::small_gemm_f32(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, band);
     }
     return fast;
   } else {
@@ -91,15 +92,22 @@ bool fast_product(bool fast, int64_t m, int64_t n, int64_t k, T alpha, const T* 
   }
 }
 
+// The causal bands of a (query tile q0, key tile k0) pair's products (small_gemm_band.h): C's rows
+// are queries and its columns or products keys (scores, P V, dS K), or C's rows are keys and its
+// products queries (P^T dO, dS^T Q). Query i sees key j when k0 + j <= q0 + i.
+SmallGemmBand keys_of_queries(SmallGemmBand::Kind kind, int64_t q0, int64_t k0) { return {kind, q0 - k0}; }
+SmallGemmBand queries_of_keys(int64_t q0, int64_t k0) { return {SmallGemmBand::Kind::k_begin, k0 - q0}; }
+
 // Scores of the key tile [k0, k0 + kb) for the query tile [q0, q0 + qb), with the keys after each
-// query set to -inf (only tiles crossing the diagonal have any). kt: the head's keys transposed (the
-// fast product), or null.
+// query set to -inf (only tiles crossing the diagonal have any; the fast product skips what it can of
+// them). kt: the head's keys transposed (the fast product), or null.
 template <class T>
 void scores(const CMap<T>& Q, const CMap<T>& K, const Transposed<T>* kt, int64_t q0, int64_t qb, int64_t k0, int64_t kb,
             T scale, Mat<T>& S) {
   S.resize(qb, kb);
   if (!fast_product<T>(kt != nullptr, qb, kb, Q.cols(), scale, Q.data() + q0 * Q.outerStride(), Q.outerStride(), 1,
-                       kt ? kt->at(k0) : nullptr, kt ? kt->ld : 0, S.data(), kb, false))
+                       kt ? kt->at(k0) : nullptr, kt ? kt->ld : 0, S.data(), kb, false,
+                       keys_of_queries(SmallGemmBand::Kind::cols, q0, k0)))
     S.noalias() = scale * (Q.middleRows(q0, qb) * K.middleRows(k0, kb).transpose());
   if (k0 + kb - 1 > q0) {
     for (int64_t i = 0; i < qb; ++i)
@@ -147,7 +155,8 @@ void forward_head(const T* q, const T* k, const T* v, T* o, T* lse, int64_t ld, 
       exp_rows(S, m_new, q0, k0);  // P tile, unnormalised
       l = alpha.cwiseProduct(l) + S.rowwise().sum();
       acc = alpha.asDiagonal() * acc;
-      if (!fast_product<T>(fast, qb, d, kb, T(1), S.data(), kb, 1, v + k0 * ld, ld, acc.data(), d, true))
+      if (!fast_product<T>(fast, qb, d, kb, T(1), S.data(), kb, 1, v + k0 * ld, ld, acc.data(), d, true,
+                           keys_of_queries(SmallGemmBand::Kind::k_end, q0, k0)))
         acc.noalias() += S * V.middleRows(k0, kb);
       m = m_new;
     }
@@ -190,16 +199,23 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
       scores(Q, K, fast ? &kt : nullptr, q0, qb, k0, kn, scale, S);
       exp_rows(S, L.segment(q0, qb), q0, k0);  // P tile
       const T* dO_q = dout + q0 * ld_o;
-      if (!fast_product<T>(fast, kn, d, qb, T(1), S.data(), 1, kn, dO_q, ld_o, dv + k0 * ld, ld, true))
+      if (!fast_product<T>(fast, kn, d, qb, T(1), S.data(), 1, kn, dO_q, ld_o, dv + k0 * ld, ld, true,
+                           queries_of_keys(q0, k0)))
         dVb.noalias() += S.transpose() * dO.middleRows(q0, qb);
       dP.resize(qb, kn);
       if (!fast_product<T>(fast, qb, kn, d, T(1), dO_q, ld_o, 1, fast ? vt.at(k0) : nullptr, vt.ld, dP.data(), kn,
-                           false))
+                           false, keys_of_queries(SmallGemmBand::Kind::cols, q0, k0)))
         dP.noalias() = dO.middleRows(q0, qb) * V.middleRows(k0, kn).transpose();
-      dP = S.cwiseProduct(dP.colwise() - delta.segment(q0, qb)) * scale;  // dS, with the score scale
-      if (!fast_product<T>(fast, qb, d, kn, T(1), dP.data(), kn, 1, k + k0 * ld, ld, dq + q0 * ld, ld, true))
+      // dS, with the score scale; then exactly 0 past each query's last key (the banded dP holds
+      // anything there, and dS K and dS^T Q skip only whole tiles' zeros, not every row's).
+      dP = S.cwiseProduct(dP.colwise() - delta.segment(q0, qb)) * scale;
+      for (int64_t i = 0; i < qb && k0 + kn - 1 > q0 + i; ++i)
+        dP.row(i).tail(kn - std::max<int64_t>(q0 + i + 1 - k0, 0)).setZero();
+      if (!fast_product<T>(fast, qb, d, kn, T(1), dP.data(), kn, 1, k + k0 * ld, ld, dq + q0 * ld, ld, true,
+                           keys_of_queries(SmallGemmBand::Kind::k_end, q0, k0)))
         dQ.middleRows(q0, qb).noalias() += dP * K.middleRows(k0, kn);
-      if (!fast_product<T>(fast, kn, d, qb, T(1), dP.data(), 1, kn, q + q0 * ld, ld, dk + k0 * ld, ld, true))
+      if (!fast_product<T>(fast, kn, d, qb, T(1), dP.data(), 1, kn, q + q0 * ld, ld, dk + k0 * ld, ld, true,
+                           queries_of_keys(q0, k0)))
         dKb.noalias() += dP.transpose() * Q.middleRows(q0, qb);
     }
   }

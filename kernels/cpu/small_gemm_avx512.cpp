@@ -59,8 +59,9 @@ constexpr SmallGemmTile tile_for(int rows, std::integer_sequence<int, R...>) {
 }  // namespace
 
 void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
-                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  small_gemm_walk<kMR, kNR>(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, [](int rows, int cols) {
+                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                    const SmallGemmBand& band) {
+  small_gemm_walk<kMR, kNR>(m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, accumulate, band, [](int rows, int cols) {
     return cols <= kNR / 2 ? tile_for<true>(rows, std::make_integer_sequence<int, kMR>{})
                            : tile_for<false>(rows, std::make_integer_sequence<int, kMR>{});
   });

@@ -4,14 +4,20 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cpu/small_gemm_band.h"
+
 namespace tandem::kernels::avx512 {
 
 // C = alpha * op(A) B, or (accumulate) C += alpha * op(A) B, for C [m, n] row-major with rows ldc
 // apart, B [k, n] row-major with rows ldb apart, and op(A) [m, k] whose element (i, p) is
 // a[i * a_row + p * a_col] (a row-major A: a_row = lda, a_col = 1; a transposed one: a_row = 1,
-// a_col = lda). Each C element sums its k products in order (p = 0, 1, ...) in f32. Needs has_f32().
+// a_col = lda). Each C element sums its k products in order (p = 0, 1, ...) in f32. band: the causal
+// band's columns or zero products, skipped (small_gemm_band.h); a skipped zero product (B finite) changes no
+// nonzero sum.
+// Needs has_f32().
 void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
-                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
+                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                    const SmallGemmBand& band = {});
 
 // out[p * ld_out + j] = x[j * ld_x + p] for j < rows, p < cols: x [rows, cols] transposed into out
 // [cols, rows] (the attention's keys and values, [t, d] -> [d, t], for the products that read them as
