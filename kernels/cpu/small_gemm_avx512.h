@@ -11,10 +11,9 @@ namespace tandem::kernels::avx512 {
 // C = alpha * op(A) B, or (accumulate) C += alpha * op(A) B, for C [m, n] row-major with rows ldc
 // apart, B [k, n] row-major with rows ldb apart, and op(A) [m, k] whose element (i, p) is
 // a[i * a_row + p * a_col] (a row-major A: a_row = lda, a_col = 1; a transposed one: a_row = 1,
-// a_col = lda). Each C element sums its k products in order (p = 0, 1, ...) in f32. band: the causal
-// band's columns or zero products, skipped (small_gemm_band.h); a skipped zero product (B finite) changes no
-// nonzero sum.
-// Needs has_f32().
+// a_col = lda). Each C element sums its k products in order (p = 0, 1, ...) in f32. band: what a
+// causal band lets it skip (small_gemm_band.h), columns or zero products; with B finite, skipping a
+// zero product changes no nonzero sum. Needs has_f32().
 void small_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
                     const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
                     const SmallGemmBand& band = {});

@@ -1,7 +1,7 @@
 // The causal band of a small product (small_gemm_f32) whose rows and columns, or rows and products,
 // are queries and keys: row i of C pairs with index i + shift of the other axis, and nothing past
 // (or, for k_begin, before) that index is needed. The attention's tiles that cross the diagonal
-// skip the work there (a third of a 32-query tile's diagonal block). Internal to kernels/cpu.
+// skip about a third of a diagonal 32 x 32 block's work this way. Internal to kernels/cpu.
 #pragma once
 #include <algorithm>
 #include <cstdint>
