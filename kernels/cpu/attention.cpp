@@ -98,6 +98,15 @@ bool fast_product(bool fast, int64_t m, int64_t n, int64_t k, T alpha, const T* 
 SmallGemmBand keys_of_queries(SmallGemmBand::Kind kind, int64_t q0, int64_t k0) { return {kind, q0 - k0}; }
 SmallGemmBand queries_of_keys(int64_t q0, int64_t k0) { return {SmallGemmBand::Kind::k_begin, k0 - q0}; }
 
+// M(i, j) = value for each key j after query i (tile rows from query q0, columns from key k0): only
+// rows of a tile that crosses the diagonal have any.
+template <class T>
+void fill_unseen(Mat<T>& M, int64_t q0, int64_t k0, T value) {
+  const int64_t kb = M.cols();
+  for (int64_t i = 0; i < M.rows() && k0 + kb - 1 > q0 + i; ++i)
+    M.row(i).tail(kb - std::max<int64_t>(q0 + i + 1 - k0, 0)).setConstant(value);
+}
+
 // Scores of the key tile [k0, k0 + kb) for the query tile [q0, q0 + qb), with the keys after each
 // query set to -inf (only tiles crossing the diagonal have any; the fast product skips what it can of
 // them). kt: the head's keys transposed (the fast product), or null.
@@ -109,10 +118,7 @@ void scores(const CMap<T>& Q, const CMap<T>& K, const Transposed<T>* kt, int64_t
                        kt ? kt->at(k0) : nullptr, kt ? kt->ld : 0, S.data(), kb, false,
                        keys_of_queries(SmallGemmBand::Kind::cols, q0, k0)))
     S.noalias() = scale * (Q.middleRows(q0, qb) * K.middleRows(k0, kb).transpose());
-  if (k0 + kb - 1 > q0) {
-    for (int64_t i = 0; i < qb; ++i)
-      for (int64_t j = std::max<int64_t>(0, q0 + i + 1 - k0); j < kb; ++j) S(i, j) = -std::numeric_limits<T>::infinity();
-  }
+  fill_unseen(S, q0, k0, -std::numeric_limits<T>::infinity());
 }
 
 // S = exp(S - shift[i]) row by row: contiguous rows, so Eigen's vectorised exp runs (the expression
@@ -120,11 +126,8 @@ void scores(const CMap<T>& Q, const CMap<T>& K, const Transposed<T>* kt, int64_t
 // each query are set to exactly 0: the vectorised exp returns ~1e-38, not 0, for -inf.
 template <class T, class Shift>
 void exp_rows(Mat<T>& S, const Shift& shift, int64_t q0, int64_t k0) {
-  const int64_t qb = S.rows(), kb = S.cols();
-  for (int64_t i = 0; i < qb; ++i) {
-    S.row(i) = (S.row(i).array() - shift[i]).exp().matrix();
-    for (int64_t j = std::max<int64_t>(0, q0 + i + 1 - k0); j < kb; ++j) S(i, j) = T(0);
-  }
+  for (int64_t i = 0; i < S.rows(); ++i) S.row(i) = (S.row(i).array() - shift[i]).exp().matrix();
+  fill_unseen(S, q0, k0, T(0));
 }
 
 // One head: q, k, v [t, d] with rows ld apart, o [t, d] with rows ld_o apart, lse [t]. fast: the
@@ -209,8 +212,7 @@ void backward_head(const T* q, const T* k, const T* v, const T* o, const T* lse,
       // dS, with the score scale; then exactly 0 past each query's last key (the banded dP holds
       // anything there, and dS K and dS^T Q skip only whole tiles' zeros, not every row's).
       dP = S.cwiseProduct(dP.colwise() - delta.segment(q0, qb)) * scale;
-      for (int64_t i = 0; i < qb && k0 + kn - 1 > q0 + i; ++i)
-        dP.row(i).tail(kn - std::max<int64_t>(q0 + i + 1 - k0, 0)).setZero();
+      fill_unseen(dP, q0, k0, T(0));
       if (!fast_product<T>(fast, qb, d, kn, T(1), dP.data(), kn, 1, k + k0 * ld, ld, dq + q0 * ld, ld, true,
                            keys_of_queries(SmallGemmBand::Kind::k_end, q0, k0)))
         dQ.middleRows(q0, qb).noalias() += dP * K.middleRows(k0, kn);
